@@ -1,0 +1,32 @@
+//! Command-line interface. Exit codes: 0 success, 1 failure, 2 usage error.
+
+mod ext;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "stud",
+    version,
+    about = "An agent CLI whose extensions are sandboxed WebAssembly components"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Manage extensions.
+    #[command(subcommand)]
+    Ext(ext::ExtCommand),
+}
+
+pub fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Ext(cmd) => ext::run(cmd),
+    }
+}

@@ -1,0 +1,10 @@
+//! Finding extensions (bundled, global; project once trust exists) and
+//! loading them into the runtime.
+
+pub mod discovery;
+pub mod registry;
+pub mod scope;
+
+pub use discovery::{Discovered, Discovery, DiscoveryProblem};
+pub use registry::{LoadReport, Registry};
+pub use scope::Scope;

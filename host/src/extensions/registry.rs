@@ -1,0 +1,106 @@
+//! Loading discovered extensions into the runtime with their grants. A
+//! failing extension is reported and left out; the others load.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::discovery::{Discovered, Discovery};
+use crate::manifest::{ExtensionId, FsDir};
+use crate::paths::StudHome;
+use crate::runtime::host_state::{DATA_GUEST_DIR, DirGrant, PROJECT_GUEST_DIR};
+use crate::runtime::services::Services;
+use crate::runtime::{Extension, LoadError, LoadSpec, Runtime};
+
+/// What loading produced.
+#[derive(Default)]
+pub struct LoadReport {
+    pub loaded: Vec<Arc<Extension>>,
+    pub failed: Vec<(ExtensionId, LoadError)>,
+}
+
+/// Everything extensions are loaded against.
+pub struct Registry {
+    pub runtime: Arc<Runtime>,
+    pub home: StudHome,
+    /// The session's working directory (the `project` grant).
+    pub project_dir: PathBuf,
+    pub services: Arc<dyn Services>,
+}
+
+impl Registry {
+    /// Load every discovered extension; compiles run on blocking threads.
+    pub async fn load_all(&self, discovery: &Discovery) -> LoadReport {
+        let mut report = LoadReport::default();
+        let mut tasks = Vec::new();
+        for d in &discovery.found {
+            let runtime = self.runtime.clone();
+            let spec = self.spec(d);
+            let id = d.manifest.id.clone();
+            tasks.push((
+                id,
+                tokio::task::spawn_blocking(move || spec.and_then(|s| runtime.load(s))),
+            ));
+        }
+        for (id, task) in tasks {
+            match task.await {
+                Ok(Ok(ext)) => report.loaded.push(Arc::new(ext)),
+                Ok(Err(e)) => report.failed.push((id, e)),
+                Err(join) => report.failed.push((
+                    id.clone(),
+                    LoadError::Compile {
+                        id,
+                        message: format!("loader panicked: {join}"),
+                    },
+                )),
+            }
+        }
+        report
+    }
+
+    /// The load request for one discovered extension: bytes, digest to
+    /// check, and directory grants resolved to real paths.
+    pub fn spec(&self, d: &Discovered) -> Result<LoadSpec, LoadError> {
+        let bytes = d.read_bytes().map_err(|source| LoadError::Read {
+            id: d.manifest.id.clone(),
+            path: d.component_path.clone(),
+            source,
+        })?;
+        Ok(LoadSpec {
+            manifest: d.manifest.clone(),
+            component_path: d.component_path.clone(),
+            bytes,
+            expected_digest: d.expected_digest.clone(),
+            config: None,
+            dirs: self.dir_grants(d),
+            services: self.services.clone(),
+        })
+    }
+
+    fn dir_grants(&self, d: &Discovered) -> Vec<DirGrant> {
+        d.manifest
+            .capabilities
+            .filesystem
+            .iter()
+            .filter_map(|req| {
+                let (host, guest) = match req.dir {
+                    FsDir::Project => (self.project_dir.clone(), PROJECT_GUEST_DIR),
+                    FsDir::Data => {
+                        let dir = self.home.data_dir(&d.manifest.id);
+                        std::fs::create_dir_all(&dir).ok()?;
+                        (dir, DATA_GUEST_DIR)
+                    }
+                };
+                Some(DirGrant {
+                    host,
+                    guest,
+                    access: req.access,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The project directory for a session started in `cwd`.
+pub fn project_dir(cwd: &Path) -> PathBuf {
+    cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf())
+}

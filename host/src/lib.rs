@@ -1,0 +1,23 @@
+//! stud: an agent runtime whose kernel is a WebAssembly plugin host.
+
+pub mod cli;
+pub mod contract;
+pub mod digest;
+pub mod extensions;
+pub mod manifest;
+pub mod paths;
+pub mod runtime;
+
+/// Extensions built from `plugins/` and embedded in the binary.
+pub mod bundled {
+    /// One embedded extension.
+    pub struct BundledExtension {
+        pub dir: &'static str,
+        pub manifest: &'static str,
+        pub component_file: &'static str,
+        pub component: &'static [u8],
+        /// Hex sha256 of `component`, computed at build time.
+        pub sha256: &'static str,
+    }
+    include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
+}

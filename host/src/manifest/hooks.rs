@@ -1,0 +1,111 @@
+//! `[[hooks]]`: where a hook extension attaches. Only `kind = "hook"`
+//! registers hooks, and it must register at least one, otherwise it would
+//! load and never run.
+
+use std::collections::HashMap;
+
+use toml::Value;
+
+use super::fields::{Fields, as_table};
+use super::kind::Kind;
+use super::problems::Problems;
+use super::slots::{HookKind, HookSlot, SlotRule, attach_points, slot_allows};
+
+pub(crate) const KNOWN: &[&str] = &["slot", "kind"];
+const EXAMPLE: &str = "[[hooks]] with slot = \"tool-call.pre\" and kind = \"observer\"";
+
+/// One `[[hooks]]` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HookRegistration {
+    pub slot: HookSlot,
+    pub kind: HookKind,
+}
+
+/// Reads `hooks` from the top-level table. `kind` is the extension kind
+/// when known; entries are checked either way so all problems show.
+pub(crate) fn read_hooks(
+    top: &Fields<'_>,
+    kind: Option<Kind>,
+    p: &mut Problems,
+) -> Vec<HookRegistration> {
+    let entries = top.array("hooks", EXAMPLE, p);
+    let field = top.path("hooks");
+    match (kind, entries) {
+        (Some(Kind::Hook), None) if top.get("hooks").is_none() => {
+            p.push(
+                &field,
+                format!(
+                    "required for kind = \"hook\": register at least one hook; write e.g. {EXAMPLE}"
+                ),
+            );
+        }
+        (Some(Kind::Hook), Some([])) => {
+            p.push(&field, format!("is empty; kind = \"hook\" extensions register at least one hook; write e.g. {EXAMPLE}"));
+        }
+        (Some(other), Some(_)) if other != Kind::Hook => {
+            p.push(
+                &field,
+                format!("only kind = \"hook\" extensions register hooks; remove the [[hooks]] entries (this is a kind = \"{other}\" extension)"),
+            );
+        }
+        _ => {}
+    }
+    let mut out = Vec::new();
+    let mut seen: HashMap<HookRegistration, usize> = HashMap::new();
+    for (i, entry) in entries.unwrap_or_default().iter().enumerate() {
+        let at = format!("{field}[{i}]");
+        let Some(registration) = read_entry(entry, &at, p) else {
+            continue;
+        };
+        if let Some(first) = seen.get(&registration) {
+            p.push(
+                at,
+                format!(
+                    "duplicates hooks[{first}] ({} {}); register each slot and kind once and remove this entry",
+                    registration.slot, registration.kind
+                ),
+            );
+            continue;
+        }
+        seen.insert(registration, i);
+        out.push(registration);
+    }
+    out
+}
+
+fn read_entry(entry: &Value, at: &str, p: &mut Problems) -> Option<HookRegistration> {
+    let table = as_table(
+        entry,
+        at,
+        "{ slot = \"tool-call.pre\", kind = \"observer\" }",
+        p,
+    )?;
+    let fields = Fields::new(table, at);
+    let slot = fields
+        .required_string("slot", "slot = \"tool-call.pre\"", p)
+        .and_then(|text| {
+            text.parse::<HookSlot>()
+                .map_err(|e| p.push(fields.path("slot"), e.to_string()))
+                .ok()
+        });
+    let kind = fields
+        .required_string("kind", "kind = \"observer\"", p)
+        .and_then(|text| {
+            text.parse::<HookKind>()
+                .map_err(|e| p.push(fields.path("kind"), e.to_string()))
+                .ok()
+        });
+    fields.unknown_keys(KNOWN, p);
+    let (slot, kind) = (slot?, kind?);
+    if slot_allows(slot, kind) == SlotRule::Forbidden {
+        p.push(
+            fields.path("kind"),
+            format!(
+                "a {kind} cannot attach at {slot}; {kind}s may attach at: {}; move it to one of those slots or use kind = \"observer\"",
+                attach_points(kind)
+            ),
+        );
+        return None;
+    }
+    Some(HookRegistration { slot, kind })
+}

@@ -1,0 +1,109 @@
+//! Imports every kind has: types, log, events, state slot, config, clock,
+//! cancellation.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::runtime::bindings::stud::extension::{
+    cancel, clock, command_types, config, context_provider_types, events, hook_types, log,
+    provider_types, session_store_types, state, state_machine_types, tool_types, types,
+};
+use crate::runtime::host_state::HostState;
+use crate::runtime::services::{ErrorClass, ExtError, ext_error};
+
+impl types::Host for HostState {}
+impl provider_types::Host for HostState {}
+impl tool_types::Host for HostState {}
+impl hook_types::Host for HostState {}
+impl context_provider_types::Host for HostState {}
+impl state_machine_types::Host for HostState {}
+impl command_types::Host for HostState {}
+impl session_store_types::Host for HostState {}
+
+/// Longest log line or event payload kept; longer ones are cut.
+const MAX_TEXT: usize = 64 * 1024;
+
+fn clip(text: &str) -> &str {
+    if text.len() <= MAX_TEXT {
+        return text;
+    }
+    let mut end = MAX_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+impl log::Host for HostState {
+    async fn log(&mut self, level: log::Level, message: String) -> wasmtime::Result<()> {
+        self.ext.services.log(&self.ext.id, level, clip(&message));
+        Ok(())
+    }
+}
+
+impl events::Host for HostState {
+    async fn emit(&mut self, name: String, payload: String) -> wasmtime::Result<()> {
+        let valid_name = !name.is_empty()
+            && name.len() <= 128
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid_name || serde_json::from_str::<serde_json::Value>(&payload).is_err() {
+            self.ext.services.log(
+                &self.ext.id,
+                log::Level::Warn,
+                &format!(
+                    "dropped event `{}`: names are [A-Za-z0-9._-]{{1,128}} and payloads JSON",
+                    clip(&name)
+                ),
+            );
+            return Ok(());
+        }
+        let full = format!("ext.{}.{}", self.ext.id, name);
+        self.ext.services.emit(&self.ext.id, &full, clip(&payload));
+        Ok(())
+    }
+}
+
+impl state::Host for HostState {
+    async fn read(&mut self) -> wasmtime::Result<Option<String>> {
+        Ok(self.ext.slot.read())
+    }
+
+    async fn write(&mut self, value: String) -> wasmtime::Result<Result<(), ExtError>> {
+        Ok(self
+            .ext
+            .slot
+            .write(value)
+            .map_err(|m| ext_error(ErrorClass::Validation, "state-invalid", m)))
+    }
+}
+
+impl config::Host for HostState {
+    async fn get(&mut self) -> wasmtime::Result<String> {
+        Ok(self.ext.config.clone())
+    }
+}
+
+impl clock::Host for HostState {
+    async fn now_ms(&mut self) -> wasmtime::Result<u64> {
+        Ok(SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0))
+    }
+
+    async fn monotonic_ns(&mut self) -> wasmtime::Result<u64> {
+        Ok(monotonic_start().elapsed().as_nanos() as u64)
+    }
+}
+
+fn monotonic_start() -> std::time::Instant {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *START.get_or_init(std::time::Instant::now)
+}
+
+impl cancel::Host for HostState {
+    async fn is_cancelled(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.deadline.is_cancelled())
+    }
+}

@@ -1,0 +1,104 @@
+//! Host imports, one file per capability. [`HostInterface`] is the one
+//! permission switch: every `stud:extension` import an extension can have
+//! is listed there with the grant it needs, and the linker links only what
+//! the extension's kind allows and its grants cover.
+
+mod base;
+mod interaction;
+mod secrets;
+mod terminal;
+
+use crate::manifest::{Capabilities, Kind};
+
+/// Every host interface of contract 0.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostInterface {
+    Types,
+    Log,
+    Events,
+    State,
+    Config,
+    Clock,
+    Cancel,
+    Interaction,
+    Terminal,
+    Secrets,
+    Http,
+    Process,
+    /// Types-only interfaces of a kind (`tool-types`, ...): nothing to link.
+    KindTypes,
+}
+
+/// What linking an interface needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// Every extension of a kind whose world imports it.
+    Always,
+    /// Only with this manifest capability; `manifest_line` says how to ask.
+    Capability {
+        name: &'static str,
+        manifest_line: &'static str,
+    },
+    /// The kind's world does not import it.
+    NotInWorld,
+    /// Part of the contract but not provided by this build of stud.
+    Unavailable { why: &'static str },
+}
+
+impl HostInterface {
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "types" => Self::Types,
+            "log" => Self::Log,
+            "events" => Self::Events,
+            "state" => Self::State,
+            "config" => Self::Config,
+            "clock" => Self::Clock,
+            "cancel" => Self::Cancel,
+            "interaction" => Self::Interaction,
+            "terminal" => Self::Terminal,
+            "secrets" => Self::Secrets,
+            "http" => Self::Http,
+            "process" => Self::Process,
+            n if n.ends_with("-types") => Self::KindTypes,
+            _ => return None,
+        })
+    }
+
+    /// The decision for one extension: its kind's world, then its grants.
+    pub fn gate(self, kind: Kind, caps: &Capabilities) -> Gate {
+        use HostInterface::*;
+        let in_world = match self {
+            Types | Log | Events | State | Config | Clock | Cancel | KindTypes => true,
+            Interaction => matches!(kind, Kind::Tool | Kind::Command | Kind::Ui),
+            Terminal => kind == Kind::Ui,
+            Secrets => kind == Kind::Provider,
+            Http => matches!(kind, Kind::Provider | Kind::Tool),
+            Process => kind == Kind::Tool,
+        };
+        if !in_world {
+            return Gate::NotInWorld;
+        }
+        match self {
+            Secrets if caps.secrets.is_empty() => Gate::Capability {
+                name: "secrets",
+                manifest_line: "secrets = [\"NAME\"]",
+            },
+            Http if caps.network.is_empty() => Gate::Capability {
+                name: "network",
+                manifest_line: "network = [\"host.example\"]",
+            },
+            Process if !caps.exec => Gate::Capability {
+                name: "exec",
+                manifest_line: "exec = true",
+            },
+            Http => Gate::Unavailable {
+                why: "outbound HTTP is not provided by this version of stud yet",
+            },
+            Process => Gate::Unavailable {
+                why: "process execution is not provided by this version of stud yet",
+            },
+            _ => Gate::Always,
+        }
+    }
+}

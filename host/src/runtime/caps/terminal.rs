@@ -1,0 +1,25 @@
+//! `terminal`: the user's terminal, for UI extensions. Waiting for a line
+//! does not count against the guest deadline.
+
+use std::time::Instant;
+
+use crate::runtime::bindings::stud::extension::terminal;
+use crate::runtime::host_state::HostState;
+
+impl terminal::Host for HostState {
+    async fn write(&mut self, text: String) -> wasmtime::Result<()> {
+        self.ext.services.terminal_write(&text);
+        Ok(())
+    }
+
+    async fn read_line(&mut self, prompt: String) -> wasmtime::Result<Option<String>> {
+        let started = Instant::now();
+        let line = self.ext.services.terminal_read_line(prompt).await;
+        self.deadline.extend(started.elapsed());
+        Ok(line)
+    }
+
+    async fn is_terminal(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.ext.services.terminal_is_terminal())
+    }
+}

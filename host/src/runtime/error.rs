@@ -1,0 +1,144 @@
+//! Typed errors of the component runtime. Every message names the
+//! extension and says what to do.
+
+use std::path::PathBuf;
+
+use crate::manifest::ExtensionId;
+
+/// Why an extension could not be loaded. The session goes on without it.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("extension `{id}`: cannot read its component {path}: {source}")]
+    Read {
+        id: ExtensionId,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error(
+        "extension `{id}`: {path} is not a WebAssembly component ({detail}); build it with `cargo build --target wasm32-wasip2` and the stud SDK"
+    )]
+    NotAComponent {
+        id: ExtensionId,
+        path: PathBuf,
+        detail: String,
+    },
+
+    #[error(
+        "extension `{id}` was built for contract {built_for}, but this stud supports {supported}; rebuild it with a stud-sdk for {supported} or install a version built for it"
+    )]
+    ContractUnsupported {
+        id: ExtensionId,
+        built_for: String,
+        supported: String,
+    },
+
+    #[error(
+        "extension `{id}` is declared as a {kind} but does not export `{interface}`; check `kind` in its extension.toml and the SDK macro it uses (export_{macro_kind}!)"
+    )]
+    MissingExport {
+        id: ExtensionId,
+        kind: String,
+        interface: String,
+        macro_kind: String,
+    },
+
+    #[error(
+        "extension `{id}` imports `{interface}`, which needs the `{capability}` capability; add `{manifest_line}` under [capabilities] in its extension.toml"
+    )]
+    CapabilityNotRequested {
+        id: ExtensionId,
+        interface: String,
+        capability: String,
+        manifest_line: String,
+    },
+
+    #[error("extension `{id}` imports `{interface}`, which a {kind} extension may not use")]
+    ImportNotAllowed {
+        id: ExtensionId,
+        kind: String,
+        interface: String,
+    },
+
+    #[error(
+        "extension `{id}`: integrity check failed for {path}: expected {expected}, found {actual}; reinstall the extension (or rebuild stud for bundled ones)"
+    )]
+    Integrity {
+        id: ExtensionId,
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+
+    #[error("extension `{id}`: compiling its component failed: {message}")]
+    Compile { id: ExtensionId, message: String },
+
+    #[error("extension `{id}`: linking failed: {message}")]
+    Link { id: ExtensionId, message: String },
+
+    #[error("extension `{id}`: its config does not match its schema: {message}")]
+    Config { id: ExtensionId, message: String },
+}
+
+/// Why a call into an extension failed. The instance that failed is thrown
+/// away; the next call gets a fresh one with the same state slot.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error(
+        "extension `{id}` ran past its {timeout_ms} ms deadline in `{func}` and was stopped; raise `limits.timeout-ms` in its extension.toml if it needs longer"
+    )]
+    Timeout {
+        id: ExtensionId,
+        func: &'static str,
+        timeout_ms: u64,
+    },
+
+    #[error("extension `{id}`: `{func}` was cancelled")]
+    Cancelled { id: ExtensionId, func: &'static str },
+
+    #[error(
+        "extension `{id}` went over its memory limit of {limit_mib} MiB in `{func}` and was stopped; raise `limits.memory-mib` in its extension.toml if it needs more"
+    )]
+    MemoryLimit {
+        id: ExtensionId,
+        func: &'static str,
+        limit_mib: u64,
+    },
+
+    #[error("extension `{id}` crashed (trap) in `{func}`: {detail}")]
+    Trap {
+        id: ExtensionId,
+        func: &'static str,
+        detail: String,
+    },
+
+    #[error("extension `{id}` returned an error from `{func}`: [{}] {}", error.code, error.message)]
+    Guest {
+        id: ExtensionId,
+        func: &'static str,
+        error: Box<crate::runtime::services::ExtError>,
+    },
+
+    #[error("extension `{id}`: instantiating failed: {message}")]
+    Instantiate { id: ExtensionId, message: String },
+}
+
+impl CallError {
+    pub fn extension(&self) -> &ExtensionId {
+        match self {
+            CallError::Timeout { id, .. }
+            | CallError::Cancelled { id, .. }
+            | CallError::MemoryLimit { id, .. }
+            | CallError::Trap { id, .. }
+            | CallError::Guest { id, .. }
+            | CallError::Instantiate { id, .. } => id,
+        }
+    }
+}
+
+/// Errors creating the runtime itself.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("cannot configure the WebAssembly engine: {0}")]
+    Engine(String),
+}

@@ -1,0 +1,198 @@
+//! The data of one extension's `Store`: its WASI context (no env, no
+//! sockets, preopens only as granted), its limits, the deadline of the
+//! call in progress, and a handle to what it shares with its other
+//! instances (config, state slot, grants).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::limits::MemoryLimiter;
+use super::services::Services;
+use super::stderr::TailBuffer;
+use crate::manifest::{ExtensionId, FsAccess, Kind, Limits};
+
+/// Guest path of the project directory when granted.
+pub const PROJECT_GUEST_DIR: &str = "/project";
+/// Guest path of the extension's private data directory when granted.
+pub const DATA_GUEST_DIR: &str = "/data";
+
+/// Largest value the state slot accepts.
+pub const MAX_SLOT_BYTES: usize = 1 << 20;
+
+/// What every instance of one loaded extension shares.
+pub struct ExtensionContext {
+    pub id: ExtensionId,
+    pub kind: Kind,
+    /// Validated config as JSON text.
+    pub config: String,
+    pub limits: Limits,
+    pub slot: StateSlot,
+    pub dirs: Vec<DirGrant>,
+    pub secrets: Vec<String>,
+    pub services: Arc<dyn Services>,
+}
+
+/// A host directory mapped into the guest.
+#[derive(Debug, Clone)]
+pub struct DirGrant {
+    pub host: PathBuf,
+    pub guest: &'static str,
+    pub access: FsAccess,
+}
+
+/// The extension's state slot: owned by the host so it outlives instances
+/// (traps, reloads), validated on write.
+#[derive(Clone, Default)]
+pub struct StateSlot {
+    value: Arc<Mutex<Option<String>>>,
+    schema: Option<Arc<jsonschema::Validator>>,
+}
+
+impl StateSlot {
+    pub fn new(schema: Option<Arc<jsonschema::Validator>>) -> Self {
+        StateSlot {
+            value: Arc::default(),
+            schema,
+        }
+    }
+
+    pub fn read(&self) -> Option<String> {
+        self.value.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replace the value after checking it is JSON of the declared shape.
+    pub fn write(&self, json: String) -> Result<(), String> {
+        if json.len() > MAX_SLOT_BYTES {
+            return Err(format!(
+                "state value is {} bytes; the limit is {MAX_SLOT_BYTES}",
+                json.len()
+            ));
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(&json).map_err(|e| format!("state value is not JSON: {e}"))?;
+        if let Some(Err(e)) = self.schema.as_ref().map(|s| s.validate(&value)) {
+            return Err(format!(
+                "state value does not match the manifest's state schema at `{}`: {e}",
+                e.instance_path()
+            ));
+        }
+        *self.value.lock().unwrap_or_else(|p| p.into_inner()) = Some(json);
+        Ok(())
+    }
+}
+
+/// Why a call was interrupted at an epoch check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interrupted {
+    Deadline,
+    Cancelled,
+}
+
+/// The deadline of the call in progress. Time the guest spends waiting in
+/// a host import is added back, so a slow host (or person) never counts
+/// against the guest's own budget.
+#[derive(Debug, Default)]
+pub struct CallDeadline {
+    at: Option<Instant>,
+    pub cancel: Arc<AtomicBool>,
+    pub fired: Option<Interrupted>,
+}
+
+impl CallDeadline {
+    pub fn arm(&mut self, timeout: Duration, cancel: Arc<AtomicBool>) {
+        self.at = Some(Instant::now() + timeout);
+        self.cancel = cancel;
+        self.fired = None;
+    }
+
+    pub fn disarm(&mut self) {
+        self.at = None;
+    }
+
+    /// Move the deadline by time spent outside the guest.
+    pub fn extend(&mut self, by: Duration) {
+        if let Some(at) = self.at.as_mut() {
+            *at += by;
+        }
+    }
+
+    /// Checked at every epoch tick while the guest runs.
+    pub fn check(&mut self) -> Option<Interrupted> {
+        let hit = if self.cancel.load(Ordering::Relaxed) {
+            Some(Interrupted::Cancelled)
+        } else if self.at.is_some_and(|at| Instant::now() >= at) {
+            Some(Interrupted::Deadline)
+        } else {
+            None
+        };
+        if hit.is_some() {
+            self.fired = hit;
+        }
+        hit
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}
+
+pub struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub ext: Arc<ExtensionContext>,
+    pub limiter: MemoryLimiter,
+    pub deadline: CallDeadline,
+    pub stderr: TailBuffer,
+}
+
+impl HostState {
+    pub fn new(ext: Arc<ExtensionContext>) -> Result<Self, String> {
+        let stderr = TailBuffer::new(4096);
+        let mut builder = WasiCtxBuilder::new();
+        builder.stderr(stderr.clone());
+        builder
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        for dir in &ext.dirs {
+            let perms = match dir.access {
+                FsAccess::Read => FsPerms::ReadOnly,
+                FsAccess::ReadWrite => FsPerms::ReadWrite,
+            };
+            builder
+                .preopened_dir(&dir.host, dir.guest, perms)
+                .map_err(|e| format!("cannot open {} for the guest: {e}", dir.host.display()))?;
+        }
+        Ok(HostState {
+            wasi: builder.build(),
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter::new(ext.limits.memory_mib),
+            ext,
+            deadline: CallDeadline::default(),
+            stderr,
+        })
+    }
+
+    /// The guest path of the project directory, if granted.
+    pub fn project_guest_dir(&self) -> Option<String> {
+        self.ext
+            .dirs
+            .iter()
+            .find(|d| d.guest == PROJECT_GUEST_DIR)
+            .map(|d| d.guest.to_string())
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}

@@ -1,0 +1,12 @@
+use super::guest_call;
+use crate::runtime::bindings::stud::extension::context_provider_types::{ComposeContext, Fragment};
+use crate::runtime::error::CallError;
+use crate::runtime::extension::Extension;
+
+impl Extension {
+    pub async fn context_provide(&self, ctx: &ComposeContext) -> Result<Vec<Fragment>, CallError> {
+        guest_call!(self, ContextProvider, "provide", |g, store| g
+            .call_provide(store, ctx)
+            .await)
+    }
+}

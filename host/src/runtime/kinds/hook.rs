@@ -1,0 +1,13 @@
+use super::guest_call;
+use crate::runtime::bindings::stud::extension::hook_types::HookOutcome;
+use crate::runtime::bindings::stud::extension::types::HookSlot;
+use crate::runtime::error::CallError;
+use crate::runtime::extension::Extension;
+
+impl Extension {
+    pub async fn hook_run(&self, slot: HookSlot, payload: &str) -> Result<HookOutcome, CallError> {
+        guest_call!(self, Hook, "run", |g, store| g
+            .call_run(store, slot, &payload.to_string())
+            .await)
+    }
+}

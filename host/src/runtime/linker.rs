@@ -1,0 +1,72 @@
+//! Linkers, one per (kind, linked capability set), built once and shared.
+//! WASI p2 is always linked (its context has no env, no sockets and only
+//! the granted preopens); `stud:extension` interfaces are linked per
+//! [`HostInterface::gate`].
+
+use wasmtime::Engine;
+use wasmtime::component::{HasSelf, Linker};
+
+use super::bindings::stud::extension as b;
+use super::caps::{Gate, HostInterface};
+use super::host_state::HostState;
+use crate::manifest::{Capabilities, Kind};
+
+/// The interfaces that have something to link.
+const LINKABLE: [HostInterface; 11] = [
+    HostInterface::Log,
+    HostInterface::Events,
+    HostInterface::State,
+    HostInterface::Config,
+    HostInterface::Clock,
+    HostInterface::Cancel,
+    HostInterface::Interaction,
+    HostInterface::Terminal,
+    HostInterface::Secrets,
+    HostInterface::Http,
+    HostInterface::Process,
+];
+
+/// Which interfaces get linked for this kind and these capabilities; two
+/// extensions with the same key share a linker.
+pub fn link_key(kind: Kind, caps: &Capabilities) -> (Kind, Vec<HostInterface>) {
+    let linked = LINKABLE
+        .iter()
+        .copied()
+        .filter(|i| i.gate(kind, caps) == Gate::Always)
+        .collect();
+    (kind, linked)
+}
+
+pub fn build(engine: &Engine, interfaces: &[HostInterface]) -> wasmtime::Result<Linker<HostState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    for iface in interfaces {
+        link(&mut linker, *iface)?;
+    }
+    Ok(linker)
+}
+
+fn get(s: &mut HostState) -> &mut HostState {
+    s
+}
+
+fn link(linker: &mut Linker<HostState>, iface: HostInterface) -> wasmtime::Result<()> {
+    type D = HasSelf<HostState>;
+    match iface {
+        HostInterface::Log => b::log::add_to_linker::<HostState, D>(linker, get),
+        HostInterface::Events => b::events::add_to_linker::<HostState, D>(linker, get),
+        HostInterface::State => b::state::add_to_linker::<HostState, D>(linker, get),
+        HostInterface::Config => b::config::add_to_linker::<HostState, D>(linker, get),
+        HostInterface::Clock => b::clock::add_to_linker::<HostState, D>(linker, get),
+        HostInterface::Cancel => b::cancel::add_to_linker::<HostState, D>(linker, get),
+        HostInterface::Interaction => b::interaction::add_to_linker::<HostState, D>(linker, get),
+        HostInterface::Terminal => b::terminal::add_to_linker::<HostState, D>(linker, get),
+        HostInterface::Secrets => b::secrets::add_to_linker::<HostState, D>(linker, get),
+        // Types-only interfaces have no functions; http and process are
+        // never `Gate::Always` in this build.
+        HostInterface::Types
+        | HostInterface::KindTypes
+        | HostInterface::Http
+        | HostInterface::Process => Ok(()),
+    }
+}

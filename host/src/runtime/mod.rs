@@ -1,0 +1,87 @@
+//! The component runtime: one engine, cached compiled code, one linker per
+//! world and grant set, one `InstancePre` per extension and a `Store` per
+//! live instance with a memory limit and a per-call deadline.
+
+pub mod bindings;
+pub mod cache;
+pub mod caps;
+pub mod engine;
+pub mod error;
+pub mod extension;
+pub mod host_state;
+pub mod inspect;
+pub mod kinds;
+pub mod limits;
+pub mod linker;
+pub mod load;
+pub mod services;
+mod stderr;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use wasmtime::Engine;
+use wasmtime::component::Linker;
+
+pub use cache::{CacheStats, CodeSource};
+pub use engine::Allocator;
+pub use error::{CallError, LoadError, RuntimeError};
+pub use extension::Extension;
+pub use load::LoadSpec;
+
+use crate::manifest::Kind;
+use caps::HostInterface;
+use host_state::HostState;
+
+pub struct RuntimeOptions {
+    /// Where compiled code is cached; `None` compiles on every load.
+    pub cache_dir: Option<PathBuf>,
+    /// Try the pooling allocator first.
+    pub pooling: bool,
+}
+
+type LinkerKey = (Kind, Vec<HostInterface>);
+
+pub struct Runtime {
+    engine: Engine,
+    allocator: Allocator,
+    cache: cache::CompileCache,
+    linkers: Mutex<HashMap<LinkerKey, Arc<Linker<HostState>>>>,
+}
+
+impl Runtime {
+    pub fn new(options: RuntimeOptions) -> Result<Arc<Self>, RuntimeError> {
+        let (engine, allocator) = engine::build_engine(options.pooling)?;
+        let cache = cache::CompileCache::new(&engine, options.cache_dir);
+        Ok(Arc::new(Runtime {
+            engine,
+            allocator,
+            cache,
+            linkers: Mutex::default(),
+        }))
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn allocator(&self) -> Allocator {
+        self.allocator
+    }
+
+    /// Compile, cache-hit and discard counters.
+    pub fn cache_stats(&self) -> &CacheStats {
+        &self.cache.stats
+    }
+
+    fn linker(&self, key: LinkerKey) -> wasmtime::Result<Arc<Linker<HostState>>> {
+        let mut linkers = self.linkers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = linkers.get(&key) {
+            return Ok(l.clone());
+        }
+        let linker = Arc::new(linker::build(&self.engine, &key.1)?);
+        linkers.insert(key, linker.clone());
+        Ok(linker)
+    }
+}

@@ -1,0 +1,98 @@
+//! What the rest of stud provides to extensions through host imports:
+//! the log, the event bus, interaction, secrets and the terminal. The
+//! kernel supplies its own implementation; [`StderrServices`] serves the
+//! CLI commands that run extensions outside a session.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::manifest::ExtensionId;
+
+pub use super::bindings::stud::extension::interaction::{InteractionKind, InteractionResponse};
+pub use super::bindings::stud::extension::log::Level as LogLevel;
+pub use super::bindings::stud::extension::types::{ErrorClass, ExtError};
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+pub trait Services: Send + Sync + 'static {
+    /// A log line from an extension.
+    fn log(&self, ext: &ExtensionId, level: LogLevel, message: &str);
+
+    /// An observer event from an extension; `name` is already prefixed
+    /// with `ext.<id>.`.
+    fn emit(&self, ext: &ExtensionId, name: &str, payload: &str);
+
+    /// Ask the person. The default has no interactor (headless).
+    fn interact(
+        &self,
+        ext: &ExtensionId,
+        kind: InteractionKind,
+    ) -> BoxFuture<'static, Result<InteractionResponse, ExtError>> {
+        let message = format!(
+            "extension `{ext}` asked a question, but no interactive UI is attached (headless run); answer in the prompt instead"
+        );
+        let _ = kind;
+        Box::pin(async move { Err(ext_error(ErrorClass::Session, "no-interactor", message)) })
+    }
+
+    /// Resolve a secret by name (already checked against the manifest).
+    fn secret(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+
+    /// Write to the user's terminal (UI extensions only).
+    fn terminal_write(&self, text: &str) {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+
+    /// Read one line from the terminal; `None` at end of input.
+    fn terminal_read_line(&self, prompt: String) -> BoxFuture<'static, Option<String>> {
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                use std::io::{BufRead, Write};
+                print!("{prompt}");
+                let _ = std::io::stdout().flush();
+                let mut line = String::new();
+                match std::io::stdin().lock().read_line(&mut line) {
+                    Ok(0) | Err(_) => None,
+                    Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_string()),
+                }
+            })
+            .await
+            .ok()
+            .flatten()
+        })
+    }
+
+    fn terminal_is_terminal(&self) -> bool {
+        use std::io::IsTerminal;
+        std::io::stdin().is_terminal()
+    }
+}
+
+/// Logs warnings and errors to stderr; drops events.
+pub struct StderrServices;
+
+impl Services for StderrServices {
+    fn log(&self, ext: &ExtensionId, level: LogLevel, message: &str) {
+        if matches!(level, LogLevel::Warn | LogLevel::Error)
+            || std::env::var_os("STUD_DEBUG").is_some()
+        {
+            eprintln!("[{ext}] {level:?}: {message}");
+        }
+    }
+
+    fn emit(&self, _ext: &ExtensionId, _name: &str, _payload: &str) {}
+}
+
+pub fn ext_error(class: ErrorClass, code: &str, message: impl Into<String>) -> ExtError {
+    ExtError {
+        class,
+        code: code.into(),
+        message: message.into(),
+        context: None,
+    }
+}

@@ -1,0 +1,69 @@
+//! `protect-paths`: a guard at `tool-call.pre` that denies a call when any
+//! path-like argument matches a protected glob (by default `.env` files and
+//! private keys). Patterns match the whole path and its last component.
+
+use glob::Pattern;
+use stud_sdk::prelude::*;
+
+const DEFAULT_PATTERNS: &[&str] = &[".env", ".env.*", "*.pem", "*.key", "id_rsa", "id_ed25519"];
+/// Argument names that carry paths in the bundled tools.
+const PATH_KEYS: &[&str] = &["path", "file", "file_path", "paths", "files"];
+
+#[derive(Default)]
+struct ProtectPaths {
+    patterns: Vec<Pattern>,
+}
+
+impl Hook for ProtectPaths {
+    fn init(&mut self, config: &Value) -> Result<(), Error> {
+        let texts: Vec<String> = match config.get("patterns").and_then(Value::as_array) {
+            Some(list) => list.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+            None => DEFAULT_PATTERNS.iter().map(|s| s.to_string()).collect(),
+        };
+        self.patterns = texts
+            .iter()
+            .map(|t| {
+                Pattern::new(t).map_err(|e| {
+                    Error::validation("pattern-invalid", format!("patterns: `{t}` is not a glob: {e}"))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(())
+    }
+
+    fn run(&mut self, _slot: HookSlot, payload: Value) -> Result<HookOutcome, Error> {
+        let call = payload.get("call").unwrap_or(&payload);
+        let tool = call.get("name").and_then(Value::as_str).unwrap_or("?");
+        let Some(args) = call.get("arguments").and_then(Value::as_object) else {
+            return Ok(HookOutcome::Allow);
+        };
+        for key in PATH_KEYS {
+            let values: Vec<&str> = match args.get(*key) {
+                Some(Value::String(s)) => vec![s.as_str()],
+                Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+                _ => continue,
+            };
+            for path in values {
+                if let Some(p) = self.matching(path) {
+                    return Ok(HookOutcome::Deny(Error::validation(
+                        "path-protected",
+                        format!("{tool}: `{path}` matches the protected pattern `{p}`; ask the user to handle this file"),
+                    )));
+                }
+            }
+        }
+        Ok(HookOutcome::Allow)
+    }
+}
+
+impl ProtectPaths {
+    fn matching(&self, path: &str) -> Option<&str> {
+        let last = path.rsplit('/').next().unwrap_or(path);
+        self.patterns
+            .iter()
+            .find(|p| p.matches(path) || p.matches(last))
+            .map(Pattern::as_str)
+    }
+}
+
+stud_sdk::export_hook!(ProtectPaths);

@@ -1,0 +1,46 @@
+//! `stage-counter`: an observer at every slot. It counts firings per slot in
+//! its state slot (so counts survive traps and reloads) and emits the counts
+//! as `ext.stage-counter.counts` after each turn's render.
+
+use std::collections::BTreeMap;
+
+use stud_sdk::prelude::*;
+
+#[derive(serde::Serialize, serde::Deserialize, Default)]
+struct Counts {
+    counts: BTreeMap<String, u64>,
+}
+
+#[derive(Default)]
+struct StageCounter;
+
+impl Hook for StageCounter {
+    fn run(&mut self, slot: HookSlot, _payload: Value) -> Result<HookOutcome, Error> {
+        let mut state: Counts = host::state::read()?.unwrap_or_default();
+        let name = slot_name(slot);
+        *state.counts.entry(name.clone()).or_default() += 1;
+        host::state::write(&state)?;
+        if name == "render.post" {
+            host::emit("counts", &state.counts)?;
+        }
+        Ok(HookOutcome::Observed)
+    }
+}
+
+fn slot_name(slot: HookSlot) -> String {
+    let stage = match slot.stage {
+        Stage::ReceiveInput => "receive-input",
+        Stage::ComposeRequest => "compose-request",
+        Stage::SendRequest => "send-request",
+        Stage::StreamResponse => "stream-response",
+        Stage::ToolCall => "tool-call",
+        Stage::Render => "render",
+    };
+    let phase = match slot.phase {
+        Phase::Pre => "pre",
+        Phase::Post => "post",
+    };
+    format!("{stage}.{phase}")
+}
+
+stud_sdk::export_hook!(StageCounter);

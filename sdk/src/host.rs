@@ -1,0 +1,174 @@
+//! Host services as plain functions. Each works only if the extension's
+//! world imports it and the user granted the capability behind it; an
+//! ungranted capability is refused before the extension is instantiated.
+
+use serde::{Serialize, de::DeserializeOwned};
+
+use crate::Error;
+use crate::wit::stud::extension as w;
+
+/// Log a line into the host's log, tagged with this extension's id.
+pub mod log {
+    use super::w::log::{Level, log};
+
+    pub fn trace(message: &str) {
+        log(Level::Trace, message)
+    }
+    pub fn debug(message: &str) {
+        log(Level::Debug, message)
+    }
+    pub fn info(message: &str) {
+        log(Level::Info, message)
+    }
+    pub fn warn(message: &str) {
+        log(Level::Warn, message)
+    }
+    pub fn error(message: &str) {
+        log(Level::Error, message)
+    }
+}
+
+/// Publish an observer event (the host names it `ext.<id>.<name>`).
+pub fn emit<T: Serialize>(name: &str, payload: &T) -> Result<(), Error> {
+    let json = serde_json::to_string(payload).map_err(|e| Error::internal(e.to_string()))?;
+    w::events::emit(name, &json);
+    Ok(())
+}
+
+/// This extension's state slot; it survives traps and reloads.
+pub mod state {
+    use super::*;
+
+    /// The last value written, or `None` if the slot is empty.
+    pub fn read<T: DeserializeOwned>() -> Result<Option<T>, Error> {
+        match w::state::read() {
+            None => Ok(None),
+            Some(json) => serde_json::from_str(&json)
+                .map(Some)
+                .map_err(|e| Error::internal(format!("state slot does not parse: {e}"))),
+        }
+    }
+
+    pub fn write<T: Serialize>(value: &T) -> Result<(), Error> {
+        let json = serde_json::to_string(value).map_err(|e| Error::internal(e.to_string()))?;
+        w::state::write(&json).map_err(Error::from)
+    }
+}
+
+/// This extension's validated configuration.
+pub fn config<T: DeserializeOwned>() -> Result<T, Error> {
+    serde_json::from_str(&w::config::get())
+        .map_err(|e| Error::validation("config-invalid", format!("config does not parse: {e}")))
+}
+
+/// Unix time in milliseconds.
+pub fn now_ms() -> u64 {
+    w::clock::now_ms()
+}
+
+/// Monotonic nanoseconds, for measuring durations.
+pub fn monotonic_ns() -> u64 {
+    w::clock::monotonic_ns()
+}
+
+/// True once the kernel cancelled the current call; long loops should check
+/// it and return early.
+pub fn is_cancelled() -> bool {
+    w::cancel::is_cancelled()
+}
+
+/// A secret the manifest declares (`capabilities.secrets`).
+pub fn secret(name: &str) -> Result<String, Error> {
+    w::secrets::get(name).map_err(Error::from)
+}
+
+/// Outbound HTTP through the host (needs `capabilities.network`).
+pub mod http {
+    pub use super::w::http::{Header, Request, Response};
+    use super::*;
+
+    /// Send a request; read the body with [`Response::next_chunk`].
+    pub fn send(request: &Request) -> Result<Response, Error> {
+        w::http::send(request).map_err(Error::from)
+    }
+
+    /// A GET with no headers, body read to the end.
+    pub fn get(url: &str) -> Result<(u16, Vec<u8>), Error> {
+        let response = send(&Request {
+            method: "GET".into(),
+            url: url.into(),
+            headers: vec![],
+            body: None,
+            timeout_ms: None,
+        })?;
+        let mut body = Vec::new();
+        while let Some(chunk) = response.next_chunk()? {
+            body.extend_from_slice(&chunk);
+        }
+        Ok((response.status(), body))
+    }
+}
+
+/// Run processes in the project (needs `capabilities.exec`).
+pub mod process {
+    pub use super::w::process::{Command, ProcessOutput, SpawnRequest};
+    use super::*;
+
+    pub fn run(request: &SpawnRequest) -> Result<ProcessOutput, Error> {
+        w::process::run(request).map_err(Error::from)
+    }
+}
+
+/// Ask the person at the keyboard (tool and command kinds).
+pub mod interaction {
+    pub use super::w::interaction::{
+        Approval, Choice, InteractionKind, InteractionResponse, InteractionStatus,
+    };
+    use super::*;
+
+    pub fn request(kind: &InteractionKind) -> Result<InteractionResponse, Error> {
+        w::interaction::request(kind).map_err(Error::from)
+    }
+
+    /// Free text; `None` if the person declined or did not answer in time.
+    pub fn ask(prompt: &str) -> Result<Option<String>, Error> {
+        let r = request(&InteractionKind::Ask(prompt.to_string()))?;
+        Ok(match r.status {
+            InteractionStatus::Accepted => Some(r.value.unwrap_or_default()),
+            _ => None,
+        })
+    }
+
+    /// Yes or no; a timeout counts as no.
+    pub fn confirm(prompt: &str) -> Result<bool, Error> {
+        let r = request(&InteractionKind::Confirm(prompt.to_string()))?;
+        Ok(r.status == InteractionStatus::Accepted)
+    }
+
+    /// One of `options`, or `None`.
+    pub fn select(prompt: &str, options: &[&str]) -> Result<Option<String>, Error> {
+        let r = request(&InteractionKind::Select(Choice {
+            prompt: prompt.to_string(),
+            options: options.iter().map(|o| o.to_string()).collect(),
+        }))?;
+        Ok(match r.status {
+            InteractionStatus::Accepted => r.value,
+            _ => None,
+        })
+    }
+}
+
+/// The user's terminal (ui kind only).
+pub mod terminal {
+    use super::w::terminal;
+
+    pub fn write(text: &str) {
+        terminal::write(text)
+    }
+    pub fn read_line(prompt: &str) -> Option<String> {
+        terminal::read_line(prompt)
+    }
+    pub fn is_terminal() -> bool {
+        terminal::is_terminal()
+    }
+}

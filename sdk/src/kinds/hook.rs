@@ -1,0 +1,47 @@
+//! Hooks: guards, transforms and observers at the kernel's stage slots.
+
+use serde_json::Value;
+
+use crate::Error;
+use crate::wit::stud::extension::types::HookSlot;
+
+/// A hook. Which slots it runs at, and as which kind, is declared in
+/// `extension.toml` (`[[hooks]]`); the kernel calls `run` at each.
+pub trait Hook: Default + 'static {
+    fn init(&mut self, _config: &Value) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn run(&mut self, slot: HookSlot, payload: Value) -> Result<HookOutcome, Error>;
+}
+
+/// What a hook decided.
+#[derive(Debug, Clone)]
+pub enum HookOutcome {
+    /// Guard: the stage may run.
+    Allow,
+    /// Guard: stop the stage, with the reason.
+    Deny(Error),
+    /// Transform: the new payload.
+    Transform(Value),
+    /// Observer: nothing changes.
+    Observed,
+}
+
+#[doc(hidden)]
+pub mod glue {
+    use super::*;
+    use crate::__private::{Instance, parse_json};
+    use crate::wit::stud::extension::hook_types::HookOutcome as W;
+    use crate::wit::stud::extension::types::ExtError;
+
+    pub fn run<T: Hook>(inst: &Instance<T>, slot: HookSlot, payload: String) -> Result<W, ExtError> {
+        let payload = parse_json(&payload)?;
+        Ok(match inst.with(|h| h.run(slot, payload))? {
+            HookOutcome::Allow => W::Allow,
+            HookOutcome::Deny(e) => W::Deny(e.0),
+            HookOutcome::Transform(v) => W::Transform(v.to_string()),
+            HookOutcome::Observed => W::Observed,
+        })
+    }
+}

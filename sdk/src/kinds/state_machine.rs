@@ -1,0 +1,46 @@
+//! State machines: staged workflows that govern a session's tool use.
+
+use serde_json::Value;
+
+use crate::Error;
+pub use crate::wit::stud::extension::state_machine_types::{
+    AssertOutcome, Execution, Gate, NextResult, StageDefinition, ToolProposal, ToolVerdict,
+};
+
+/// A state machine. Only `stages` and `entry_stage` are required; the
+/// defaults follow the runtime spec (proceed, retry on cap hit, stop after
+/// the stage, deny tools outside the envelope).
+pub trait StateMachine: Default + 'static {
+    fn init(&mut self, _config: &Value) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn stages(&self) -> Vec<StageDefinition>;
+    fn entry_stage(&self) -> String;
+
+    fn setup(&mut self, _stage: &str, ctx: Value) -> Result<Value, Error> {
+        Ok(ctx)
+    }
+
+    fn check_gate(&mut self, _stage: &str, _ctx: &Value) -> Result<Gate, Error> {
+        Ok(Gate::Proceed)
+    }
+
+    fn assert(
+        &mut self,
+        _stage: &str,
+        _ctx: &Value,
+        cap_hit: bool,
+        _completion: Option<Value>,
+    ) -> Result<AssertOutcome, Error> {
+        Ok(if cap_hit { AssertOutcome::Retry } else { AssertOutcome::Ok })
+    }
+
+    fn next(&mut self, _stage: &str, _ctx: &Value) -> Result<NextResult, Error> {
+        Ok(NextResult { next_stages: vec![], execution: Execution::Sequential, join: None })
+    }
+
+    fn grant_stage_tool(&mut self, _proposal: ToolProposal) -> ToolVerdict {
+        ToolVerdict::Deny
+    }
+}

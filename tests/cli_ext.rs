@@ -1,0 +1,167 @@
+//! `stud` binary end to end: --version, ext list, ext check and the
+//! compile cache across two starts.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn stud(home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stud"))
+        .args(args)
+        .env("STUD_HOME", home)
+        .env_remove("RUST_BACKTRACE")
+        .current_dir(cwd)
+        .output()
+        .expect("run stud")
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success() || !out.stdout.is_empty(),
+        "stud failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+const BUNDLED: [&str; 6] = [
+    "list",
+    "protect-paths",
+    "read",
+    "redact-secrets",
+    "scripted",
+    "stage-counter",
+];
+
+#[test]
+fn version_and_help() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = stud(tmp.path(), tmp.path(), &["--version"]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("stud {}", env!("CARGO_PKG_VERSION"))
+    );
+    let out = stud(tmp.path(), tmp.path(), &["--help"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ext"));
+    let out = stud(tmp.path(), tmp.path(), &["no-such-command"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn ext_list_shows_bundled_and_global_with_digests() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    common::install_fixture(home.path(), "hostile");
+    // A broken global manifest is reported, the rest still listed.
+    let bad = home.path().join("extensions").join("broken");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(bad.join("extension.toml"), "id = \"broken\"\nname = \"Broken\"\nversion = \"1\"\nkind = \"tool\"\ncontract = \"^0.1\"\n").unwrap();
+
+    let out = stud(home.path(), cwd.path(), &["ext", "list"]);
+    assert!(out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout);
+    for id in BUNDLED {
+        assert!(
+            table.lines().any(|l| l.starts_with(id)),
+            "{id} missing in:\n{table}"
+        );
+    }
+    let hostile = table
+        .lines()
+        .find(|l| l.starts_with("hostile"))
+        .expect("hostile listed");
+    assert!(
+        hostile.contains("global") && hostile.contains("tool"),
+        "{hostile}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("broken") && stderr.contains("`version`"),
+        "{stderr}"
+    );
+
+    let v = json_of(&stud(home.path(), cwd.path(), &["ext", "list", "--json"]));
+    let exts = v["extensions"].as_array().unwrap();
+    assert_eq!(exts.len(), BUNDLED.len() + 1);
+    let read = exts.iter().find(|e| e["id"] == "read").unwrap();
+    assert_eq!(read["scope"], "bundled");
+    assert_eq!(read["contract"], "0.1.0");
+    assert_eq!(read["capabilities"]["filesystem"][0]["dir"], "project");
+    assert_eq!(read["sha256"].as_str().unwrap().len(), 64);
+    let scripted = exts.iter().find(|e| e["id"] == "scripted").unwrap();
+    assert_eq!(scripted["kind"], "provider");
+    assert_eq!(v["problems"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn ext_check_uses_the_compile_cache_on_the_second_start() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let n = BUNDLED.len() as u64;
+
+    let first = json_of(&stud(home.path(), cwd.path(), &["ext", "check", "--json"]));
+    assert_eq!(first["compiled"], n, "{first}");
+    assert_eq!(first["cache_hits"], 0);
+    for e in first["extensions"].as_array().unwrap() {
+        assert_eq!(e["status"], "ok", "{e}");
+        assert_eq!(e["code"], "compiled");
+    }
+
+    let second = json_of(&stud(home.path(), cwd.path(), &["ext", "check", "--json"]));
+    assert_eq!(second["compiled"], 0, "second start recompiled: {second}");
+    assert_eq!(second["cache_hits"], n);
+    assert!(
+        second["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["code"] == "cache")
+    );
+
+    // A corrupt entry is discarded and recompiled, not trusted.
+    let cache = home.path().join("cache").join("compiled");
+    let entry = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .unwrap();
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&entry, bytes).unwrap();
+    let third = json_of(&stud(home.path(), cwd.path(), &["ext", "check", "--json"]));
+    assert_eq!(third["cache_discarded"], 1, "{third}");
+    assert_eq!(third["compiled"], 1);
+    assert_eq!(third["cache_hits"], n - 1);
+    assert!(
+        third["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["status"] == "ok")
+    );
+}
+
+#[test]
+fn ext_check_reports_a_bad_extension_and_keeps_the_rest() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    common::install_fixture(home.path(), "future-contract");
+    let out = stud(home.path(), cwd.path(), &["ext", "check", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    let exts = v["extensions"].as_array().unwrap();
+    let bad = exts.iter().find(|e| e["id"] == "future-contract").unwrap();
+    assert_eq!(bad["status"], "failed");
+    let msg = bad["error"].as_str().unwrap();
+    assert!(msg.contains("0.9.0") && msg.contains("0.1.x"), "{msg}");
+    assert_eq!(
+        exts.iter().filter(|e| e["status"] == "ok").count(),
+        BUNDLED.len()
+    );
+}

@@ -1,0 +1,130 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use stud::contract::HOST_CONTRACT;
+use stud::extensions::{Discovery, Registry};
+use stud::manifest::{ExtensionId, parse_manifest};
+use stud::paths::StudHome;
+use stud::runtime::host_state::{DirGrant, PROJECT_GUEST_DIR};
+use stud::runtime::services::{LogLevel, Services};
+use stud::runtime::{Extension, LoadError, LoadSpec, Runtime, RuntimeOptions};
+
+/// Records what extensions log and emit.
+#[derive(Default)]
+pub struct Recorder {
+    pub logs: Mutex<Vec<(String, String)>>,
+    pub events: Mutex<Vec<(String, String)>>,
+}
+
+impl Services for Recorder {
+    fn log(&self, ext: &ExtensionId, level: LogLevel, message: &str) {
+        self.logs
+            .lock()
+            .unwrap()
+            .push((ext.to_string(), format!("{level:?}: {message}")));
+    }
+
+    fn emit(&self, _ext: &ExtensionId, name: &str, payload: &str) {
+        self.events
+            .lock()
+            .unwrap()
+            .push((name.to_string(), payload.to_string()));
+    }
+}
+
+pub fn runtime() -> Arc<Runtime> {
+    Runtime::new(RuntimeOptions {
+        cache_dir: None,
+        pooling: true,
+    })
+    .expect("runtime")
+}
+
+/// Load every bundled extension with `project` as the project directory.
+pub async fn load_bundled(project: &Path, services: Arc<Recorder>) -> Vec<Arc<Extension>> {
+    let home = tempfile::tempdir().expect("tempdir");
+    let registry = Registry {
+        runtime: runtime(),
+        home: StudHome::at(home.path()),
+        project_dir: project.to_path_buf(),
+        services,
+    };
+    let discovery = Discovery::scan(&registry.home, None);
+    let report = registry.load_all(&discovery).await;
+    if let Some((id, e)) = report.failed.first() {
+        panic!("bundled extension {id} failed to load: {e}");
+    }
+    report.loaded
+}
+
+pub fn find<'a>(exts: &'a [Arc<Extension>], id: &str) -> &'a Arc<Extension> {
+    exts.iter()
+        .find(|e| e.id().as_str() == id)
+        .unwrap_or_else(|| panic!("no extension {id}"))
+}
+
+/// Folder of a test fixture crate (manifest next to it).
+pub fn fixture_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("STUD_FIXTURES_DIR")).join(name)
+}
+
+/// The built component of a fixture or plugin.
+pub fn wasm(file: &str) -> PathBuf {
+    PathBuf::from(env!("STUD_WASM_OUT")).join(file)
+}
+
+/// Load a fixture by its folder name, optionally with another manifest text.
+pub fn load_fixture(
+    rt: &Arc<Runtime>,
+    name: &str,
+    manifest_override: Option<&str>,
+    project: Option<&Path>,
+) -> Result<Extension, LoadError> {
+    let dir = fixture_dir(name);
+    let text = match manifest_override {
+        Some(t) => t.to_string(),
+        None => std::fs::read_to_string(dir.join("extension.toml")).expect("fixture manifest"),
+    };
+    let manifest = parse_manifest(&text, &dir.join("extension.toml"), &HOST_CONTRACT)
+        .expect("fixture manifest parses");
+    let path = wasm(manifest.component.to_str().expect("utf-8 path"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let dirs = project
+        .map(|p| {
+            vec![DirGrant {
+                host: p.to_path_buf(),
+                guest: PROJECT_GUEST_DIR,
+                access: stud::manifest::FsAccess::Read,
+            }]
+        })
+        .unwrap_or_default();
+    rt.load(LoadSpec {
+        manifest,
+        component_path: path,
+        bytes,
+        expected_digest: None,
+        config: None,
+        dirs,
+        services: Arc::new(Recorder::default()),
+    })
+}
+
+/// Copy a fixture (manifest + component) into `<home>/extensions/<name>`.
+pub fn install_fixture(home: &Path, name: &str) -> PathBuf {
+    let src = fixture_dir(name);
+    let text = std::fs::read_to_string(src.join("extension.toml")).expect("fixture manifest");
+    let manifest =
+        parse_manifest(&text, &src.join("extension.toml"), &HOST_CONTRACT).expect("parses");
+    let dest = home.join("extensions").join(name);
+    std::fs::create_dir_all(&dest).expect("mkdir");
+    std::fs::write(dest.join("extension.toml"), text).expect("write manifest");
+    std::fs::copy(
+        wasm(manifest.component.to_str().expect("utf-8")),
+        dest.join(&manifest.component),
+    )
+    .expect("copy wasm");
+    dest
+}

@@ -1,0 +1,230 @@
+//! Misbehaving guests give typed errors naming the extension; the host and
+//! the other extensions keep working; the slot survives a restart.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{Recorder, find, load_bundled, load_fixture, runtime};
+use stud::runtime::{CallError, LoadError};
+
+#[tokio::test]
+async fn trap_panic_loop_and_alloc_are_contained() {
+    let rt = runtime();
+    let hostile = load_fixture(&rt, "hostile", None, None).expect("hostile loads");
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("a.txt"), "still here\n").unwrap();
+    let others = load_bundled(project.path(), Arc::new(Recorder::default())).await;
+    let read = find(&others, "read");
+
+    assert_eq!(
+        hostile
+            .tool_invoke("1", r#"{"mode":"count"}"#)
+            .await
+            .unwrap()
+            .content
+            .len(),
+        1
+    );
+    hostile
+        .tool_invoke("2", r#"{"mode":"count"}"#)
+        .await
+        .unwrap();
+
+    match hostile
+        .tool_invoke("3", r#"{"mode":"trap"}"#)
+        .await
+        .unwrap_err()
+    {
+        CallError::Trap { id, func, detail } => {
+            assert_eq!(id.as_str(), "hostile");
+            assert_eq!(func, "invoke");
+            assert!(detail.contains("unreachable"), "{detail}");
+        }
+        other => panic!("expected trap, got {other}"),
+    }
+
+    match hostile
+        .tool_invoke("4", r#"{"mode":"panic"}"#)
+        .await
+        .unwrap_err()
+    {
+        CallError::Trap { detail, .. } => assert!(
+            detail.contains("hostile fixture panicked on purpose"),
+            "{detail}"
+        ),
+        other => panic!("expected trap, got {other}"),
+    }
+
+    // The runaway loop is stopped by the epoch deadline (500 ms in its manifest).
+    let started = Instant::now();
+    let err = hostile
+        .tool_invoke("5", r#"{"mode":"loop"}"#)
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    match &err {
+        CallError::Timeout { id, timeout_ms, .. } => {
+            assert_eq!(id.as_str(), "hostile");
+            assert_eq!(*timeout_ms, 500);
+        }
+        other => panic!("expected timeout, got {other}"),
+    }
+    assert!(err.to_string().contains("`hostile`"));
+    assert!(
+        took >= Duration::from_millis(500),
+        "stopped before its deadline: {took:?}"
+    );
+    assert!(took < Duration::from_secs(30), "not stopped: {took:?}");
+
+    match hostile
+        .tool_invoke("6", r#"{"mode":"alloc"}"#)
+        .await
+        .unwrap_err()
+    {
+        CallError::MemoryLimit { id, limit_mib, .. } => {
+            assert_eq!(id.as_str(), "hostile");
+            assert_eq!(limit_mib, 32);
+        }
+        other => panic!("expected memory limit, got {other}"),
+    }
+
+    // A fresh instance answers, and the state slot survived four faults.
+    assert_eq!(
+        common_text(hostile.tool_invoke("7", r#"{"mode":"ok"}"#).await.unwrap()),
+        "alive"
+    );
+    assert_eq!(
+        common_text(
+            hostile
+                .tool_invoke("8", r#"{"mode":"count"}"#)
+                .await
+                .unwrap()
+        ),
+        "3"
+    );
+    assert!(
+        hostile.instantiations() >= 5,
+        "restarted after each fault: {}",
+        hostile.instantiations()
+    );
+
+    // Other extensions were never affected.
+    let out = read.tool_invoke("9", r#"{"path":"a.txt"}"#).await.unwrap();
+    assert!(common_text(out).contains("still here"));
+}
+
+fn common_text(out: stud::runtime::bindings::stud::extension::tool_types::ToolOutput) -> String {
+    out.content
+        .iter()
+        .map(|p| match p {
+            stud::runtime::bindings::stud::extension::types::ResultPart::Text(t) => t.clone(),
+            _ => String::new(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn cancel_stops_a_running_guest() {
+    let rt = runtime();
+    let manifest = std::fs::read_to_string(common::fixture_dir("hostile").join("extension.toml"))
+        .unwrap()
+        .replace("timeout-ms = 500", "timeout-ms = 600000");
+    let hostile = Arc::new(load_fixture(&rt, "hostile", Some(&manifest), None).unwrap());
+    hostile.start().await.unwrap();
+    let h = hostile.clone();
+    let call = tokio::spawn(async move { h.tool_invoke("1", r#"{"mode":"loop"}"#).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    hostile.cancel();
+    let err = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("cancel reached the guest")
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, CallError::Cancelled { .. }), "{err}");
+    assert_eq!(
+        common_text(hostile.tool_invoke("2", r#"{"mode":"ok"}"#).await.unwrap()),
+        "alive"
+    );
+}
+
+#[tokio::test]
+async fn unsupported_contract_is_refused_before_instantiation() {
+    let rt = runtime();
+    let err = load_fixture(&rt, "future-contract", None, None)
+        .err()
+        .expect("must be refused");
+    match &err {
+        LoadError::ContractUnsupported {
+            id,
+            built_for,
+            supported,
+        } => {
+            assert_eq!(id.as_str(), "future-contract");
+            assert_eq!(built_for, "0.9.0");
+            assert_eq!(supported, "0.1.x");
+        }
+        other => panic!("expected a contract error, got {other}"),
+    }
+    let text = err.to_string();
+    assert!(text.contains("0.9.0") && text.contains("0.1.x"), "{text}");
+    // Refused before compiling: nothing was compiled.
+    assert_eq!(
+        rt.cache_stats()
+            .compiled
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_component_declared_as_the_wrong_kind_is_refused() {
+    let rt = runtime();
+    let manifest = std::fs::read_to_string(common::fixture_dir("hostile").join("extension.toml"))
+        .unwrap()
+        .replace("kind = \"tool\"", "kind = \"logger\"");
+    let err = load_fixture(&rt, "hostile", Some(&manifest), None)
+        .err()
+        .expect("refused");
+    assert!(matches!(err, LoadError::MissingExport { .. }), "{err}");
+    assert!(
+        err.to_string().contains("stud:extension/logger-api"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_changed_component_fails_its_integrity_check() {
+    let rt = runtime();
+    let dir = common::fixture_dir("hostile");
+    let text = std::fs::read_to_string(dir.join("extension.toml")).unwrap();
+    let manifest = stud::manifest::parse_manifest(
+        &text,
+        &dir.join("extension.toml"),
+        &stud::contract::HOST_CONTRACT,
+    )
+    .unwrap();
+    let path = common::wasm("fixture_hostile.wasm");
+    let bytes = std::fs::read(&path).unwrap();
+    let err = rt
+        .load(stud::runtime::LoadSpec {
+            manifest,
+            component_path: path,
+            bytes,
+            expected_digest: Some(stud::digest::Sha256Digest::of(b"other bytes")),
+            config: None,
+            dirs: vec![],
+            services: Arc::new(Recorder::default()),
+        })
+        .err()
+        .expect("refused");
+    let text = err.to_string();
+    assert!(matches!(err, LoadError::Integrity { .. }));
+    assert!(
+        text.contains("`hostile`")
+            && text.contains("expected sha256:")
+            && text.contains("found sha256:"),
+        "{text}"
+    );
+}

@@ -1,0 +1,230 @@
+//! Every bundled component loads, and a typed call into each kind works.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Recorder, find, load_bundled};
+use stud::runtime::bindings::stud::extension::hook_types::HookOutcome;
+use stud::runtime::bindings::stud::extension::provider_types::{
+    Request, RequestParams, StreamEvent, ThinkingLevel,
+};
+use stud::runtime::bindings::stud::extension::types::{
+    ContentPart, HookSlot, Message, Phase, ResultPart, Role, Stage, ToolResult,
+};
+use stud::runtime::{CallError, Extension};
+
+fn text(parts: &[ResultPart]) -> String {
+    parts
+        .iter()
+        .map(|p| match p {
+            ResultPart::Text(t) => t.clone(),
+            ResultPart::Image(_) => "<image>".into(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn tools_read_and_list_work_on_a_real_project() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("notes.txt"), "alpha\nbeta\ngamma\n").unwrap();
+    std::fs::create_dir(project.path().join("src")).unwrap();
+    let exts = load_bundled(project.path(), Arc::new(Recorder::default())).await;
+
+    let read = find(&exts, "read");
+    let spec = read.tool_describe().await.unwrap();
+    assert_eq!(spec.name, "read");
+    assert!(spec.read_only);
+    assert!(spec.parameters.contains("\"path\""));
+    assert_eq!(
+        read.tool_approval_key(r#"{"path":"notes.txt"}"#)
+            .await
+            .unwrap(),
+        "notes.txt"
+    );
+    let out = read
+        .tool_invoke("c1", r#"{"path":"notes.txt","offset":2,"limit":1}"#)
+        .await
+        .unwrap();
+    assert_eq!(
+        text(&out.content),
+        "     2\tbeta\n[1 more lines; call read with offset 3 to continue]\n"
+    );
+    let details: serde_json::Value = serde_json::from_str(out.details.as_deref().unwrap()).unwrap();
+    assert_eq!(details["lines"], 3);
+
+    let missing = read
+        .tool_invoke("c2", r#"{"path":"nope.txt"}"#)
+        .await
+        .unwrap_err();
+    match missing {
+        CallError::Guest { error, .. } => assert_eq!(error.code, "not-found"),
+        other => panic!("expected a guest error, got {other}"),
+    }
+
+    let list = find(&exts, "list");
+    let out = list.tool_invoke("c3", "{}").await.unwrap();
+    assert_eq!(text(&out.content), "notes.txt\nsrc/");
+}
+
+fn user(text: &str) -> Message {
+    Message {
+        role: Role::User,
+        content: vec![ContentPart::Text(text.into())],
+    }
+}
+
+fn request(messages: Vec<Message>) -> Request {
+    Request {
+        system: None,
+        messages,
+        tools: vec![],
+        params: RequestParams {
+            model: "scripted".into(),
+            max_tokens: None,
+            temperature: None,
+            thinking: ThinkingLevel::Off,
+            cache_hints: false,
+        },
+    }
+}
+
+fn streamed_text(events: &[StreamEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn drain(ext: &Extension, req: &Request) -> Vec<StreamEvent> {
+    let mut stream = ext.provider_send(req).await.unwrap();
+    let mut events = Vec::new();
+    while let Some(batch) = ext.provider_next(&mut stream).await.unwrap() {
+        events.extend(batch);
+    }
+    events
+}
+
+#[tokio::test]
+async fn scripted_provider_streams_a_tool_call_then_an_answer() {
+    let project = tempfile::tempdir().unwrap();
+    let exts = load_bundled(project.path(), Arc::new(Recorder::default())).await;
+    let scripted = find(&exts, "scripted");
+
+    let models = scripted.provider_models().await.unwrap();
+    assert_eq!(models[0].id, "scripted");
+    assert!(models[0].capabilities.tool_calling);
+
+    // Turn 1 of the demo script: text, then a `list` call.
+    let events = drain(scripted, &request(vec![user("what is here?")])).await;
+    let text = streamed_text(&events);
+    assert_eq!(text, "I'll look at the files in this project.");
+    let start = events
+        .iter()
+        .find_map(|e| {
+            if let StreamEvent::ToolCallStart(s) = e {
+                Some(s)
+            } else {
+                None
+            }
+        })
+        .unwrap();
+    assert_eq!(start.name, "list");
+    let args: String = events
+        .iter()
+        .filter_map(|e| {
+            if let StreamEvent::ToolCallDelta(d) = e {
+                Some(d.arguments.as_str())
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(args, r#"{"path":"."}"#);
+    assert!(matches!(events.last(), Some(StreamEvent::Finish(_))));
+
+    // Turn 2 quotes the tool result.
+    let mut messages = vec![user("what is here?")];
+    messages.push(Message {
+        role: Role::Tool,
+        content: vec![ContentPart::ToolResult(ToolResult {
+            call_id: start.id.clone(),
+            name: "list".into(),
+            content: vec![ResultPart::Text("Cargo.toml\nsrc/".into())],
+            is_error: false,
+        })],
+    });
+    let events = drain(scripted, &request(messages)).await;
+    let text = streamed_text(&events);
+    assert_eq!(text, "Here is what the project contains:\nCargo.toml\nsrc/");
+    assert_eq!(scripted.state().as_deref(), Some(r#"{"next":2}"#));
+}
+
+fn slot(stage: Stage, phase: Phase) -> HookSlot {
+    HookSlot { stage, phase }
+}
+
+#[tokio::test]
+async fn hooks_guard_transform_and_observe() {
+    let project = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let exts = load_bundled(project.path(), recorder.clone()).await;
+
+    let guard = find(&exts, "protect-paths");
+    let pre = slot(Stage::ToolCall, Phase::Pre);
+    let deny = guard
+        .hook_run(
+            pre,
+            r#"{"call":{"name":"read","arguments":{"path":"config/.env"}}}"#,
+        )
+        .await
+        .unwrap();
+    match deny {
+        HookOutcome::Deny(e) => {
+            assert_eq!(e.code, "path-protected");
+            assert!(e.message.contains("config/.env"), "{}", e.message);
+        }
+        other => panic!("expected deny, got {other:?}"),
+    }
+    let allow = guard
+        .hook_run(
+            pre,
+            r#"{"call":{"name":"read","arguments":{"path":"src/main.rs"}}}"#,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(allow, HookOutcome::Allow));
+
+    let redact = find(&exts, "redact-secrets");
+    let payload = r#"{"call":{"name":"bash"},"result":{"content":[{"type":"text","text":"key=sk-abcdefghijklmnopqrstuvwxyz0123 ok"}]}}"#;
+    let out = redact
+        .hook_run(slot(Stage::ToolCall, Phase::Post), payload)
+        .await
+        .unwrap();
+    let HookOutcome::Transform(json) = out else {
+        panic!("expected transform")
+    };
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["result"]["content"][0]["text"], "key=[REDACTED] ok");
+
+    let counter = find(&exts, "stage-counter");
+    for s in [
+        slot(Stage::ReceiveInput, Phase::Pre),
+        slot(Stage::Render, Phase::Post),
+        slot(Stage::Render, Phase::Post),
+    ] {
+        assert!(matches!(
+            counter.hook_run(s, "{}").await.unwrap(),
+            HookOutcome::Observed
+        ));
+    }
+    let state: serde_json::Value = serde_json::from_str(&counter.state().unwrap()).unwrap();
+    assert_eq!(state["counts"]["render.post"], 2);
+    assert_eq!(state["counts"]["receive-input.pre"], 1);
+    let events = recorder.events.lock().unwrap().clone();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0].0, "ext.stage-counter.counts");
+}
