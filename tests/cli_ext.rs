@@ -28,7 +28,9 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 6] = [
+const BUNDLED: [&str; 8] = [
+    "console",
+    "jsonl",
     "list",
     "protect-paths",
     "read",

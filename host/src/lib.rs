@@ -1,9 +1,11 @@
 //! stud: an agent runtime whose kernel is a WebAssembly plugin host.
 
 pub mod cli;
+pub mod config;
 pub mod contract;
 pub mod digest;
 pub mod extensions;
+pub mod kernel;
 pub mod manifest;
 pub mod paths;
 pub mod runtime;

@@ -41,6 +41,11 @@ impl StudHome {
         &self.root
     }
 
+    /// Global settings.
+    pub fn settings_file(&self) -> PathBuf {
+        self.root.join("settings.json")
+    }
+
     /// Global extensions, one folder each.
     pub fn extensions_dir(&self) -> PathBuf {
         self.root.join("extensions")

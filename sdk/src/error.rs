@@ -9,8 +9,14 @@ use crate::wit::stud::extension::types::{ErrorClass, ExtError};
 pub struct Error(pub ExtError);
 
 impl Error {
+    /// Any class and code, for cases the shorthands below do not cover.
     pub fn new(class: ErrorClass, code: &str, message: impl Into<String>) -> Self {
-        Error(ExtError { class, code: code.to_string(), message: message.into(), context: None })
+        Error(ExtError {
+            class,
+            code: code.to_string(),
+            message: message.into(),
+            context: None,
+        })
     }
 
     /// Attach structured detail (a JSON object).
@@ -49,14 +55,17 @@ impl Error {
         Self::new(ErrorClass::ExtensionHost, "internal", message)
     }
 
+    /// How the kernel will recover from this error.
     pub fn class(&self) -> ErrorClass {
         self.0.class
     }
 
+    /// The stable code, for matching in code and tests.
     pub fn code(&self) -> &str {
         &self.0.code
     }
 
+    /// The human-readable explanation.
     pub fn message(&self) -> &str {
         &self.0.message
     }

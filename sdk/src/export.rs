@@ -14,7 +14,8 @@ macro_rules! __stud_export_common {
         }
 
         #[doc(hidden)]
-        static __STUD_INSTANCE: $crate::__private::Instance<$ty> = $crate::__private::Instance::new();
+        static __STUD_INSTANCE: $crate::__private::Instance<$ty> =
+            $crate::__private::Instance::new();
 
         #[doc(hidden)]
         struct __StudGlue;

@@ -11,18 +11,23 @@ use crate::wit::stud::extension as w;
 pub mod log {
     use super::w::log::{Level, log};
 
+    /// Fine-grained detail, usually filtered out.
     pub fn trace(message: &str) {
         log(Level::Trace, message)
     }
+    /// Detail useful when diagnosing a problem.
     pub fn debug(message: &str) {
         log(Level::Debug, message)
     }
+    /// Normal operation worth recording.
     pub fn info(message: &str) {
         log(Level::Info, message)
     }
+    /// Something unexpected that the extension recovered from.
     pub fn warn(message: &str) {
         log(Level::Warn, message)
     }
+    /// A failure the user or developer should look at.
     pub fn error(message: &str) {
         log(Level::Error, message)
     }
@@ -49,6 +54,7 @@ pub mod state {
         }
     }
 
+    /// Replace the slot's value, so it is there after a trap or reload.
     pub fn write<T: Serialize>(value: &T) -> Result<(), Error> {
         let json = serde_json::to_string(value).map_err(|e| Error::internal(e.to_string()))?;
         w::state::write(&json).map_err(Error::from)
@@ -114,6 +120,7 @@ pub mod process {
     pub use super::w::process::{Command, ProcessOutput, SpawnRequest};
     use super::*;
 
+    /// Run a process and wait for its exit code and output.
     pub fn run(request: &SpawnRequest) -> Result<ProcessOutput, Error> {
         w::process::run(request).map_err(Error::from)
     }
@@ -126,6 +133,7 @@ pub mod interaction {
     };
     use super::*;
 
+    /// Any interaction kind, for when the shorthands below do not fit.
     pub fn request(kind: &InteractionKind) -> Result<InteractionResponse, Error> {
         w::interaction::request(kind).map_err(Error::from)
     }
@@ -162,12 +170,15 @@ pub mod interaction {
 pub mod terminal {
     use super::w::terminal;
 
+    /// Write text as is (no newline added).
     pub fn write(text: &str) {
         terminal::write(text)
     }
+    /// Read one line without its newline; `None` at end of input.
     pub fn read_line(prompt: &str) -> Option<String> {
         terminal::read_line(prompt)
     }
+    /// Whether the output is an interactive terminal, to choose rich or plain output.
     pub fn is_terminal() -> bool {
         terminal::is_terminal()
     }

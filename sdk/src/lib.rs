@@ -6,7 +6,7 @@
 //! session store. Implement the kind's trait on a `Default` type and register
 //! it with the kind's macro:
 //!
-//! ```ignore
+//! ```no_run
 //! use stud_sdk::prelude::*;
 //!
 //! #[derive(Default)]
@@ -35,20 +35,22 @@
 
 #![warn(missing_docs)]
 
-pub mod error;
-pub mod host;
-pub mod kinds;
 #[doc(hidden)]
 #[allow(missing_docs)]
 pub mod __private;
+pub mod error;
 mod export;
+pub mod host;
+pub mod kinds;
 
 pub use error::Error;
 pub use kinds::command::{Command, CommandArgs, CommandOutput, CommandSpec};
 pub use kinds::context::{ComposeContext, ContextProvider, Fragment, FragmentKind};
 pub use kinds::hook::{Hook, HookOutcome};
 pub use kinds::logger::Logger;
-pub use kinds::provider::{EventStream, ModelCapabilities, ModelInfo, Provider, ProviderRequest, StreamEvent};
+pub use kinds::provider::{
+    EventStream, ModelCapabilities, ModelInfo, Provider, ProviderRequest, StreamEvent,
+};
 pub use kinds::session_store::{SessionData, SessionStore, SessionSummary};
 pub use kinds::state_machine::StateMachine;
 pub use kinds::tool::{Args, CallContext, Tool, ToolOutput, ToolSpec};

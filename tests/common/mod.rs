@@ -51,6 +51,7 @@ pub async fn load_bundled(project: &Path, services: Arc<Recorder>) -> Vec<Arc<Ex
         home: StudHome::at(home.path()),
         project_dir: project.to_path_buf(),
         services,
+        configs: Default::default(),
     };
     let discovery = Discovery::scan(&registry.home, None);
     let report = registry.load_all(&discovery).await;

@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use clap::Subcommand;
 use serde_json::{Value, json};
 
+use crate::config::Settings;
 use crate::digest::Sha256Digest;
 use crate::extensions::registry::project_dir;
 use crate::extensions::{Discovered, Discovery, Registry};
@@ -163,6 +164,7 @@ async fn check(
     as_json: bool,
     no_cache: bool,
 ) -> anyhow::Result<ExitCode> {
+    let configs = Settings::load(&home.settings_file())?.extension_configs();
     let cache_dir = (!no_cache).then(|| home.compile_cache_dir());
     let runtime = Runtime::new(RuntimeOptions {
         cache_dir,
@@ -173,6 +175,7 @@ async fn check(
         home,
         project_dir: project,
         services: Arc::new(StderrServices),
+        configs,
     };
     let report = registry.load_all(discovery).await;
     let mut results = Vec::new();

@@ -1,6 +1,7 @@
 //! Command-line interface. Exit codes: 0 success, 1 failure, 2 usage error.
 
 mod ext;
+mod run;
 
 use std::process::ExitCode;
 
@@ -19,6 +20,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a session: one turn with a prompt, a loop of turns without.
+    Run(run::RunArgs),
     /// Manage extensions.
     #[command(subcommand)]
     Ext(ext::ExtCommand),
@@ -28,5 +31,6 @@ pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
         Command::Ext(cmd) => ext::run(cmd),
+        Command::Run(args) => run::run(args),
     }
 }

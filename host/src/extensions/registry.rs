@@ -25,6 +25,8 @@ pub struct Registry {
     /// The session's working directory (the `project` grant).
     pub project_dir: PathBuf,
     pub services: Arc<dyn Services>,
+    /// Config per extension id (from settings).
+    pub configs: std::collections::HashMap<String, serde_json::Value>,
 }
 
 impl Registry {
@@ -70,7 +72,7 @@ impl Registry {
             component_path: d.component_path.clone(),
             bytes,
             expected_digest: d.expected_digest.clone(),
-            config: None,
+            config: self.configs.get(d.manifest.id.as_str()).cloned(),
             dirs: self.dir_grants(d),
             services: self.services.clone(),
         })

@@ -9,9 +9,17 @@ struct List;
 
 impl Tool for List {
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new("list", "List the files and directories in a project directory")
-            .param("path", "string", "Directory relative to the project root (default `.`)", false)
-            .read_only()
+        ToolSpec::new(
+            "list",
+            "List the files and directories in a project directory",
+        )
+        .param(
+            "path",
+            "string",
+            "Directory relative to the project root (default `.`)",
+            false,
+        )
+        .read_only()
     }
 
     fn approval_key(&self, args: &Args) -> Result<String, Error> {
@@ -19,10 +27,9 @@ impl Tool for List {
     }
 
     fn invoke(&mut self, call: &CallContext, args: Args) -> Result<ToolOutput, Error> {
-        let root = call
-            .project_dir
-            .as_deref()
-            .ok_or_else(|| Error::tool("forbidden", "list has no access to the project directory"))?;
+        let root = call.project_dir.as_deref().ok_or_else(|| {
+            Error::tool("forbidden", "list has no access to the project directory")
+        })?;
         let rel = args.opt_str("path").unwrap_or(".");
         let dir = format!("{root}/{rel}");
         let mut names = Vec::new();
@@ -36,9 +43,17 @@ impl Tool for List {
         }
         names.sort();
         let total = names.len();
-        let mut out = names.iter().take(MAX_ENTRIES).cloned().collect::<Vec<_>>().join("\n");
+        let mut out = names
+            .iter()
+            .take(MAX_ENTRIES)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n");
         if total > MAX_ENTRIES {
-            out.push_str(&format!("\n[{} more entries not shown]", total - MAX_ENTRIES));
+            out.push_str(&format!(
+                "\n[{} more entries not shown]",
+                total - MAX_ENTRIES
+            ));
         }
         if total == 0 {
             out = "(empty directory)".into();

@@ -17,14 +17,21 @@ struct ProtectPaths {
 impl Hook for ProtectPaths {
     fn init(&mut self, config: &Value) -> Result<(), Error> {
         let texts: Vec<String> = match config.get("patterns").and_then(Value::as_array) {
-            Some(list) => list.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+            Some(list) => list
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
             None => DEFAULT_PATTERNS.iter().map(|s| s.to_string()).collect(),
         };
         self.patterns = texts
             .iter()
             .map(|t| {
                 Pattern::new(t).map_err(|e| {
-                    Error::validation("pattern-invalid", format!("patterns: `{t}` is not a glob: {e}"))
+                    Error::validation(
+                        "pattern-invalid",
+                        format!("patterns: `{t}` is not a glob: {e}"),
+                    )
                 })
             })
             .collect::<Result<_, _>>()?;
@@ -47,7 +54,9 @@ impl Hook for ProtectPaths {
                 if let Some(p) = self.matching(path) {
                     return Ok(HookOutcome::Deny(Error::validation(
                         "path-protected",
-                        format!("{tool}: `{path}` matches the protected pattern `{p}`; ask the user to handle this file"),
+                        format!(
+                            "{tool}: `{path}` matches the protected pattern `{p}`; ask the user to handle this file"
+                        ),
                     )));
                 }
             }

@@ -12,9 +12,19 @@ struct Read;
 impl Tool for Read {
     fn spec(&self) -> ToolSpec {
         ToolSpec::new("read", "Read a text file in the project, with line numbers")
-            .param("path", "string", "File path relative to the project root", true)
+            .param(
+                "path",
+                "string",
+                "File path relative to the project root",
+                true,
+            )
             .param("offset", "integer", "First line to show (1-based)", false)
-            .param("limit", "integer", "How many lines to show (default 2000)", false)
+            .param(
+                "limit",
+                "integer",
+                "How many lines to show (default 2000)",
+                false,
+            )
             .read_only()
     }
 
@@ -23,15 +33,16 @@ impl Tool for Read {
     }
 
     fn invoke(&mut self, call: &CallContext, args: Args) -> Result<ToolOutput, Error> {
-        let root = call
-            .project_dir
-            .as_deref()
-            .ok_or_else(|| Error::tool("forbidden", "read has no access to the project directory"))?;
+        let root = call.project_dir.as_deref().ok_or_else(|| {
+            Error::tool("forbidden", "read has no access to the project directory")
+        })?;
         let rel = args.str("path")?;
         let path = format!("{root}/{rel}");
         let meta = std::fs::metadata(&path)?;
         if meta.is_dir() {
-            return Err(Error::invalid_input(format!("`{rel}` is a directory; use the list tool")));
+            return Err(Error::invalid_input(format!(
+                "`{rel}` is a directory; use the list tool"
+            )));
         }
         let offset = args.opt_u64("offset").unwrap_or(1).max(1);
         let limit = args.opt_u64("limit").unwrap_or(DEFAULT_LIMIT);
@@ -43,12 +54,19 @@ impl Tool for Read {
         }
         let bytes = std::fs::read(&path)?;
         if bytes.iter().take(8000).any(|b| *b == 0) {
-            return Err(Error::invalid_input(format!("`{rel}` looks binary; read only text files")));
+            return Err(Error::invalid_input(format!(
+                "`{rel}` looks binary; read only text files"
+            )));
         }
         let text = String::from_utf8_lossy(&bytes);
         let total = text.lines().count() as u64;
         let mut out = String::new();
-        for (i, line) in text.lines().enumerate().skip((offset - 1) as usize).take(limit as usize) {
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .skip((offset - 1) as usize)
+            .take(limit as usize)
+        {
             out.push_str(&format!("{:>6}\t{}\n", i + 1, line));
         }
         let shown_end = (offset - 1 + limit).min(total);
@@ -59,7 +77,8 @@ impl Tool for Read {
                 shown_end + 1
             ));
         }
-        Ok(ToolOutput::text(out).with_details(json!({"path": rel, "lines": total, "bytes": meta.len()})))
+        Ok(ToolOutput::text(out)
+            .with_details(json!({"path": rel, "lines": total, "bytes": meta.len()})))
     }
 }
 

@@ -23,7 +23,11 @@ struct Progress {
 
 impl Provider for Scripted {
     fn init(&mut self, config: &Value) -> Result<(), Error> {
-        self.model = config.get("model").and_then(Value::as_str).unwrap_or("scripted").to_string();
+        self.model = config
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("scripted")
+            .to_string();
         self.script = if let Some(inline) = config.get("script") {
             Script::from_value(inline.clone())?
         } else if let Some(file) = config.get("script-file").and_then(Value::as_str) {
@@ -75,12 +79,20 @@ impl Provider for Scripted {
 }
 
 impl Scripted {
-    fn events(&self, turn: &Turn, request: &ProviderRequest, index: usize) -> Vec<Vec<StreamEvent>> {
+    fn events(
+        &self,
+        turn: &Turn,
+        request: &ProviderRequest,
+        index: usize,
+    ) -> Vec<Vec<StreamEvent>> {
         let chunk = self.script.chunk.max(1);
         let mut batches = Vec::new();
         if let Some(thinking) = &turn.thinking {
             for piece in split(thinking, chunk) {
-                batches.push(vec![StreamEvent::ThinkingDelta(ThinkingDelta { text: piece, signature: None })]);
+                batches.push(vec![StreamEvent::ThinkingDelta(ThinkingDelta {
+                    text: piece,
+                    signature: None,
+                })]);
             }
         }
         let text = script::render(&turn.text, request);
@@ -89,10 +101,20 @@ impl Scripted {
         }
         for (i, call) in turn.tool_calls.iter().enumerate() {
             let index32 = i as u32;
-            let id = call.id.clone().unwrap_or_else(|| format!("call_{index}_{i}"));
-            batches.push(vec![StreamEvent::ToolCallStart(ToolCallStart { index: index32, id, name: call.name.clone() })]);
+            let id = call
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("call_{index}_{i}"));
+            batches.push(vec![StreamEvent::ToolCallStart(ToolCallStart {
+                index: index32,
+                id,
+                name: call.name.clone(),
+            })]);
             for piece in split(&call.arguments.to_string(), chunk) {
-                batches.push(vec![StreamEvent::ToolCallDelta(ToolCallDelta { index: index32, arguments: piece })]);
+                batches.push(vec![StreamEvent::ToolCallDelta(ToolCallDelta {
+                    index: index32,
+                    arguments: piece,
+                })]);
             }
             batches.push(vec![StreamEvent::ToolCallEnd(index32)]);
         }

@@ -82,18 +82,29 @@ impl ScriptedError {
 
 impl Script {
     pub fn from_value(value: Value) -> Result<Self, Error> {
-        serde_json::from_value(value)
-            .map_err(|e| Error::validation("script-invalid", format!("the script does not parse: {e}")))
+        serde_json::from_value(value).map_err(|e| {
+            Error::validation("script-invalid", format!("the script does not parse: {e}"))
+        })
     }
 
     /// A JSON script file, relative to the project directory.
     pub fn from_file(path: &str) -> Result<Self, Error> {
-        let full = if path.starts_with('/') { path.to_string() } else { format!("/project/{path}") };
+        let full = if path.starts_with('/') {
+            path.to_string()
+        } else {
+            format!("/project/{path}")
+        };
         let text = std::fs::read_to_string(&full).map_err(|e| {
-            Error::validation("script-unreadable", format!("cannot read script file `{path}`: {e}"))
+            Error::validation(
+                "script-unreadable",
+                format!("cannot read script file `{path}`: {e}"),
+            )
         })?;
         let value: Value = serde_json::from_str(&text).map_err(|e| {
-            Error::validation("script-invalid", format!("script file `{path}` is not JSON: {e}"))
+            Error::validation(
+                "script-invalid",
+                format!("script file `{path}` is not JSON: {e}"),
+            )
         })?;
         Self::from_value(value)
     }
@@ -104,7 +115,11 @@ impl Script {
             turns: vec![
                 Turn {
                     text: "I'll look at the files in this project.".into(),
-                    tool_calls: vec![ScriptedCall { id: None, name: "list".into(), arguments: json!({"path": "."}) }],
+                    tool_calls: vec![ScriptedCall {
+                        id: None,
+                        name: "list".into(),
+                        arguments: json!({"path": "."}),
+                    }],
                     ..Turn::default()
                 },
                 Turn {
@@ -161,7 +176,9 @@ pub fn render(template: &str, request: &ProviderRequest) -> String {
         }
     }
     results.reverse();
-    template.replace("{{last_user}}", &last_user).replace("{{tool_results}}", &results.join("\n"))
+    template
+        .replace("{{last_user}}", &last_user)
+        .replace("{{tool_results}}", &results.join("\n"))
 }
 
 fn message_text(message: &Message) -> String {

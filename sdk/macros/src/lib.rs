@@ -13,7 +13,9 @@ use proc_macro::TokenStream;
 const WIT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/since_v0.1.0");
 const PACKAGE: &str = "stud:extension";
 const VERSION: &str = "0.1.0";
-const BASE_IMPORTS: &[&str] = &["types", "log", "events", "state", "config", "clock", "cancel"];
+const BASE_IMPORTS: &[&str] = &[
+    "types", "log", "events", "state", "config", "clock", "cancel",
+];
 
 fn kind_imports(kind: &str) -> Option<&'static [&'static str]> {
     Some(match kind {

@@ -8,10 +8,12 @@ use crate::wit::stud::extension::types::HookSlot;
 /// A hook. Which slots it runs at, and as which kind, is declared in
 /// `extension.toml` (`[[hooks]]`); the kernel calls `run` at each.
 pub trait Hook: Default + 'static {
+    /// Called once with the validated config before any other call.
     fn init(&mut self, _config: &Value) -> Result<(), Error> {
         Ok(())
     }
 
+    /// Decide at `slot`; return the outcome that matches the declared kind.
     fn run(&mut self, slot: HookSlot, payload: Value) -> Result<HookOutcome, Error>;
 }
 
@@ -28,6 +30,7 @@ pub enum HookOutcome {
     Observed,
 }
 
+/// Called by `export_hook!`; converts between WIT and SDK types.
 #[doc(hidden)]
 pub mod glue {
     use super::*;
@@ -35,7 +38,12 @@ pub mod glue {
     use crate::wit::stud::extension::hook_types::HookOutcome as W;
     use crate::wit::stud::extension::types::ExtError;
 
-    pub fn run<T: Hook>(inst: &Instance<T>, slot: HookSlot, payload: String) -> Result<W, ExtError> {
+    /// Parse the payload, run the hook and map its outcome to WIT.
+    pub fn run<T: Hook>(
+        inst: &Instance<T>,
+        slot: HookSlot,
+        payload: String,
+    ) -> Result<W, ExtError> {
         let payload = parse_json(&payload)?;
         Ok(match inst.with(|h| h.run(slot, payload))? {
             HookOutcome::Allow => W::Allow,

@@ -5,13 +5,18 @@ use serde_json::Value;
 use crate::Error;
 use crate::wit::stud::extension::types::Event;
 
+/// A logger: receives the kernel's events and writes them somewhere.
 pub trait Logger: Default + 'static {
+    /// Called once with the validated config before any other call.
     fn init(&mut self, _config: &Value) -> Result<(), Error> {
         Ok(())
     }
 
+    /// Record one event.
     fn sink(&mut self, event: Event) -> Result<(), Error>;
 
+    /// Write out anything buffered (called at turn end and shutdown).
+    /// Default: nothing is buffered.
     fn flush(&mut self) -> Result<(), Error> {
         Ok(())
     }

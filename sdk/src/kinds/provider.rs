@@ -11,12 +11,15 @@ pub use crate::wit::stud::extension::provider_types::{
 /// A provider. `models` declares what each model can do (the kernel checks
 /// requests against it); `send` starts a response.
 pub trait Provider: Default + 'static {
+    /// Called once with the validated config before any other call.
     fn init(&mut self, _config: &Value) -> Result<(), Error> {
         Ok(())
     }
 
+    /// The models this provider serves and what each supports.
     fn models(&self) -> Vec<ModelInfo>;
 
+    /// Start a response; the kernel pulls it from the returned stream.
     fn send(&mut self, request: ProviderRequest) -> Result<Box<dyn EventStream>, Error>;
 }
 
@@ -24,6 +27,7 @@ pub trait Provider: Default + 'static {
 /// now (at least one) or `None` at the end; the last event must be
 /// `StreamEvent::Finish`.
 pub trait EventStream: 'static {
+    /// The next batch of events, or `None` when the response is over.
     fn next(&mut self) -> Result<Option<Vec<StreamEvent>>, Error>;
 }
 
@@ -35,7 +39,9 @@ pub struct VecStream {
 impl VecStream {
     /// Each inner vector is delivered by one `next` call.
     pub fn new(batches: Vec<Vec<StreamEvent>>) -> Self {
-        VecStream { events: batches.into_iter() }
+        VecStream {
+            events: batches.into_iter(),
+        }
     }
 }
 
@@ -45,6 +51,7 @@ impl EventStream for VecStream {
     }
 }
 
+/// Called by `export_provider!`; converts between WIT and SDK types.
 #[doc(hidden)]
 pub mod glue {
     use std::cell::RefCell;
@@ -57,16 +64,22 @@ pub mod glue {
     pub struct StreamHandle(pub RefCell<Box<dyn EventStream>>);
 
     impl StreamHandle {
+        /// Pull the next batch from the author's stream.
         pub fn next(&self) -> Result<Option<Vec<StreamEvent>>, ExtError> {
             self.0.borrow_mut().next().map_err(Into::into)
         }
     }
 
+    /// The provider's models, as declared.
     pub fn models<T: Provider>(inst: &Instance<T>) -> Vec<ModelInfo> {
         inst.with(|p| p.models())
     }
 
-    pub fn send<T: Provider>(inst: &Instance<T>, req: ProviderRequest) -> Result<StreamHandle, ExtError> {
+    /// Start a response and wrap its stream for the resource.
+    pub fn send<T: Provider>(
+        inst: &Instance<T>,
+        req: ProviderRequest,
+    ) -> Result<StreamHandle, ExtError> {
         let stream = inst.with(|p| p.send(req))?;
         Ok(StreamHandle(RefCell::new(stream)))
     }

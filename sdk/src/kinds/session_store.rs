@@ -8,13 +8,19 @@ pub use crate::wit::stud::extension::session_store_types::{SessionData, SessionS
 /// Records and manifests are JSON text the kernel defines; the store keeps
 /// them opaque and durable.
 pub trait SessionStore: Default + 'static {
+    /// Called once with the validated config before any other call.
     fn init(&mut self, _config: &Value) -> Result<(), Error> {
         Ok(())
     }
 
+    /// Durably append records to a session's log; return only once stored.
     fn append(&mut self, session_id: &str, records: Vec<String>) -> Result<(), Error>;
+    /// Atomically replace the session's manifest snapshot.
     fn write_manifest(&mut self, session_id: &str, manifest: String) -> Result<(), Error>;
+    /// The manifest and every record, so the session can be resumed.
     fn read(&mut self, session_id: &str) -> Result<SessionData, Error>;
+    /// Summaries of every stored session, for listings.
     fn list(&mut self) -> Result<Vec<SessionSummary>, Error>;
+    /// Remove a session for good.
     fn delete(&mut self, session_id: &str) -> Result<(), Error>;
 }

@@ -11,21 +11,28 @@ pub use crate::wit::stud::extension::state_machine_types::{
 /// defaults follow the runtime spec (proceed, retry on cap hit, stop after
 /// the stage, deny tools outside the envelope).
 pub trait StateMachine: Default + 'static {
+    /// Called once with the validated config before any other call.
     fn init(&mut self, _config: &Value) -> Result<(), Error> {
         Ok(())
     }
 
+    /// Every stage this machine can enter, declared up front.
     fn stages(&self) -> Vec<StageDefinition>;
+    /// The stage a session starts in.
     fn entry_stage(&self) -> String;
 
+    /// Populate the stage context (the only phase that may write it).
+    /// Default: unchanged.
     fn setup(&mut self, _stage: &str, ctx: Value) -> Result<Value, Error> {
         Ok(ctx)
     }
 
+    /// Whether the stage may run now. Default: proceed.
     fn check_gate(&mut self, _stage: &str, _ctx: &Value) -> Result<Gate, Error> {
         Ok(Gate::Proceed)
     }
 
+    /// Judge the stage's result. Default: retry on cap hit, otherwise ok.
     fn assert(
         &mut self,
         _stage: &str,
@@ -33,13 +40,23 @@ pub trait StateMachine: Default + 'static {
         cap_hit: bool,
         _completion: Option<Value>,
     ) -> Result<AssertOutcome, Error> {
-        Ok(if cap_hit { AssertOutcome::Retry } else { AssertOutcome::Ok })
+        Ok(if cap_hit {
+            AssertOutcome::Retry
+        } else {
+            AssertOutcome::Ok
+        })
     }
 
+    /// Which stages follow. Default: none, so the session stops here.
     fn next(&mut self, _stage: &str, _ctx: &Value) -> Result<NextResult, Error> {
-        Ok(NextResult { next_stages: vec![], execution: Execution::Sequential, join: None })
+        Ok(NextResult {
+            next_stages: vec![],
+            execution: Execution::Sequential,
+            join: None,
+        })
     }
 
+    /// A tool outside the stage's envelope was proposed. Default: deny.
     fn grant_stage_tool(&mut self, _proposal: ToolProposal) -> ToolVerdict {
         ToolVerdict::Deny
     }

@@ -11,6 +11,7 @@ use crate::wit::stud::extension::types::Event;
 /// A UI. Every method has a default, so a pure subscriber implements only
 /// `on_event`, and an interactor adds `on_interaction`.
 pub trait Ui: Default + 'static {
+    /// Called once with the validated config before any other call.
     fn init(&mut self, _config: &Value) -> Result<(), Error> {
         Ok(())
     }

@@ -1,0 +1,6 @@
+//! Settings. For now one file, `$STUD_HOME/settings.json`; scopes,
+//! provenance and project settings come with the extension-lifecycle work.
+
+mod settings;
+
+pub use settings::{Settings, SettingsError};

@@ -1,0 +1,152 @@
+//! `settings.json`: the keys the kernel reads today. Unknown keys are
+//! errors (a typo must not silently do nothing).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}; see settings.example.json for every key")]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Settings {
+    #[serde(rename = "$comment", default)]
+    pub comment: Option<String>,
+    #[serde(default)]
+    pub security_mode: Option<SecurityMode>,
+    #[serde(default)]
+    pub runtime: RuntimeSettings,
+    #[serde(default)]
+    pub active: Active,
+    /// System prompt text sent with every request.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// Per-extension config, by category and id.
+    #[serde(default)]
+    pub providers: HashMap<String, Value>,
+    #[serde(default)]
+    pub tools: HashMap<String, Value>,
+    #[serde(default)]
+    pub hooks: HashMap<String, Value>,
+    #[serde(default)]
+    pub ui: HashMap<String, Value>,
+    #[serde(default)]
+    pub loggers: HashMap<String, Value>,
+    #[serde(default)]
+    pub context_providers: HashMap<String, Value>,
+    #[serde(default)]
+    pub commands: HashMap<String, Value>,
+    #[serde(default)]
+    pub ordering: Ordering,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecurityMode {
+    pub mode: String,
+    #[serde(default)]
+    pub allowlist: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuntimeSettings {
+    #[serde(default)]
+    pub continuation: Continuation,
+    #[serde(default)]
+    pub tool_parallelism: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Continuation {
+    pub max_iterations: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Active {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ordering {
+    /// Hook extension ids that run first, in this order.
+    #[serde(default)]
+    pub hooks: Vec<String>,
+}
+
+impl Settings {
+    /// Read `path`; a missing file is empty settings.
+    pub fn load(path: &Path) -> Result<Self, SettingsError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
+            Err(source) => {
+                return Err(SettingsError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        serde_json::from_str(&text).map_err(|source| SettingsError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Every extension's config, by id.
+    pub fn extension_configs(&self) -> HashMap<String, Value> {
+        let mut all = HashMap::new();
+        for map in [
+            &self.providers,
+            &self.tools,
+            &self.hooks,
+            &self.ui,
+            &self.loggers,
+            &self.context_providers,
+            &self.commands,
+        ] {
+            all.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_are_errors_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, r#"{"theme": "dark"}"#).unwrap();
+        let err = Settings::load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("settings.json") && err.contains("theme"),
+            "{err}"
+        );
+        std::fs::write(&path, r#"{"runtime": {"continuation": {"maxIterations": 3}}, "providers": {"scripted": {"model": "m"}}}"#).unwrap();
+        let s = Settings::load(&path).unwrap();
+        assert_eq!(s.runtime.continuation.max_iterations, Some(3));
+        assert_eq!(s.extension_configs()["scripted"]["model"], "m");
+        assert!(Settings::load(&dir.path().join("missing.json")).is_ok());
+    }
+}

@@ -1,0 +1,261 @@
+//! The tool-call authority stack: state machine, then the security mode,
+//! then guard hooks (run by the caller at `tool-call.pre`). Every decision
+//! is an audit record saying which layer decided and why.
+//!
+//! Modes are fixed for the session. `ask` approves read-only tools and
+//! calls the person already approved this session (by tool and approval
+//! key) without asking; `allowlist` approves calls matching a pattern and
+//! asks for the rest; `yolo` approves everything.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Mutex;
+
+use serde_json::json;
+
+use super::events::Bus;
+use super::interaction::{Answer, Interactions};
+use crate::runtime::bindings::stud::extension::interaction::{
+    Approval, InteractionKind, InteractionStatus,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Ask,
+    Allowlist,
+    Yolo,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Ask => "ask",
+            Mode::Allowlist => "allowlist",
+            Mode::Yolo => "yolo",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "ask" => Ok(Mode::Ask),
+            "allowlist" => Ok(Mode::Allowlist),
+            "yolo" => Ok(Mode::Yolo),
+            other => Err(format!(
+                "unknown security mode `{other}`; use ask, allowlist or yolo"
+            )),
+        }
+    }
+}
+
+/// An allowlist entry: `tool` or `tool:<glob over the approval key>`.
+#[derive(Debug, Clone)]
+pub struct AllowPattern {
+    text: String,
+    tool: String,
+    key: Option<glob::Pattern>,
+}
+
+impl AllowPattern {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (tool, key) = match text.split_once(':') {
+            Some((t, k)) => (t, Some(k)),
+            None => (text, None),
+        };
+        if tool.is_empty() {
+            return Err(format!(
+                "allowlist entry `{text}` has no tool name; write `tool` or `tool:pattern`"
+            ));
+        }
+        let key = key
+            .map(|k| {
+                glob::Pattern::new(k).map_err(|e| {
+                    format!("allowlist entry `{text}`: `{k}` is not a valid pattern: {e}")
+                })
+            })
+            .transpose()?;
+        Ok(AllowPattern {
+            text: text.to_string(),
+            tool: tool.to_string(),
+            key,
+        })
+    }
+
+    fn matches(&self, tool: &str, key: &str) -> bool {
+        self.tool == tool && self.key.as_ref().is_none_or(|p| p.matches(key))
+    }
+}
+
+/// The decision before guards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Approve,
+    Deny(String),
+    /// Headless run and a person was needed: stop the turn, no denial.
+    Halt,
+}
+
+/// A call as the authority sees it.
+pub struct Proposal<'a> {
+    pub call_id: &'a str,
+    pub tool: &'a str,
+    pub key: &'a str,
+    pub read_only: bool,
+    pub description: String,
+}
+
+pub struct Authority {
+    mode: Mode,
+    allowlist: Vec<AllowPattern>,
+    approved: Mutex<HashSet<(String, String)>>,
+    bus: Bus,
+}
+
+impl Authority {
+    pub fn new(mode: Mode, allowlist: Vec<AllowPattern>, bus: Bus) -> Self {
+        Authority {
+            mode,
+            allowlist,
+            approved: Mutex::default(),
+            bus,
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// State machine (none can be attached yet: passes), then the mode
+    /// gate, asking the person when the mode says so.
+    pub async fn decide(&self, p: &Proposal<'_>, interactions: &Interactions) -> Decision {
+        let (decision, layer, reason) = self.mode_gate(p, interactions).await;
+        self.audit(p, &decision, layer, &reason);
+        decision
+    }
+
+    async fn mode_gate(
+        &self,
+        p: &Proposal<'_>,
+        interactions: &Interactions,
+    ) -> (Decision, &'static str, String) {
+        match self.mode {
+            Mode::Yolo => {
+                return (
+                    Decision::Approve,
+                    "mode",
+                    "yolo mode approves every call".into(),
+                );
+            }
+            Mode::Allowlist => {
+                if let Some(pat) = self.allowlist.iter().find(|a| a.matches(p.tool, p.key)) {
+                    return (
+                        Decision::Approve,
+                        "mode",
+                        format!("allowlist entry `{}`", pat.text),
+                    );
+                }
+            }
+            Mode::Ask => {
+                if p.read_only {
+                    return (Decision::Approve, "mode", "read-only tool".into());
+                }
+                let cached = self
+                    .approved
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains(&(p.tool.to_string(), p.key.to_string()));
+                if cached {
+                    return (
+                        Decision::Approve,
+                        "mode",
+                        "approved earlier in this session".into(),
+                    );
+                }
+            }
+        }
+        let ask = InteractionKind::Approve(Approval {
+            tool: p.tool.to_string(),
+            approval_key: p.key.to_string(),
+            description: p.description.clone(),
+        });
+        match interactions.request(ask).await {
+            Answer::Halt => (
+                Decision::Halt,
+                "interaction",
+                "approval needed but no one can answer (headless run)".into(),
+            ),
+            Answer::Response(r) if r.status == InteractionStatus::Accepted => {
+                if self.mode == Mode::Ask {
+                    self.approved
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert((p.tool.to_string(), p.key.to_string()));
+                }
+                (
+                    Decision::Approve,
+                    "interaction",
+                    "approved by the user".into(),
+                )
+            }
+            Answer::Response(r) if r.status == InteractionStatus::Timeout => (
+                Decision::Deny("the approval request timed out".into()),
+                "interaction",
+                "timed out".into(),
+            ),
+            Answer::Response(_) => (
+                Decision::Deny("the user declined this call".into()),
+                "interaction",
+                "declined by the user".into(),
+            ),
+        }
+    }
+
+    /// Record a decision made by a later layer (a guard hook).
+    pub fn audit_guard(&self, p: &Proposal<'_>, guard: &str, reason: &str) {
+        self.bus.record(
+            "approval.decided",
+            json!({"call_id": p.call_id, "tool": p.tool, "key": p.key, "decision": "deny", "layer": format!("guard:{guard}"), "reason": reason}),
+        );
+    }
+
+    fn audit(&self, p: &Proposal<'_>, d: &Decision, layer: &str, reason: &str) {
+        let decision = match d {
+            Decision::Approve => "approve",
+            Decision::Deny(_) => "deny",
+            Decision::Halt => "halt",
+        };
+        self.bus.record(
+            "approval.decided",
+            json!({"call_id": p.call_id, "tool": p.tool, "key": p.key, "decision": decision, "layer": layer, "reason": reason, "mode": self.mode.as_str()}),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_patterns() {
+        let p = AllowPattern::parse("bash:git *").unwrap();
+        assert!(p.matches("bash", "git status"));
+        assert!(!p.matches("bash", "rm -rf /"));
+        assert!(!p.matches("read", "git status"));
+        assert!(
+            AllowPattern::parse("read")
+                .unwrap()
+                .matches("read", "anything")
+        );
+        assert!(AllowPattern::parse(":x").is_err());
+        assert!(AllowPattern::parse("edit:[").is_err());
+    }
+}

@@ -1,0 +1,253 @@
+//! Hook slots: guards, then transforms, then observers.
+//!
+//! Guards run in order and the first deny stops the slot (a guard that
+//! fails or answers nonsense denies: fail closed). Transforms run in order,
+//! each on the previous one's output (a failing one leaves the payload as
+//! it was and is reported). Observers get a copy through their own bounded
+//! queue and a task per observer, so they see slots in order but never hold
+//! up the loop; a full queue drops and reports.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::events::Bus;
+use crate::manifest::{ExtensionId, HookKind, HookSlot, Phase, Stage};
+use crate::runtime::Extension;
+use crate::runtime::bindings::stud::extension::hook_types::HookOutcome;
+use crate::runtime::bindings::stud::extension::types as wit;
+use crate::runtime::services::{ErrorClass, ExtError, ext_error};
+
+/// Observer queue bound.
+pub const OBSERVER_QUEUE: usize = 256;
+
+/// What a slot decided.
+#[derive(Debug)]
+pub enum SlotOutcome {
+    /// Go on with this (possibly transformed) payload.
+    Continue(Value),
+    /// A guard denied; the stage body and its post slot are skipped.
+    Denied { by: ExtensionId, error: ExtError },
+}
+
+struct Observer {
+    tx: mpsc::Sender<(HookSlot, Value)>,
+    dropped: Arc<AtomicU64>,
+}
+
+pub struct HookRunner {
+    slots: HashMap<HookSlot, SlotHooks>,
+    observers: HashMap<ExtensionId, Observer>,
+    tasks: Vec<JoinHandle<()>>,
+    bus: Bus,
+}
+
+#[derive(Default)]
+struct SlotHooks {
+    guards: Vec<Arc<Extension>>,
+    transforms: Vec<Arc<Extension>>,
+    observers: Vec<ExtensionId>,
+}
+
+impl HookRunner {
+    /// Attach every hook extension: those named in `order` first, in that
+    /// order, then the rest in the order given (discovery order).
+    pub fn new(hooks: &[Arc<Extension>], order: &[String], bus: Bus) -> Self {
+        let mut sorted: Vec<&Arc<Extension>> = hooks.iter().collect();
+        sorted.sort_by_key(|e| {
+            order
+                .iter()
+                .position(|o| o == e.id().as_str())
+                .unwrap_or(usize::MAX)
+        });
+        let mut runner = HookRunner {
+            slots: HashMap::new(),
+            observers: HashMap::new(),
+            tasks: Vec::new(),
+            bus,
+        };
+        for ext in sorted {
+            for reg in &ext.manifest.hooks {
+                let slot = runner.slots.entry(reg.slot).or_default();
+                match reg.kind {
+                    HookKind::Guard => slot.guards.push(ext.clone()),
+                    HookKind::Transform => slot.transforms.push(ext.clone()),
+                    HookKind::Observer => {
+                        slot.observers.push(ext.id().clone());
+                        if !runner.observers.contains_key(ext.id()) {
+                            let observer = runner.spawn_observer(ext.clone());
+                            runner.observers.insert(ext.id().clone(), observer);
+                        }
+                    }
+                }
+            }
+        }
+        runner
+    }
+
+    fn spawn_observer(&mut self, ext: Arc<Extension>) -> Observer {
+        let (tx, mut rx) = mpsc::channel::<(HookSlot, Value)>(OBSERVER_QUEUE);
+        let bus = self.bus.clone();
+        self.tasks.push(tokio::spawn(async move {
+            while let Some((slot, payload)) = rx.recv().await {
+                let started = Instant::now();
+                match ext.hook_run(wit_slot(slot), &payload.to_string()).await {
+                    Ok(_) => bus.publish("hook.fired", fired(&ext, slot, HookKind::Observer, started)),
+                    Err(e) => bus.publish(
+                        "hook.failed",
+                        json!({"slot": slot.to_string(), "kind": "observer", "extension": ext.id().as_str(), "error": e.to_string()}),
+                    ),
+                }
+            }
+        }));
+        Observer {
+            tx,
+            dropped: Arc::default(),
+        }
+    }
+
+    /// Are there any hooks at this slot? (Lets callers skip building payloads.)
+    pub fn has(&self, slot: HookSlot) -> bool {
+        self.slots.get(&slot).is_some_and(|s| {
+            !s.guards.is_empty() || !s.transforms.is_empty() || !s.observers.is_empty()
+        })
+    }
+
+    pub async fn run(&self, stage: Stage, phase: Phase, payload: Value) -> SlotOutcome {
+        let slot = HookSlot { stage, phase };
+        let Some(hooks) = self.slots.get(&slot) else {
+            return SlotOutcome::Continue(payload);
+        };
+        for guard in &hooks.guards {
+            let started = Instant::now();
+            let verdict = match guard.hook_run(wit_slot(slot), &payload.to_string()).await {
+                Ok(HookOutcome::Allow) => None,
+                Ok(HookOutcome::Deny(e)) => Some(e),
+                Ok(other) => Some(ext_error(
+                    ErrorClass::ExtensionHost,
+                    "hook-guard-failed",
+                    format!(
+                        "guard `{}` answered {} instead of allow or deny",
+                        guard.id(),
+                        outcome_name(&other)
+                    ),
+                )),
+                Err(e) => Some(ext_error(
+                    ErrorClass::ExtensionHost,
+                    "hook-guard-failed",
+                    format!("guard failed, so it denies: {e}"),
+                )),
+            };
+            match verdict {
+                None => self
+                    .bus
+                    .publish("hook.fired", fired(guard, slot, HookKind::Guard, started)),
+                Some(error) => {
+                    self.bus.record(
+                        "hook.denied",
+                        json!({"slot": slot.to_string(), "extension": guard.id().as_str(), "code": error.code, "reason": error.message}),
+                    );
+                    self.observe(hooks, slot, &payload);
+                    return SlotOutcome::Denied {
+                        by: guard.id().clone(),
+                        error,
+                    };
+                }
+            }
+        }
+        let mut payload = payload;
+        for transform in &hooks.transforms {
+            let started = Instant::now();
+            let failure = match transform
+                .hook_run(wit_slot(slot), &payload.to_string())
+                .await
+            {
+                Ok(HookOutcome::Transform(text)) => match serde_json::from_str::<Value>(&text) {
+                    Ok(next) if next.is_object() => {
+                        payload = next;
+                        None
+                    }
+                    _ => Some("its output is not a JSON object".to_string()),
+                },
+                Ok(HookOutcome::Allow | HookOutcome::Observed) => None,
+                Ok(HookOutcome::Deny(e)) => {
+                    Some(format!("a transform cannot deny (it said: {})", e.message))
+                }
+                Err(e) => Some(e.to_string()),
+            };
+            match failure {
+                None => self.bus.publish("hook.fired", fired(transform, slot, HookKind::Transform, started)),
+                Some(error) => self.bus.publish(
+                    "hook.failed",
+                    json!({"slot": slot.to_string(), "kind": "transform", "extension": transform.id().as_str(), "error": error, "payload": "unchanged"}),
+                ),
+            }
+        }
+        self.observe(hooks, slot, &payload);
+        SlotOutcome::Continue(payload)
+    }
+
+    fn observe(&self, hooks: &SlotHooks, slot: HookSlot, payload: &Value) {
+        for id in &hooks.observers {
+            let Some(o) = self.observers.get(id) else {
+                continue;
+            };
+            match o.tx.try_send((slot, payload.clone())) {
+                Ok(()) => {
+                    let lost = o.dropped.swap(0, Ordering::AcqRel);
+                    if lost > 0 {
+                        self.bus.publish(
+                            "hook.observer.dropped",
+                            json!({"extension": id.as_str(), "count": lost}),
+                        );
+                    }
+                }
+                Err(_) => {
+                    o.dropped.fetch_add(1, Ordering::AcqRel);
+                }
+            }
+        }
+    }
+
+    /// Let observers finish what is queued.
+    pub async fn drain(&mut self) {
+        self.observers.clear();
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+    }
+}
+
+fn fired(ext: &Extension, slot: HookSlot, kind: HookKind, started: Instant) -> Value {
+    json!({"slot": slot.to_string(), "kind": kind.to_string(), "extension": ext.id().as_str(), "duration_us": started.elapsed().as_micros() as u64})
+}
+
+fn outcome_name(o: &HookOutcome) -> &'static str {
+    match o {
+        HookOutcome::Allow => "allow",
+        HookOutcome::Deny(_) => "deny",
+        HookOutcome::Transform(_) => "transform",
+        HookOutcome::Observed => "observed",
+    }
+}
+
+pub fn wit_slot(slot: HookSlot) -> wit::HookSlot {
+    let stage = match slot.stage {
+        Stage::ReceiveInput => wit::Stage::ReceiveInput,
+        Stage::ComposeRequest => wit::Stage::ComposeRequest,
+        Stage::SendRequest => wit::Stage::SendRequest,
+        Stage::StreamResponse => wit::Stage::StreamResponse,
+        Stage::ToolCall => wit::Stage::ToolCall,
+        Stage::Render => wit::Stage::Render,
+    };
+    let phase = match slot.phase {
+        Phase::Pre => wit::Phase::Pre,
+        Phase::Post => wit::Phase::Post,
+    };
+    wit::HookSlot { stage, phase }
+}

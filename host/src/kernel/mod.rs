@@ -1,0 +1,20 @@
+//! The kernel: the message loop and its stage boundaries, hook slots, the
+//! tool-approval authority stack, the event bus and the interaction
+//! protocol. Extensions attach only through the runtime's typed calls.
+
+pub mod authority;
+pub mod events;
+pub mod hooks;
+pub mod interaction;
+pub mod payloads;
+pub mod services;
+pub mod session;
+pub mod tools;
+pub mod turn;
+
+pub use authority::{AllowPattern, Authority, Mode};
+pub use events::{Bus, Event, Subscriber};
+pub use interaction::Interactions;
+pub use services::KernelServices;
+pub use session::{Session, SessionConfig, SessionError};
+pub use turn::{TurnOutcome, TurnStatus};

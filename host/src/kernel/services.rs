@@ -1,0 +1,130 @@
+//! The kernel's side of the host imports: extension logs and events go on
+//! the bus, questions go to the interaction broker, terminal output goes to
+//! stdout (or stderr when stdout carries JSON).
+
+use std::io::Write;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Value, json};
+
+use super::events::Bus;
+use super::interaction::{Answer, Interactions};
+use crate::manifest::ExtensionId;
+use crate::runtime::services::{
+    BoxFuture, ErrorClass, ExtError, InteractionKind, InteractionResponse, LogLevel, Services,
+    ext_error,
+};
+
+pub struct KernelServices {
+    pub bus: Bus,
+    interactions: OnceLock<Arc<Interactions>>,
+    /// Terminal output goes to stderr (stdout is machine-readable).
+    terminal_to_stderr: bool,
+}
+
+impl KernelServices {
+    pub fn new(bus: Bus, terminal_to_stderr: bool) -> Self {
+        KernelServices {
+            bus,
+            interactions: OnceLock::new(),
+            terminal_to_stderr,
+        }
+    }
+
+    /// Connect the interaction broker once the UIs are loaded.
+    pub fn set_interactions(&self, interactions: Arc<Interactions>) {
+        let _ = self.interactions.set(interactions);
+    }
+}
+
+fn level_str(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Trace => "trace",
+        LogLevel::Debug => "debug",
+        LogLevel::Info => "info",
+        LogLevel::Warn => "warn",
+        LogLevel::Error => "error",
+    }
+}
+
+impl Services for KernelServices {
+    fn log(&self, ext: &ExtensionId, level: LogLevel, message: &str) {
+        self.bus.publish(
+            "extension.log",
+            json!({"extension": ext.as_str(), "level": level_str(level), "message": message}),
+        );
+        if matches!(level, LogLevel::Warn | LogLevel::Error) {
+            self.bus.publish(
+                "diagnostic",
+                json!({"level": level_str(level), "message": format!("{ext}: {message}")}),
+            );
+        }
+    }
+
+    fn emit(&self, _ext: &ExtensionId, name: &str, payload: &str) {
+        let payload: Value = serde_json::from_str(payload).unwrap_or(Value::Null);
+        self.bus.publish(name, payload);
+    }
+
+    fn interact(
+        &self,
+        ext: &ExtensionId,
+        kind: InteractionKind,
+    ) -> BoxFuture<'static, Result<InteractionResponse, ExtError>> {
+        let interactions = self.interactions.get().cloned();
+        let ext = ext.clone();
+        Box::pin(async move {
+            let Some(interactions) = interactions else {
+                return Err(ext_error(
+                    ErrorClass::Session,
+                    "no-interactor",
+                    format!("`{ext}` asked a question before the UI was ready"),
+                ));
+            };
+            match interactions.request(kind).await {
+                Answer::Response(r) => Ok(r),
+                Answer::Halt => Err(ext_error(
+                    ErrorClass::Session,
+                    "headless",
+                    "this is a headless run: nobody can answer questions; proceed without asking"
+                        .to_string(),
+                )),
+            }
+        })
+    }
+
+    fn terminal_write(&self, text: &str) {
+        if self.terminal_to_stderr {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(text.as_bytes());
+            let _ = err.flush();
+        } else {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+    }
+
+    fn terminal_read_line(&self, prompt: String) -> BoxFuture<'static, Option<String>> {
+        let to_stderr = self.terminal_to_stderr;
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                use std::io::BufRead;
+                if to_stderr {
+                    let _ = write!(std::io::stderr(), "{prompt}");
+                } else {
+                    let _ = write!(std::io::stdout(), "{prompt}");
+                    let _ = std::io::stdout().flush();
+                }
+                let mut line = String::new();
+                match std::io::stdin().lock().read_line(&mut line) {
+                    Ok(0) | Err(_) => None,
+                    Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_string()),
+                }
+            })
+            .await
+            .ok()
+            .flatten()
+        })
+    }
+}

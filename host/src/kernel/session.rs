@@ -1,0 +1,177 @@
+//! A session: the loaded extension set arranged for the loop (provider,
+//! tool table, hook slots, authority, interactors), the history, and the
+//! settings fixed at start (security mode, loop bound, parallelism).
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::authority::Authority;
+use super::events::Bus;
+use super::hooks::HookRunner;
+use super::interaction::Interactions;
+use super::tools::ToolTable;
+use crate::manifest::Kind;
+use crate::runtime::bindings::stud::extension::types::{Message, Usage};
+use crate::runtime::{CallError, Extension};
+
+/// Default bound on provider requests per turn
+/// (`runtime.continuation.maxIterations`).
+pub const DEFAULT_MAX_ITERATIONS: u32 = 50;
+/// Default number of tool calls run at once.
+pub const DEFAULT_TOOL_PARALLELISM: usize = 4;
+
+pub struct SessionConfig {
+    pub provider: String,
+    pub model: Option<String>,
+    pub max_iterations: u32,
+    pub tool_parallelism: usize,
+    pub system_prompt: Option<String>,
+    /// Hook extension ids that run first, in this order.
+    pub hook_order: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(
+        "provider `{wanted}` is not available; loaded providers: {available}. Pick one with --provider"
+    )]
+    ProviderMissing { wanted: String, available: String },
+    #[error("cannot ask provider `{provider}` for its models: {source}")]
+    Models { provider: String, source: CallError },
+    #[error(
+        "model `{model}` is not offered by provider `{provider}`; it offers: {offered}. Pick one with --model"
+    )]
+    UnknownModel {
+        model: String,
+        provider: String,
+        offered: String,
+    },
+}
+
+pub struct Session {
+    pub id: String,
+    pub bus: Bus,
+    pub(crate) provider: Arc<Extension>,
+    pub(crate) model: String,
+    pub(crate) tools: ToolTable,
+    pub(crate) hooks: HookRunner,
+    pub(crate) authority: Authority,
+    pub(crate) interactions: Arc<Interactions>,
+    pub history: Vec<Message>,
+    pub(crate) config: SessionConfig,
+    pub(crate) turns: u64,
+    pub usage: Usage,
+}
+
+impl Session {
+    /// Arrange loaded extensions into a session. Returns warnings for tools
+    /// that could not be added.
+    pub async fn start(
+        exts: &[Arc<Extension>],
+        config: SessionConfig,
+        authority: Authority,
+        interactions: Arc<Interactions>,
+        bus: Bus,
+    ) -> Result<(Session, Vec<String>), SessionError> {
+        let of = |k: Kind| exts.iter().filter(move |e| e.kind() == k).cloned();
+        let providers: Vec<Arc<Extension>> = of(Kind::Provider).collect();
+        let provider = providers
+            .iter()
+            .find(|p| p.id().as_str() == config.provider)
+            .cloned()
+            .ok_or_else(|| SessionError::ProviderMissing {
+                wanted: config.provider.clone(),
+                available: list(providers.iter().map(|p| p.id().to_string())),
+            })?;
+        let models = provider
+            .provider_models()
+            .await
+            .map_err(|source| SessionError::Models {
+                provider: config.provider.clone(),
+                source,
+            })?;
+        let model = match &config.model {
+            Some(m) if models.iter().any(|x| &x.id == m) => m.clone(),
+            Some(m) => {
+                return Err(SessionError::UnknownModel {
+                    model: m.clone(),
+                    provider: config.provider.clone(),
+                    offered: list(models.iter().map(|x| x.id.clone())),
+                });
+            }
+            None => models
+                .first()
+                .map(|m| m.id.clone())
+                .unwrap_or_else(|| "default".into()),
+        };
+        let tool_exts: Vec<Arc<Extension>> = of(Kind::Tool).collect();
+        let (tools, warnings) = ToolTable::build(&tool_exts).await;
+        let hook_exts: Vec<Arc<Extension>> = of(Kind::Hook).collect();
+        let hooks = HookRunner::new(&hook_exts, &config.hook_order, bus.clone());
+        let id = session_id();
+        bus.record(
+            "session.start",
+            json!({"session_id": id, "provider": provider.id().as_str(), "model": model, "mode": authority.mode().as_str(), "tools": tools.names()}),
+        );
+        let session = Session {
+            id,
+            bus,
+            provider,
+            model,
+            tools,
+            hooks,
+            authority,
+            interactions,
+            history: Vec::new(),
+            config,
+            turns: 0,
+            usage: Usage {
+                input_tokens: 0,
+                output_tokens: 0,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+            },
+        };
+        Ok((session, warnings))
+    }
+
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    pub fn provider_id(&self) -> &str {
+        self.provider.id().as_str()
+    }
+
+    /// Let queued observer hooks finish and record the end.
+    pub async fn close(&mut self) {
+        self.hooks.drain().await;
+        self.bus.record(
+            "session.end",
+            json!({"session_id": self.id, "turns": self.turns}),
+        );
+    }
+}
+
+fn list(items: impl Iterator<Item = String>) -> String {
+    let v: Vec<String> = items.collect();
+    if v.is_empty() {
+        "(none)".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// Time-ordered, unique enough for one machine.
+fn session_id() -> String {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format!(
+        "s{:x}{:05x}",
+        now.as_secs(),
+        now.subsec_micros() ^ std::process::id()
+    )
+}

@@ -1,0 +1,121 @@
+//! The session's tool table: each tool's spec (from its `describe` export)
+//! and its compiled argument schema, so arguments are validated in the
+//! kernel before any tool code runs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::runtime::Extension;
+use crate::runtime::bindings::stud::extension::provider_types::ToolDefinition;
+use crate::runtime::bindings::stud::extension::tool_types::ToolSpec;
+
+pub struct ToolEntry {
+    pub ext: Arc<Extension>,
+    pub spec: ToolSpec,
+    validator: jsonschema::Validator,
+}
+
+impl ToolEntry {
+    /// Every schema violation, one per line, or `None` if valid.
+    pub fn violations(&self, args: &Value) -> Option<String> {
+        let errors: Vec<String> = self
+            .validator
+            .iter_errors(args)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                format!(
+                    "{}: {e}",
+                    if at.is_empty() {
+                        "arguments"
+                    } else {
+                        at.as_str()
+                    }
+                )
+            })
+            .collect();
+        (!errors.is_empty()).then(|| errors.join("\n"))
+    }
+}
+
+#[derive(Default)]
+pub struct ToolTable {
+    tools: BTreeMap<String, ToolEntry>,
+}
+
+impl ToolTable {
+    /// Describe every tool extension. Returns the table and one warning per
+    /// tool that could not be added.
+    pub async fn build(exts: &[Arc<Extension>]) -> (Self, Vec<String>) {
+        let mut table = ToolTable::default();
+        let mut warnings = Vec::new();
+        for ext in exts {
+            let spec = match ext.tool_describe().await {
+                Ok(s) => s,
+                Err(e) => {
+                    warnings.push(format!("tool extension `{}` left out: {e}", ext.id()));
+                    continue;
+                }
+            };
+            if let Some(existing) = table.tools.get(&spec.name) {
+                warnings.push(format!(
+                    "tool `{}` of extension `{}` left out: extension `{}` already provides a tool of that name",
+                    spec.name,
+                    ext.id(),
+                    existing.ext.id()
+                ));
+                continue;
+            }
+            let schema: Value = match serde_json::from_str(&spec.parameters) {
+                Ok(v) => v,
+                Err(e) => {
+                    warnings.push(format!(
+                        "tool `{}` left out: its parameter schema is not JSON: {e}",
+                        spec.name
+                    ));
+                    continue;
+                }
+            };
+            let validator = match jsonschema::validator_for(&schema) {
+                Ok(v) => v,
+                Err(e) => {
+                    warnings.push(format!(
+                        "tool `{}` left out: its parameter schema does not compile: {e}",
+                        spec.name
+                    ));
+                    continue;
+                }
+            };
+            table.tools.insert(
+                spec.name.clone(),
+                ToolEntry {
+                    ext: ext.clone(),
+                    spec,
+                    validator,
+                },
+            );
+        }
+        (table, warnings)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.get(name)
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.keys().map(String::as_str).collect()
+    }
+
+    /// What the provider is told about the tools.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.tools
+            .values()
+            .map(|t| ToolDefinition {
+                name: t.spec.name.clone(),
+                description: t.spec.description.clone(),
+                parameters: t.spec.parameters.clone(),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,770 @@
+//! One turn: RECEIVE_INPUT, then COMPOSE_REQUEST -> SEND_REQUEST ->
+//! STREAM_RESPONSE -> TOOL_CALL repeated while the model calls tools
+//! (bounded by `max_iterations`), then RENDER. Every stage is bracketed by
+//! `stage.pre`/`stage.post` events and its two hook slots; a deny at a pre
+//! slot skips the stage body and its post slot.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::authority::{Decision, Proposal};
+use super::hooks::SlotOutcome;
+use super::payloads::{
+    self, call_json, message_json, messages_from, messages_json, result_parts_from,
+    result_parts_json, result_text,
+};
+use super::session::Session;
+use super::tools::ToolEntry;
+use crate::manifest::{Phase, Stage};
+use crate::runtime::CallError;
+use crate::runtime::bindings::stud::extension::provider_types::{
+    FinishReason, Request, RequestParams, StreamEvent, ThinkingLevel,
+};
+use crate::runtime::bindings::stud::extension::types::{
+    ContentPart, Message, ResultPart, Role, Thinking, ToolCall, ToolResult, Usage,
+};
+
+/// How long a cancelled extension call may take to notice before it is
+/// abandoned (its instance is then discarded).
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+/// Longest tool output copied into an event.
+const EVENT_OUTPUT_CHARS: usize = 4000;
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnStatus {
+    Completed,
+    /// The turn failed; `code` is machine-readable.
+    Failed {
+        code: String,
+        message: String,
+    },
+    Cancelled,
+    /// Headless run needed a person (approval) and nobody could answer.
+    Halted {
+        tool: String,
+        key: String,
+    },
+}
+
+impl TurnStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TurnStatus::Completed => "ok",
+            TurnStatus::Failed { .. } => "error",
+            TurnStatus::Cancelled => "cancelled",
+            TurnStatus::Halted { .. } => "halted",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TurnOutcome {
+    pub turn_id: String,
+    pub status: TurnStatus,
+    /// The final assistant text (as rendered).
+    pub text: String,
+    pub iterations: u32,
+    pub usage: Usage,
+}
+
+fn fail(code: &str, message: impl Into<String>) -> TurnStatus {
+    TurnStatus::Failed {
+        code: code.into(),
+        message: message.into(),
+    }
+}
+
+/// A stage body's early exit.
+enum Stop {
+    Status(TurnStatus),
+}
+
+impl From<TurnStatus> for Stop {
+    fn from(s: TurnStatus) -> Self {
+        Stop::Status(s)
+    }
+}
+
+struct Assembled {
+    text: String,
+    thinking: Option<Thinking>,
+    calls: Vec<ToolCall>,
+    finish: FinishReason,
+}
+
+impl Session {
+    pub async fn run_turn(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
+        self.turns += 1;
+        let turn_id = format!("{}-t{}", self.id, self.turns);
+        self.bus.set_turn(Some(turn_id.clone()));
+        self.bus
+            .record("turn.start", json!({"turn_id": turn_id, "input": input}));
+        let mut iterations = 0;
+        let mut usage = zero_usage();
+        let result = self
+            .turn_body(input, cancel, &mut iterations, &mut usage)
+            .await;
+        let (status, text) = match result {
+            Ok(text) => (TurnStatus::Completed, text),
+            Err(Stop::Status(s)) => (s, String::new()),
+        };
+        add_usage(&mut self.usage, &usage);
+        let message = match &status {
+            TurnStatus::Failed { message, .. } => message.clone(),
+            TurnStatus::Halted { tool, key } => {
+                format!("approval needed for {tool} `{key}` but this run is headless")
+            }
+            _ => String::new(),
+        };
+        let code = match &status {
+            TurnStatus::Failed { code, .. } => code.clone(),
+            _ => String::new(),
+        };
+        self.bus.record(
+            "turn.end",
+            json!({"turn_id": turn_id, "status": status.as_str(), "code": code, "message": message, "iterations": iterations, "usage": usage_json(&usage)}),
+        );
+        self.bus.set_turn(None);
+        TurnOutcome {
+            turn_id,
+            status,
+            text,
+            iterations,
+            usage,
+        }
+    }
+
+    async fn turn_body(
+        &mut self,
+        input: &str,
+        cancel: &CancellationToken,
+        iterations: &mut u32,
+        usage: &mut Usage,
+    ) -> Result<String, Stop> {
+        self.receive_input(input).await?;
+        let final_text = loop {
+            if cancel.is_cancelled() {
+                return Err(TurnStatus::Cancelled.into());
+            }
+            if *iterations >= self.config.max_iterations {
+                return Err(fail(
+                    "loop-bound-exceeded",
+                    format!(
+                        "stopped after {} provider requests (runtime.continuation.maxIterations); tool calls from earlier requests may already have run",
+                        self.config.max_iterations
+                    ),
+                )
+                .into());
+            }
+            *iterations += 1;
+            let request = self.compose_request(*iterations).await?;
+            let stream = self.send_request(request, *iterations, cancel).await?;
+            let assembled = self.stream_response(stream, cancel, usage).await?;
+            let mut content = Vec::new();
+            if let Some(t) = assembled.thinking.clone() {
+                content.push(ContentPart::Thinking(t));
+            }
+            if !assembled.text.is_empty() {
+                content.push(ContentPart::Text(assembled.text.clone()));
+            }
+            content.extend(assembled.calls.iter().cloned().map(ContentPart::ToolCall));
+            self.append(Message {
+                role: Role::Assistant,
+                content,
+            });
+            if assembled.calls.is_empty() {
+                break assembled.text;
+            }
+            let _ = assembled.finish;
+            self.tool_call_stage(assembled.calls, cancel).await?;
+        };
+        self.render(final_text).await
+    }
+
+    fn append(&mut self, message: Message) {
+        self.bus.record("message.appended", message_json(&message));
+        self.history.push(message);
+    }
+
+    fn stage_event(&self, stage: Stage, phase: Phase, extra: Value) {
+        let name = if phase == Phase::Pre {
+            "stage.pre"
+        } else {
+            "stage.post"
+        };
+        let mut payload = json!({"stage": stage.to_string()});
+        if let (Some(p), Some(e)) = (payload.as_object_mut(), extra.as_object()) {
+            p.extend(e.clone());
+        }
+        self.bus.publish(name, payload);
+    }
+
+    /// Run a pre slot; a deny ends the turn with a clear error.
+    async fn pre(&self, stage: Stage, payload: Value) -> Result<Value, Stop> {
+        self.stage_event(stage, Phase::Pre, json!({}));
+        match self.hooks.run(stage, Phase::Pre, payload).await {
+            SlotOutcome::Continue(p) => Ok(p),
+            SlotOutcome::Denied { by, error } => Err(fail(
+                "hook-denied",
+                format!("{stage} was denied by guard `{by}`: {}", error.message),
+            )
+            .into()),
+        }
+    }
+
+    async fn post(&self, stage: Stage, payload: Value) -> Value {
+        let out = match self.hooks.run(stage, Phase::Post, payload.clone()).await {
+            SlotOutcome::Continue(p) => p,
+            // Guards cannot attach to post slots (validated at load).
+            SlotOutcome::Denied { .. } => payload,
+        };
+        self.stage_event(stage, Phase::Post, json!({}));
+        out
+    }
+
+    async fn receive_input(&mut self, input: &str) -> Result<(), Stop> {
+        let payload = self
+            .pre(Stage::ReceiveInput, json!({"input": input}))
+            .await?;
+        let text = payload
+            .get("input")
+            .and_then(Value::as_str)
+            .unwrap_or(input)
+            .trim()
+            .to_string();
+        if text.is_empty() {
+            return Err(fail("input-invalid", "the input is empty; type a message").into());
+        }
+        let payload = self.post(Stage::ReceiveInput, json!({"input": text})).await;
+        let text = payload
+            .get("input")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or(text);
+        self.append(Message {
+            role: Role::User,
+            content: vec![ContentPart::Text(text)],
+        });
+        Ok(())
+    }
+
+    async fn compose_request(&mut self, iteration: u32) -> Result<Request, Stop> {
+        let payload = self
+            .pre(
+                Stage::ComposeRequest,
+                json!({"iteration": iteration, "messages": messages_json(&self.history)}),
+            )
+            .await?;
+        let messages = payload
+            .get("messages")
+            .and_then(messages_from)
+            .unwrap_or_else(|| self.history.clone());
+        let tools = self.tools.definitions();
+        let composed = json!({
+            "system": self.config.system_prompt,
+            "messages": messages_json(&messages),
+            "tools": tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+            "model": self.model,
+        });
+        let payload = self.post(Stage::ComposeRequest, composed).await;
+        let messages = payload
+            .get("messages")
+            .and_then(messages_from)
+            .unwrap_or(messages);
+        let system = match payload.get("system") {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Null) => None,
+            _ => self.config.system_prompt.clone(),
+        };
+        Ok(Request {
+            system,
+            messages,
+            tools,
+            params: RequestParams {
+                model: self.model.clone(),
+                max_tokens: None,
+                temperature: None,
+                thinking: ThinkingLevel::Off,
+                cache_hints: false,
+            },
+        })
+    }
+
+    async fn send_request(
+        &mut self,
+        request: Request,
+        iteration: u32,
+        cancel: &CancellationToken,
+    ) -> Result<crate::runtime::kinds::ResponseStream, Stop> {
+        let info = json!({"provider": self.provider.id().as_str(), "model": self.model, "iteration": iteration});
+        self.pre(Stage::SendRequest, info.clone()).await?;
+        if cancel.is_cancelled() {
+            return Err(TurnStatus::Cancelled.into());
+        }
+        self.bus.publish("provider.request.started", info.clone());
+        let provider = self.provider.clone();
+        let sent = cancellable(cancel, &provider, provider.provider_send(&request)).await;
+        let stream = match sent {
+            Some(Ok(s)) => s,
+            Some(Err(e)) => return Err(self.provider_failed(e, "")),
+            None => return Err(TurnStatus::Cancelled.into()),
+        };
+        self.post(Stage::SendRequest, info).await;
+        Ok(stream)
+    }
+
+    fn provider_failed(&self, e: CallError, partial: &str) -> Stop {
+        let (class, code) = match &e {
+            CallError::Guest { error, .. } => (format!("{:?}", error.class), error.code.clone()),
+            CallError::Cancelled { .. } => return TurnStatus::Cancelled.into(),
+            other => ("ExtensionHost".into(), call_error_code(other).into()),
+        };
+        self.bus.record(
+            "provider.request.failed",
+            json!({"provider": self.provider.id().as_str(), "model": self.model, "class": class, "code": code, "message": e.to_string(), "partial_text": partial}),
+        );
+        fail(&format!("provider-{code}"), e.to_string()).into()
+    }
+
+    async fn stream_response(
+        &mut self,
+        mut stream: crate::runtime::kinds::ResponseStream,
+        cancel: &CancellationToken,
+        usage: &mut Usage,
+    ) -> Result<Assembled, Stop> {
+        let info = json!({"provider": self.provider.id().as_str(), "model": self.model});
+        if let Err(stop) = self.pre(Stage::StreamResponse, info).await {
+            self.provider.provider_close(stream).await;
+            return Err(stop);
+        }
+        let started = Instant::now();
+        let mut text = String::new();
+        let mut thinking: Option<Thinking> = None;
+        let mut calls: BTreeMap<u32, (String, String, String)> = BTreeMap::new();
+        let mut finish = FinishReason::Other;
+        let provider = self.provider.clone();
+        loop {
+            let next = cancellable(cancel, &provider, provider.provider_next(&mut stream)).await;
+            let batch = match next {
+                None => {
+                    provider.provider_close(stream).await;
+                    return Err(TurnStatus::Cancelled.into());
+                }
+                Some(Err(e)) => return Err(self.provider_failed(e, &text)),
+                Some(Ok(None)) => break,
+                Some(Ok(Some(batch))) => batch,
+            };
+            for ev in batch {
+                match ev {
+                    StreamEvent::TextDelta(d) => {
+                        self.bus.publish("provider.tokens", json!({"delta": d}));
+                        text.push_str(&d);
+                    }
+                    StreamEvent::ThinkingDelta(d) => {
+                        self.bus
+                            .publish("provider.reasoning", json!({"delta": d.text}));
+                        let t = thinking.get_or_insert(Thinking {
+                            text: String::new(),
+                            signature: None,
+                        });
+                        t.text.push_str(&d.text);
+                        if d.signature.is_some() {
+                            t.signature = d.signature;
+                        }
+                    }
+                    StreamEvent::ToolCallStart(s) => {
+                        calls.insert(s.index, (s.id, s.name, String::new()));
+                    }
+                    StreamEvent::ToolCallDelta(d) => {
+                        if let Some(c) = calls.get_mut(&d.index) {
+                            c.2.push_str(&d.arguments);
+                        }
+                    }
+                    StreamEvent::ToolCallEnd(_) => {}
+                    StreamEvent::Usage(u) => add_usage(usage, &u),
+                    StreamEvent::Finish(f) => finish = f,
+                }
+            }
+        }
+        let calls: Vec<ToolCall> = calls
+            .into_values()
+            .map(|(id, name, args)| ToolCall {
+                id,
+                name,
+                arguments: if args.trim().is_empty() {
+                    "{}".into()
+                } else {
+                    args
+                },
+            })
+            .collect();
+        self.bus.record(
+            "provider.request.completed",
+            json!({"provider": self.provider.id().as_str(), "model": self.model, "finish": finish_str(finish), "text": text, "tool_calls": calls.len(), "duration_ms": started.elapsed().as_millis() as u64}),
+        );
+        let summary = json!({"text": text, "tool_calls": calls.iter().map(call_json).collect::<Vec<_>>(), "finish": finish_str(finish)});
+        self.post(Stage::StreamResponse, summary).await;
+        Ok(Assembled {
+            text,
+            thinking,
+            calls,
+            finish,
+        })
+    }
+
+    async fn render(&mut self, text: String) -> Result<String, Stop> {
+        let payload = self.pre(Stage::Render, json!({"text": text})).await?;
+        let text = payload
+            .get("text")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or(text);
+        self.bus.record("render", json!({"text": text}));
+        self.post(Stage::Render, json!({"text": text})).await;
+        Ok(text)
+    }
+
+    /// Decide every call in order (approvals one at a time), run the
+    /// approved ones concurrently, append results in call order.
+    async fn tool_call_stage(
+        &mut self,
+        calls: Vec<ToolCall>,
+        cancel: &CancellationToken,
+    ) -> Result<(), Stop> {
+        self.stage_event(Stage::ToolCall, Phase::Pre, json!({"calls": calls.len()}));
+        let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        let mut runnable: Vec<(usize, Arc<crate::runtime::Extension>, ToolCall)> = Vec::new();
+        let mut halted: Option<(String, String)> = None;
+        for (i, call) in calls.iter().enumerate() {
+            let args = call_json(call)["arguments"].take();
+            self.bus.publish(
+                "tool.proposed",
+                json!({"call_id": call.id, "tool": call.name, "arguments": args}),
+            );
+            match self.admit(call).await {
+                Admit::Run(entry, call) => runnable.push((i, entry.ext.clone(), call)),
+                Admit::Refuse(result) => results[i] = Some(result),
+                Admit::Halt(key) => {
+                    halted = Some((call.name.clone(), key));
+                    break;
+                }
+            }
+        }
+        if let Some((tool, key)) = halted {
+            self.stage_event(Stage::ToolCall, Phase::Post, json!({"halted": true}));
+            return Err(TurnStatus::Halted { tool, key }.into());
+        }
+        let permits = Arc::new(Semaphore::new(self.config.tool_parallelism.max(1)));
+        let bus = &self.bus;
+        let runs = runnable.into_iter().map(|(i, ext, call)| {
+            let permits = permits.clone();
+            async move {
+                let _permit = permits.acquire_owned().await;
+                let started = Instant::now();
+                bus.publish(
+                    "tool.started",
+                    json!({"call_id": call.id, "tool": call.name}),
+                );
+                let outcome =
+                    cancellable(cancel, &ext, ext.tool_invoke(&call.id, &call.arguments)).await;
+                (i, call, outcome, started)
+            }
+        });
+        let finished = futures::future::join_all(runs).await;
+        for (i, call, outcome, started) in finished {
+            let result = self.tool_result(&call, outcome, started).await;
+            results[i] = Some(result);
+        }
+        let results: Vec<ToolResult> = results
+            .into_iter()
+            .zip(&calls)
+            .map(|(r, c)| {
+                r.unwrap_or_else(|| {
+                    error_result(c, "tool-execution-failed", "the call produced no result")
+                })
+            })
+            .collect();
+        self.append(Message {
+            role: Role::Tool,
+            content: results.into_iter().map(ContentPart::ToolResult).collect(),
+        });
+        self.stage_event(Stage::ToolCall, Phase::Post, json!({}));
+        if cancel.is_cancelled() {
+            return Err(TurnStatus::Cancelled.into());
+        }
+        Ok(())
+    }
+
+    /// Everything before running a call: lookup, argument checks, the
+    /// authority stack and the `tool-call.pre` slot.
+    async fn admit<'a>(&'a self, call: &ToolCall) -> Admit<'a> {
+        let Some(entry) = self.tools.get(&call.name) else {
+            let msg = format!(
+                "unknown tool `{}`; available tools: {}",
+                call.name,
+                self.tools.names().join(", ")
+            );
+            return Admit::Refuse(self.refuse(call, "not-found", &msg));
+        };
+        let args: Value = match serde_json::from_str(&call.arguments) {
+            Ok(v) => v,
+            Err(e) => {
+                return Admit::Refuse(self.refuse(
+                    call,
+                    "input-invalid",
+                    &format!("arguments are not valid JSON: {e}"),
+                ));
+            }
+        };
+        if let Some(problems) = entry.violations(&args) {
+            return Admit::Refuse(self.refuse(
+                call,
+                "input-invalid",
+                &format!(
+                    "arguments do not match the schema of `{}`:\n{problems}",
+                    call.name
+                ),
+            ));
+        }
+        let key = match entry.ext.tool_approval_key(&call.arguments).await {
+            Ok(k) => k,
+            Err(e) => {
+                return Admit::Refuse(self.refuse(call, "approval-key-failed", &e.to_string()));
+            }
+        };
+        if key.contains(['\n', '\r']) {
+            return Admit::Refuse(self.refuse(
+                call,
+                "approval-key-invalid",
+                "the tool derived an approval key with a line break",
+            ));
+        }
+        let proposal = Proposal {
+            call_id: &call.id,
+            tool: &call.name,
+            key: &key,
+            read_only: entry.spec.read_only,
+            description: format!("{}({})", call.name, call.arguments),
+        };
+        match self.authority.decide(&proposal, &self.interactions).await {
+            Decision::Approve => {}
+            Decision::Deny(reason) => {
+                return Admit::Refuse(self.refuse(call, "approval-denied", &reason));
+            }
+            Decision::Halt => return Admit::Halt(key),
+        }
+        match self
+            .hooks
+            .run(
+                Stage::ToolCall,
+                Phase::Pre,
+                json!({"call": call_json(call)}),
+            )
+            .await
+        {
+            SlotOutcome::Denied { by, error } => {
+                self.authority
+                    .audit_guard(&proposal, by.as_str(), &error.message);
+                Admit::Refuse(self.refuse(
+                    call,
+                    "approval-denied",
+                    &format!("denied by guard `{by}`: {}", error.message),
+                ))
+            }
+            SlotOutcome::Continue(payload) => {
+                let args = payload.pointer("/call/arguments").cloned().unwrap_or(args);
+                if let Some(problems) = entry.violations(&args) {
+                    return Admit::Refuse(self.refuse(
+                        call,
+                        "input-invalid",
+                        &format!(
+                            "arguments rewritten by a hook do not match the schema:\n{problems}"
+                        ),
+                    ));
+                }
+                Admit::Run(
+                    entry,
+                    ToolCall {
+                        arguments: args.to_string(),
+                        ..call.clone()
+                    },
+                )
+            }
+        }
+    }
+
+    fn refuse(&self, call: &ToolCall, code: &str, message: &str) -> ToolResult {
+        self.bus.publish("tool.failed", json!({"call_id": call.id, "tool": call.name, "class": "ToolTerminal", "code": code, "message": message}));
+        error_result(call, code, message)
+    }
+
+    async fn tool_result(
+        &self,
+        call: &ToolCall,
+        outcome: Option<
+            Result<crate::runtime::bindings::stud::extension::tool_types::ToolOutput, CallError>,
+        >,
+        started: Instant,
+    ) -> ToolResult {
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let (content, is_error) = match outcome {
+            None => {
+                self.bus.publish(
+                    "tool.cancelled",
+                    json!({"call_id": call.id, "tool": call.name, "reason": "turn cancelled"}),
+                );
+                return error_result(
+                    call,
+                    "tool-cancelled",
+                    "the turn was cancelled while this tool ran",
+                );
+            }
+            Some(Ok(out)) => {
+                let text = result_text(&out.content);
+                self.bus.publish(
+                    "tool.succeeded",
+                    json!({"call_id": call.id, "tool": call.name, "output": clip(&text), "details": out.details.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok()), "duration_ms": duration_ms}),
+                );
+                (out.content, false)
+            }
+            Some(Err(CallError::Cancelled { .. })) => {
+                self.bus.publish(
+                    "tool.cancelled",
+                    json!({"call_id": call.id, "tool": call.name, "reason": "turn cancelled"}),
+                );
+                return error_result(
+                    call,
+                    "tool-cancelled",
+                    "the turn was cancelled while this tool ran",
+                );
+            }
+            Some(Err(e)) => {
+                let (class, code) = match &e {
+                    CallError::Guest { error, .. } => {
+                        (format!("{:?}", error.class), error.code.clone())
+                    }
+                    other => (
+                        "ToolTerminal".to_string(),
+                        call_error_code(other).to_string(),
+                    ),
+                };
+                self.bus.publish("tool.failed", json!({"call_id": call.id, "tool": call.name, "class": class, "code": code, "message": e.to_string(), "duration_ms": duration_ms}));
+                (vec![ResultPart::Text(format!("error [{code}]: {e}"))], true)
+            }
+        };
+        let result = ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content,
+            is_error,
+        };
+        let payload = json!({"call": call_json(call), "result": {"content": result_parts_json(&result.content), "is_error": is_error}});
+        match self.hooks.run(Stage::ToolCall, Phase::Post, payload).await {
+            SlotOutcome::Continue(p) => {
+                match p.pointer("/result/content").and_then(result_parts_from) {
+                    Some(content) => ToolResult { content, ..result },
+                    None => result,
+                }
+            }
+            SlotOutcome::Denied { .. } => result,
+        }
+    }
+}
+
+enum Admit<'a> {
+    Run(&'a ToolEntry, ToolCall),
+    Refuse(ToolResult),
+    Halt(String),
+}
+
+fn error_result(call: &ToolCall, code: &str, message: &str) -> ToolResult {
+    ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: vec![ResultPart::Text(format!("error [{code}]: {message}"))],
+        is_error: true,
+    }
+}
+
+/// Await an extension call, stopping it if the turn is cancelled. `None`
+/// means cancelled. The call future is never dropped mid-call unless the
+/// guest ignores cancellation past the grace period.
+async fn cancellable<T>(
+    cancel: &CancellationToken,
+    ext: &crate::runtime::Extension,
+    call: impl std::future::Future<Output = Result<T, CallError>>,
+) -> Option<Result<T, CallError>> {
+    tokio::pin!(call);
+    tokio::select! {
+        r = &mut call => match r {
+            Err(CallError::Cancelled { .. }) => None,
+            r => Some(r),
+        },
+        _ = cancel.cancelled() => {
+            ext.cancel();
+            let _ = tokio::time::timeout(CANCEL_GRACE, &mut call).await;
+            None
+        }
+    }
+}
+
+fn call_error_code(e: &CallError) -> &'static str {
+    match e {
+        CallError::Timeout { .. } => "execution-timeout",
+        CallError::Cancelled { .. } => "cancelled",
+        CallError::MemoryLimit { .. } => "memory-limit",
+        CallError::Trap { .. } => "extension-crashed",
+        CallError::Guest { .. } => "guest-error",
+        CallError::Instantiate { .. } => "extension-unavailable",
+    }
+}
+
+fn finish_str(f: FinishReason) -> &'static str {
+    match f {
+        FinishReason::Stop => "stop",
+        FinishReason::ToolCalls => "tool-calls",
+        FinishReason::Length => "length",
+        FinishReason::ContentFilter => "content-filter",
+        FinishReason::Error => "error",
+        FinishReason::Other => "other",
+    }
+}
+
+fn clip(text: &str) -> String {
+    if text.chars().count() <= EVENT_OUTPUT_CHARS {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(EVENT_OUTPUT_CHARS).collect();
+    format!("{cut}... [truncated]")
+}
+
+fn zero_usage() -> Usage {
+    Usage {
+        input_tokens: 0,
+        output_tokens: 0,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+    }
+}
+
+fn add_usage(total: &mut Usage, u: &Usage) {
+    total.input_tokens += u.input_tokens;
+    total.output_tokens += u.output_tokens;
+    total.cache_read_tokens += u.cache_read_tokens;
+    total.cache_write_tokens += u.cache_write_tokens;
+}
+
+pub fn usage_json(u: &Usage) -> Value {
+    json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens, "cache_read_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens})
+}
+
+#[allow(dead_code)]
+fn _payloads_in_use() -> fn(&Message) -> String {
+    payloads::message_text
+}

@@ -1,0 +1,149 @@
+//! `console`: a line-oriented terminal UI. It renders the event stream
+//! (streamed text, tool calls and results, warnings), answers interaction
+//! requests by asking on the terminal, and reads the next prompt.
+
+use stud_sdk::host::terminal;
+use stud_sdk::prelude::*;
+use stud_sdk::wit::stud::extension::interaction::{
+    InteractionKind, InteractionRequest, InteractionResponse, InteractionStatus,
+};
+
+/// Longest tool output preview line.
+const PREVIEW_CHARS: usize = 160;
+
+#[derive(Default)]
+struct Console {
+    /// Text was streamed since the last newline.
+    mid_line: bool,
+}
+
+impl Ui for Console {
+    fn on_event(&mut self, event: Event) {
+        let p: Value = serde_json_parse(&event.payload);
+        let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        match event.name.as_str() {
+            "provider.tokens" => {
+                let delta = s("delta");
+                self.mid_line = !delta.ends_with('\n');
+                terminal::write(&delta);
+            }
+            "tool.proposed" => {
+                self.newline();
+                let args = p.get("arguments").map(Value::to_string).unwrap_or_default();
+                terminal::write(&format!("> {}({})\n", s("tool"), clip(&args)));
+            }
+            "tool.succeeded" => {
+                let out = s("output");
+                let lines = out.lines().count();
+                let first = out.lines().next().unwrap_or("");
+                let more = if lines > 1 {
+                    format!(" (+{} lines)", lines - 1)
+                } else {
+                    String::new()
+                };
+                terminal::write(&format!("  = {}{more}\n", clip(first)));
+            }
+            "tool.failed" => {
+                terminal::write(&format!("  ! {}: {}\n", s("code"), clip(&s("message"))))
+            }
+            "tool.cancelled" => terminal::write(&format!("  ! cancelled: {}\n", s("reason"))),
+            "approval.decided" if s("decision") == "deny" => terminal::write(&format!(
+                "  ! denied by {}: {}\n",
+                s("layer"),
+                clip(&s("reason"))
+            )),
+            "diagnostic" => {
+                self.newline();
+                terminal::write(&format!("[{}] {}\n", s("level"), s("message")));
+            }
+            "turn.end" => {
+                self.newline();
+                let status = s("status");
+                if status != "ok" {
+                    terminal::write(&format!("[turn {status}] {}\n", s("message")));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_interaction(&mut self, request: InteractionRequest) -> InteractionResponse {
+        self.newline();
+        let id = request.correlation_id.clone();
+        let (status, value) = match request.kind {
+            InteractionKind::Approve(a) => {
+                let key = if a.approval_key.is_empty() {
+                    String::new()
+                } else {
+                    format!(" `{}`", a.approval_key)
+                };
+                yes_no(&format!("Allow {}{key}? [y/N] ", a.tool))
+            }
+            InteractionKind::Confirm(prompt) => yes_no(&format!("{prompt} [y/N] ")),
+            InteractionKind::Ask(prompt) => match terminal::read_line(&format!("{prompt} ")) {
+                Some(line) => (InteractionStatus::Accepted, Some(line)),
+                None => (InteractionStatus::Rejected, None),
+            },
+            InteractionKind::Select(choice) => {
+                for (i, option) in choice.options.iter().enumerate() {
+                    terminal::write(&format!("  {}. {option}\n", i + 1));
+                }
+                let line = terminal::read_line(&format!(
+                    "{} [1-{}] ",
+                    choice.prompt,
+                    choice.options.len()
+                ));
+                match line
+                    .and_then(|l| l.trim().parse::<usize>().ok())
+                    .and_then(|n| choice.options.get(n.wrapping_sub(1)))
+                {
+                    Some(option) => (InteractionStatus::Accepted, Some(option.clone())),
+                    None => (InteractionStatus::Rejected, None),
+                }
+            }
+        };
+        InteractionResponse {
+            correlation_id: id,
+            status,
+            value,
+        }
+    }
+
+    fn read_input(&mut self) -> Option<String> {
+        self.newline();
+        terminal::read_line("stud> ")
+    }
+}
+
+impl Console {
+    fn newline(&mut self) {
+        if self.mid_line {
+            terminal::write("\n");
+            self.mid_line = false;
+        }
+    }
+}
+
+fn yes_no(prompt: &str) -> (InteractionStatus, Option<String>) {
+    match terminal::read_line(prompt) {
+        Some(line) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
+            (InteractionStatus::Accepted, Some("yes".into()))
+        }
+        _ => (InteractionStatus::Rejected, Some("no".into())),
+    }
+}
+
+fn serde_json_parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+fn clip(text: &str) -> String {
+    let one_line = text.replace('\n', " ");
+    if one_line.chars().count() <= PREVIEW_CHARS {
+        return one_line;
+    }
+    let cut: String = one_line.chars().take(PREVIEW_CHARS).collect();
+    format!("{cut}...")
+}
+
+stud_sdk::export_ui!(Console);

@@ -1,0 +1,539 @@
+//! The message loop end to end: the `stud` binary, bundled components,
+//! real files, scripted model turns.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// A temporary STUD_HOME and project folder.
+struct Env {
+    home: tempfile::TempDir,
+    project: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        Env {
+            home: tempfile::tempdir().unwrap(),
+            project: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Play these turns; `settings` is merged into the settings file.
+    fn script(&self, turns: Value, settings: Value) {
+        std::fs::write(
+            self.project.path().join("script.json"),
+            json!({"turns": turns}).to_string(),
+        )
+        .unwrap();
+        let mut s = json!({"providers": {"scripted": {"script-file": "script.json"}}});
+        merge(&mut s, settings);
+        std::fs::write(self.home.path().join("settings.json"), s.to_string()).unwrap();
+    }
+
+    fn file(&self, name: &str, text: &str) {
+        std::fs::write(self.project.path().join(name), text).unwrap();
+    }
+
+    fn install(&self, fixture: &str) -> PathBuf {
+        common::install_fixture(self.home.path(), fixture)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_stud"));
+        c.arg("run")
+            .args(args)
+            .env("STUD_HOME", self.home.path())
+            .env_remove("RUST_BACKTRACE")
+            .current_dir(self.project.path());
+        c
+    }
+
+    fn run(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+}
+
+fn merge(a: &mut Value, b: Value) {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (a, b) => *a = b,
+    }
+}
+
+/// stream-json stdout: the events and the final result object.
+fn events(out: &Output) -> (Vec<Value>, Value) {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut events = Vec::new();
+    let mut result = Value::Null;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("bad line {line}: {e}"));
+        if v["type"] == "result" {
+            result = v;
+        } else {
+            events.push(v);
+        }
+    }
+    (events, result)
+}
+
+fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["event"] == name).collect()
+}
+
+fn call(name: &str, args: Value) -> Value {
+    json!({"name": name, "arguments": args})
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn tool_call_cycle_with_two_continuation_rounds() {
+    let env = Env::new();
+    env.file("a.txt", "alpha\n");
+    env.script(
+        json!([
+            {"text": "Reading.", "tool_calls": [call("read", json!({"path": "a.txt"}))]},
+            {"text": "Listing.", "tool_calls": [call("list", json!({}))]},
+            {"text": "Done: {{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = env.run(&["-p", "--output-format", "stream-json", "look around"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (events, result) = events(&out);
+    assert_eq!(result["status"], "ok");
+    assert_eq!(result["iterations"], 3);
+    assert_eq!(named(&events, "provider.request.completed").len(), 3);
+    let ok = named(&events, "tool.succeeded");
+    assert_eq!(ok.len(), 2);
+    assert!(
+        ok[0]["payload"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("alpha")
+    );
+    let done = result["result"].as_str().unwrap();
+    assert!(
+        done.starts_with("Done:") && done.contains("alpha") && done.ends_with("a.txt\nscript.json"),
+        "{done}"
+    );
+    // Stages walk in order, with COMPOSE..TOOL_CALL repeated.
+    let stages: Vec<String> = named(&events, "stage.pre")
+        .iter()
+        .map(|e| e["payload"]["stage"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(stages[0], "receive-input");
+    assert_eq!(stages.iter().filter(|s| *s == "compose-request").count(), 3);
+    assert_eq!(stages.iter().filter(|s| *s == "tool-call").count(), 2);
+    assert_eq!(stages.last().unwrap(), "render");
+    // Headless text output is the final answer.
+    let out = env.run(&["-p"], "again");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn guard_deny_at_tool_call_pre_becomes_an_error_result_and_is_audited() {
+    let env = Env::new();
+    env.file(".env", "SECRET=1\n");
+    env.install("recorder");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("read", json!({"path": ".env"}))]},
+            {"text": "Result: {{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = env.run(&["-p", "--output-format", "stream-json", "show env"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (events, result) = events(&out);
+    let text = result["result"].as_str().unwrap();
+    assert!(
+        text.contains("error [approval-denied]")
+            && text.contains("protect-paths")
+            && text.contains(".env"),
+        "{text}"
+    );
+    assert!(
+        named(&events, "tool.started").is_empty(),
+        "the denied tool must not run"
+    );
+    let denied: Vec<&Value> = named(&events, "approval.decided")
+        .into_iter()
+        .filter(|e| e["payload"]["decision"] == "deny")
+        .collect();
+    assert_eq!(denied.len(), 1);
+    assert_eq!(denied[0]["payload"]["layer"], "guard:protect-paths");
+    assert_eq!(
+        named(&events, "hook.denied")[0]["payload"]["extension"],
+        "protect-paths"
+    );
+    // Post hooks of the denied call never fired: the recorder saw tool-call.pre but no tool-call.post.
+    let seen = named(&events, "ext.recorder.seen");
+    let seen: Vec<&str> = seen[0]["payload"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(seen.contains(&"tool-call.pre:read"), "{seen:?}");
+    assert!(
+        !seen.iter().any(|s| s.starts_with("tool-call.post")),
+        "{seen:?}"
+    );
+    assert!(
+        named(&events, "hook.fired")
+            .iter()
+            .all(|e| e["payload"]["slot"] != "tool-call.post")
+    );
+}
+
+#[test]
+fn transform_hook_rewrites_tool_arguments() {
+    let env = Env::new();
+    env.file("wanted.txt", "the real content\n");
+    env.install("path-rewriter");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("read", json!({"path": "typo.txt"}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({"hooks": {"path-rewriter": {"from": "typo.txt", "to": "wanted.txt"}}}),
+    );
+    let out = env.run(&["-p", "--output-format", "json", "read it"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, result) = events(&out);
+    assert!(
+        result["result"]
+            .as_str()
+            .unwrap()
+            .contains("the real content"),
+        "{result}"
+    );
+}
+
+#[test]
+fn observer_sees_every_stage_in_order() {
+    let env = Env::new();
+    env.install("recorder");
+    env.script(
+        json!([{"text": "", "tool_calls": [call("list", json!({}))]}, {"text": "ok"}]),
+        json!({}),
+    );
+    let out = env.run(&["-p", "--output-format", "stream-json", "go"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (events, _) = events(&out);
+    let seen = named(&events, "ext.recorder.seen");
+    assert_eq!(seen.len(), 1);
+    let round = [
+        "compose-request.pre",
+        "compose-request.post",
+        "send-request.pre",
+        "send-request.post",
+        "stream-response.pre",
+        "stream-response.post",
+    ];
+    let mut expected = vec!["receive-input.pre", "receive-input.post"];
+    expected.extend(round);
+    expected.extend(["tool-call.pre:list", "tool-call.post:list"]);
+    expected.extend(round);
+    expected.extend(["render.pre", "render.post"]);
+    assert_eq!(seen[0]["payload"], json!(expected));
+}
+
+#[test]
+fn max_iterations_ends_the_turn_with_a_clear_error() {
+    let env = Env::new();
+    std::fs::write(
+        env.project.path().join("script.json"),
+        json!({"repeat": true, "turns": [{"text": "again", "tool_calls": [call("list", json!({}))]}]}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        env.home.path().join("settings.json"),
+        json!({"providers": {"scripted": {"script-file": "script.json"}}}).to_string(),
+    )
+    .unwrap();
+    let out = env.run(
+        &[
+            "-p",
+            "--output-format",
+            "json",
+            "--max-iterations",
+            "3",
+            "loop",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let (_, result) = events(&out);
+    assert_eq!(result["error_code"], "loop-bound-exceeded");
+    assert_eq!(result["iterations"], 3);
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .contains("may already have run"),
+        "{result}"
+    );
+}
+
+#[test]
+fn parallel_calls_ask_in_order_and_answer_in_order() {
+    let env = Env::new();
+    env.install("hostile");
+    let calls: Vec<Value> = (1..=3).map(|i| json!({"id": format!("c{i}"), "name": "hostile", "arguments": {"mode": "ok", "tag": format!("t{i}")}})).collect();
+    env.script(
+        json!([{"text": "", "tool_calls": calls}, {"text": "{{tool_results}}"}]),
+        json!({}),
+    );
+    // Not headless: the console UI asks on the terminal (stderr with JSON output) and reads stdin.
+    let out = env.run(
+        &["--output-format", "stream-json", "three at once"],
+        "y\ny\nyes\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (events, result) = events(&out);
+    let asked: Vec<Value> = named(&events, "approval.decided")
+        .iter()
+        .map(|e| e["payload"]["call_id"].clone())
+        .collect();
+    assert_eq!(asked, vec![json!("c1"), json!("c2"), json!("c3")]);
+    assert!(
+        named(&events, "approval.decided")
+            .iter()
+            .all(|e| e["payload"]["layer"] == "interaction")
+    );
+    assert_eq!(named(&events, "interaction.requested").len(), 3);
+    let prompts = stderr(&out);
+    let order: Vec<usize> = ["`t1`", "`t2`", "`t3`"]
+        .iter()
+        .map(|t| {
+            prompts
+                .find(&format!("Allow hostile {t}?"))
+                .expect("prompted")
+        })
+        .collect();
+    assert!(order[0] < order[1] && order[1] < order[2], "{prompts}");
+    let tool_msg = named(&events, "message.appended")
+        .into_iter()
+        .find(|e| e["payload"]["role"] == "tool")
+        .unwrap();
+    let ids: Vec<Value> = tool_msg["payload"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["call_id"].clone())
+        .collect();
+    assert_eq!(ids, vec![json!("c1"), json!("c2"), json!("c3")]);
+    assert_eq!(result["result"], "alive\nalive\nalive");
+}
+
+#[test]
+fn headless_halts_on_a_needed_approval_and_yolo_passes_it() {
+    let env = Env::new();
+    env.install("hostile");
+    env.script(json!([{"text": "", "tool_calls": [call("hostile", json!({"mode": "ok"}))]}, {"text": "{{tool_results}}"}]), json!({}));
+    let out = env.run(&["-p", "--output-format", "json", "do it"], "");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let (_, result) = events(&out);
+    assert_eq!(result["status"], "halted");
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.contains("permission-required"))
+        .expect("structured halt line");
+    let v: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(v["tool"], "hostile");
+    assert!(v["hint"].as_str().unwrap().contains("--yolo"));
+
+    let out = env.run(&["-p", "--yolo", "--output-format", "json", "do it"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, result) = events(&out);
+    assert_eq!(result["result"], "alive");
+}
+
+#[test]
+fn allowlist_approves_a_match_and_asks_for_another() {
+    let env = Env::new();
+    env.file("a.txt", "A\n");
+    env.file("b.txt", "B\n");
+    env.script(
+        json!([{"text": "", "tool_calls": [call("read", json!({"path": "a.txt"})), call("read", json!({"path": "b.txt"}))]}, {"text": "{{tool_results}}"}]),
+        json!({}),
+    );
+    let out = env.run(
+        &[
+            "--mode",
+            "allowlist",
+            "--allow",
+            "read:a.*",
+            "--output-format",
+            "stream-json",
+            "read both",
+        ],
+        "n\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (events, result) = events(&out);
+    let decisions: Vec<(Value, Value, Value)> = named(&events, "approval.decided")
+        .iter()
+        .map(|e| {
+            (
+                e["payload"]["key"].clone(),
+                e["payload"]["decision"].clone(),
+                e["payload"]["layer"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        decisions[0],
+        (json!("a.txt"), json!("approve"), json!("mode"))
+    );
+    assert_eq!(
+        decisions[1],
+        (json!("b.txt"), json!("deny"), json!("interaction"))
+    );
+    assert_eq!(
+        stderr(&out).matches("Allow read `b.txt`?").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+    let text = result["result"].as_str().unwrap();
+    assert!(text.contains("A") && text.contains("declined"), "{text}");
+}
+
+#[test]
+fn ctrl_c_cancels_a_turn_stuck_in_a_tool() {
+    let env = Env::new();
+    let dir = env.install("hostile");
+    let manifest = std::fs::read_to_string(dir.join("extension.toml"))
+        .unwrap()
+        .replace("timeout-ms = 500", "timeout-ms = 600000");
+    std::fs::write(dir.join("extension.toml"), manifest).unwrap();
+    env.script(json!([{"text": "working", "tool_calls": [call("hostile", json!({"mode": "loop"}))]}, {"text": "never"}]), json!({}));
+    let mut child = env
+        .command(&["-p", "--yolo", "--output-format", "stream-json", "spin"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let started = line.contains("\"tool.started\"");
+        seen.push(line);
+        if started {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    let killed = Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    seen.extend(lines.map(|l| l.unwrap()));
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(t.elapsed() < Duration::from_secs(30));
+    let all: Vec<Value> = seen
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ends: Vec<&Value> = all.iter().filter(|e| e["event"] == "turn.end").collect();
+    assert_eq!(ends[0]["payload"]["status"], "cancelled");
+    assert_eq!(
+        all.iter()
+            .filter(|e| e["event"] == "tool.cancelled")
+            .count(),
+        1
+    );
+    // The partial turn is recorded: the tool result says it was cancelled.
+    let tool_msg = all
+        .iter()
+        .find(|e| e["event"] == "message.appended" && e["payload"]["role"] == "tool")
+        .expect("tool result recorded");
+    assert!(
+        tool_msg["payload"]["content"][0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled")
+    );
+}
+
+#[test]
+fn a_slow_observer_loses_events_without_slowing_the_turn() {
+    let env = Env::new();
+    env.install("slow-logger");
+    let long = "word ".repeat(800);
+    std::fs::write(
+        env.project.path().join("script.json"),
+        json!({"chunk": 1, "turns": [{"text": long}]}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        env.home.path().join("settings.json"),
+        json!({"providers": {"scripted": {"script-file": "script.json"}}}).to_string(),
+    )
+    .unwrap();
+    let out = env.run(&["-p", "--output-format", "stream-json", "talk"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (events, _) = events(&out);
+    let tokens = named(&events, "provider.tokens").len();
+    assert_eq!(tokens, 4000);
+    let start = named(&events, "turn.start")[0]["ts"].as_u64().unwrap();
+    let end = named(&events, "turn.end")[0]["ts"].as_u64().unwrap();
+    // At 20 ms per event the logger needs 80 s for the tokens alone; the turn did not wait for it.
+    assert!(
+        end - start < (tokens as u64 * 20) / 4,
+        "turn took {} ms",
+        end - start
+    );
+    let seen =
+        std::fs::read_to_string(data_file(env.home.path(), "slow-logger", "seen.txt")).unwrap();
+    let dropped: u64 = seen
+        .lines()
+        .filter(|l| l.starts_with("bus.dropped"))
+        .map(|l| l.split(' ').nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(dropped > 0, "the slow logger lost nothing?");
+    // Authoritative records were not dropped.
+    assert!(seen.lines().any(|l| l.starts_with("turn.end")));
+    assert!(seen.lines().any(|l| l.starts_with("message.appended")));
+}
+
+fn data_file(home: &Path, id: &str, file: &str) -> PathBuf {
+    home.join("data").join(id).join(file)
+}
