@@ -537,3 +537,43 @@ fn a_slow_observer_loses_events_without_slowing_the_turn() {
 fn data_file(home: &Path, id: &str, file: &str) -> PathBuf {
     home.join("data").join(id).join(file)
 }
+
+#[test]
+fn jsonl_logger_writes_every_turn_with_secrets_redacted() {
+    let env = Env::new();
+    let key = "sk-abcdefghijklmnopqrstuvwxyz0123456789";
+    env.file("creds.txt", &format!("OPENAI_API_KEY={key}\n"));
+    env.script(
+        json!([{"text": "", "tool_calls": [call("read", json!({"path": "creds.txt"}))]}, {"text": "{{tool_results}}"}]),
+        json!({}),
+    );
+    let out = env.run(&["-p", "show the creds"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The transform hook already redacted what the model saw.
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(key));
+    let log = std::fs::read_to_string(data_file(env.home.path(), "jsonl", "events.jsonl")).unwrap();
+    assert!(!log.contains(key), "the key leaked into the log");
+    assert!(log.contains("[REDACTED]"));
+    let names: Vec<String> = log
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    for expected in [
+        "session.start",
+        "turn.start",
+        "tool.succeeded",
+        "approval.decided",
+        "turn.end",
+        "session.end",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from the log"
+        );
+    }
+}

@@ -12,24 +12,17 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Settings;
-use crate::extensions::registry::project_dir;
-use crate::extensions::{Discovery, Registry};
 use crate::kernel::events::DEFAULT_QUEUE;
-use crate::kernel::session::{DEFAULT_MAX_ITERATIONS, DEFAULT_TOOL_PARALLELISM};
 use crate::kernel::turn::usage_json;
 use crate::kernel::{
-    AllowPattern, Authority, Bus, Interactions, KernelServices, Mode, Session, SessionConfig,
-    TurnOutcome, TurnStatus,
+    Bus, LaunchOptions, Mode, Session, TerminalOut, TurnOutcome, TurnStatus, launch,
 };
-use crate::manifest::Kind;
 use crate::paths::StudHome;
-use crate::runtime::bindings::stud::extension::types as wit;
-use crate::runtime::{Extension, Runtime, RuntimeOptions};
+use crate::runtime::Extension;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -83,114 +76,31 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     if headless && input.as_deref().is_none_or(|s| s.trim().is_empty()) {
         return Ok(ExitCode::SUCCESS);
     }
-    let home = StudHome::resolve()?;
-    let settings = Settings::load(&home.settings_file())?;
-    let mode = if args.yolo {
-        Mode::Yolo
-    } else {
-        match (args.mode, &settings.security_mode) {
-            (Some(m), _) => m,
-            (None, Some(s)) => s
-                .mode
-                .parse()
-                .map_err(anyhow::Error::msg)
-                .context("settings.json: securityMode.mode")?,
-            (None, None) => Mode::Ask,
-        }
-    };
-    let mut allow_texts = settings
-        .security_mode
-        .as_ref()
-        .map(|s| s.allowlist.clone())
-        .unwrap_or_default();
-    allow_texts.extend(args.allow.iter().cloned());
-    let allowlist = allow_texts
-        .iter()
-        .map(|t| AllowPattern::parse(t))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(anyhow::Error::msg)?;
-
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let machine_output = args.output_format != OutputFormat::Text;
-    let bus = Bus::new();
-    let services = Arc::new(KernelServices::new(bus.clone(), machine_output));
-    let runtime = Runtime::new(RuntimeOptions {
-        cache_dir: Some(home.compile_cache_dir()),
-        pooling: true,
-    })?;
-    let discovery = Discovery::scan(&home, Some(&cwd));
-    for p in &discovery.problems {
-        eprintln!("warning: {p}");
-    }
-    let registry = Registry {
-        runtime,
-        home: home.clone(),
-        project_dir: project_dir(&cwd),
-        services: services.clone(),
-        configs: settings.extension_configs(),
-    };
-    let report = registry.load_all(&discovery).await;
-    for (_, e) in &report.failed {
-        eprintln!("warning: {e}; continuing without it");
-    }
-    let exts = report.loaded;
-
-    let stdout_sub = (args.output_format == OutputFormat::StreamJson).then(|| spawn_stdout(&bus));
-    let uis: Vec<Arc<Extension>> = exts
-        .iter()
-        .filter(|e| e.kind() == Kind::Ui)
-        .cloned()
-        .collect();
-    let mut subscribers: Vec<JoinHandle<()>> = Vec::new();
-    if !headless && args.output_format == OutputFormat::Text {
-        for ui in &uis {
-            subscribers.push(spawn_ui(&bus, ui.clone()));
-        }
-    }
-    let loggers: Vec<Arc<Extension>> = exts
-        .iter()
-        .filter(|e| e.kind() == Kind::Logger)
-        .cloned()
-        .collect();
-    for logger in &loggers {
-        subscribers.push(spawn_logger(&bus, logger.clone()));
-    }
-
-    let interactors = if headless { Vec::new() } else { uis.clone() };
-    let interactions = Arc::new(Interactions::new(
-        interactors,
+    let text_output = args.output_format == OutputFormat::Text;
+    let mut launched = launch(LaunchOptions {
+        home: StudHome::resolve()?,
+        cwd: std::env::current_dir().context("cannot read the current directory")?,
         headless,
-        args.yolo,
-        crate::kernel::interaction::DEFAULT_TIMEOUT,
-        bus.clone(),
-    ));
-    services.set_interactions(interactions.clone());
-    let authority = Authority::new(mode, allowlist, bus.clone());
-    let config = SessionConfig {
-        provider: args
-            .provider
-            .clone()
-            .or(settings.active.provider.clone())
-            .unwrap_or_else(|| "scripted".into()),
-        model: args.model.clone().or(settings.active.model.clone()),
-        max_iterations: args
-            .max_iterations
-            .or(settings.runtime.continuation.max_iterations)
-            .unwrap_or(DEFAULT_MAX_ITERATIONS)
-            .max(1),
-        tool_parallelism: args
-            .tool_parallelism
-            .or(settings.runtime.tool_parallelism)
-            .unwrap_or(DEFAULT_TOOL_PARALLELISM)
-            .max(1),
-        system_prompt: settings.system_prompt.clone(),
-        hook_order: settings.ordering.hooks.clone(),
-    };
-    let (mut session, warnings) =
-        Session::start(&exts, config, authority, interactions, bus.clone()).await?;
-    for w in warnings {
+        yolo: args.yolo,
+        mode: args.mode,
+        allow: args.allow.clone(),
+        provider: args.provider.clone(),
+        model: args.model.clone(),
+        max_iterations: args.max_iterations,
+        tool_parallelism: args.tool_parallelism,
+        render: !headless && text_output,
+        terminal: if text_output {
+            TerminalOut::Stdout
+        } else {
+            TerminalOut::Stderr
+        },
+    })
+    .await?;
+    for w in &launched.warnings {
         eprintln!("warning: {w}");
     }
+    let stdout_sub =
+        (args.output_format == OutputFormat::StreamJson).then(|| spawn_stdout(&launched.bus));
 
     let current = Arc::new(Mutex::new(CancellationToken::new()));
     spawn_ctrl_c(current.clone());
@@ -199,7 +109,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     loop {
         let text = match next_input.take() {
             Some(t) => t,
-            None if !headless => match read_from_ui(&uis).await {
+            None if !headless => match read_from_ui(&launched.uis).await {
                 Some(t) => t,
                 None => break,
             },
@@ -210,25 +120,16 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         let token = CancellationToken::new();
         *current.lock().unwrap_or_else(|p| p.into_inner()) = token.clone();
-        let outcome = session.run_turn(&text, &token).await;
-        let one_shot = headless || args.prompt.is_some();
-        last = Some(outcome);
-        if one_shot {
+        last = Some(launched.session.run_turn(&text, &token).await);
+        if headless || args.prompt.is_some() {
             break;
         }
     }
-    session.close().await;
-    bus.close();
-    for s in subscribers {
-        let _ = s.await;
-    }
-    for logger in &loggers {
-        let _ = logger.logger_flush().await;
-    }
+    launched.shutdown().await;
     if let Some(s) = stdout_sub {
         let _ = s.await;
     }
-    Ok(finish(&args, headless, &session, last))
+    Ok(finish(&args, headless, &launched.session, last))
 }
 
 /// The prompt for the first turn: the argument, or all of stdin when
@@ -343,46 +244,3 @@ fn spawn_stdout(bus: &Bus) -> JoinHandle<()> {
         }
     })
 }
-
-fn wit_event(ev: &crate::kernel::Event) -> wit::Event {
-    wit::Event {
-        name: ev.name.clone(),
-        sequence: ev.seq,
-        timestamp_ms: ev.timestamp_ms,
-        turn_id: ev.turn_id.clone(),
-        payload: ev.payload.to_string(),
-    }
-}
-
-fn spawn_ui(bus: &Bus, ui: Arc<Extension>) -> JoinHandle<()> {
-    let sub = bus.subscribe(ui.id().as_str(), DEFAULT_QUEUE);
-    let diag = bus.clone();
-    tokio::spawn(async move {
-        while let Some(ev) = sub.next().await {
-            if let Err(e) = ui.ui_on_event(&wit_event(&ev)).await {
-                diag.publish(
-                    "suppressed-error",
-                    json!({"extension": ui.id().as_str(), "error": e.to_string()}),
-                );
-            }
-        }
-    })
-}
-
-fn spawn_logger(bus: &Bus, logger: Arc<Extension>) -> JoinHandle<()> {
-    let sub = bus.subscribe(logger.id().as_str(), DEFAULT_QUEUE);
-    let diag = bus.clone();
-    tokio::spawn(async move {
-        while let Some(ev) = sub.next().await {
-            if let Err(e) = logger.logger_sink(&wit_event(&ev)).await {
-                diag.publish(
-                    "suppressed-error",
-                    json!({"extension": logger.id().as_str(), "error": e.to_string()}),
-                );
-            }
-        }
-    })
-}
-
-#[allow(dead_code)]
-fn _value(_: Value) {}

@@ -150,3 +150,18 @@ mod tests {
         assert!(Settings::load(&dir.path().join("missing.json")).is_ok());
     }
 }
+
+#[cfg(test)]
+mod example {
+    use super::*;
+
+    #[test]
+    fn the_example_settings_file_parses() {
+        let path = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../settings.example.json"
+        ));
+        let s = Settings::load(path).expect("settings.example.json must stay valid");
+        assert_eq!(s.security_mode.map(|m| m.mode).as_deref(), Some("ask"));
+    }
+}

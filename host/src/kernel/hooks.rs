@@ -111,6 +111,14 @@ impl HookRunner {
         }
     }
 
+    /// How many (slot, hook) registrations are attached.
+    pub fn registrations(&self) -> usize {
+        self.slots
+            .values()
+            .map(|s| s.guards.len() + s.transforms.len() + s.observers.len())
+            .sum()
+    }
+
     /// Are there any hooks at this slot? (Lets callers skip building payloads.)
     pub fn has(&self, slot: HookSlot) -> bool {
         self.slots.get(&slot).is_some_and(|s| {

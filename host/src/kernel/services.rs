@@ -15,19 +15,28 @@ use crate::runtime::services::{
     ext_error,
 };
 
+/// Where UI extensions' terminal output goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TerminalOut {
+    Stdout,
+    /// stdout carries JSON, so people's text goes to stderr.
+    Stderr,
+    /// Benchmarks.
+    Discard,
+}
+
 pub struct KernelServices {
     pub bus: Bus,
     interactions: OnceLock<Arc<Interactions>>,
-    /// Terminal output goes to stderr (stdout is machine-readable).
-    terminal_to_stderr: bool,
+    terminal: TerminalOut,
 }
 
 impl KernelServices {
-    pub fn new(bus: Bus, terminal_to_stderr: bool) -> Self {
+    pub fn new(bus: Bus, terminal: TerminalOut) -> Self {
         KernelServices {
             bus,
             interactions: OnceLock::new(),
-            terminal_to_stderr,
+            terminal,
         }
     }
 
@@ -94,19 +103,23 @@ impl Services for KernelServices {
     }
 
     fn terminal_write(&self, text: &str) {
-        if self.terminal_to_stderr {
-            let mut err = std::io::stderr().lock();
-            let _ = err.write_all(text.as_bytes());
-            let _ = err.flush();
-        } else {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
+        match self.terminal {
+            TerminalOut::Stderr => {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(text.as_bytes());
+                let _ = err.flush();
+            }
+            TerminalOut::Stdout => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes());
+                let _ = out.flush();
+            }
+            TerminalOut::Discard => {}
         }
     }
 
     fn terminal_read_line(&self, prompt: String) -> BoxFuture<'static, Option<String>> {
-        let to_stderr = self.terminal_to_stderr;
+        let to_stderr = self.terminal != TerminalOut::Stdout;
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 use std::io::BufRead;

@@ -136,6 +136,38 @@ impl Session {
         Ok((session, warnings))
     }
 
+    /// Hook registrations attached (for reports and benchmarks).
+    pub fn hook_registrations(&self) -> usize {
+        self.hooks.registrations()
+    }
+
+    /// One request straight to the provider, drained (benchmarks: the
+    /// provider's share of a turn).
+    pub async fn provider_round_trip(&self, text: &str) {
+        use crate::runtime::bindings::stud::extension::provider_types::{
+            Request, RequestParams, ThinkingLevel,
+        };
+        use crate::runtime::bindings::stud::extension::types::{ContentPart, Role};
+        let request = Request {
+            system: None,
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![ContentPart::Text(text.into())],
+            }],
+            tools: self.tools.definitions(),
+            params: RequestParams {
+                model: self.model.clone(),
+                max_tokens: None,
+                temperature: None,
+                thinking: ThinkingLevel::Off,
+                cache_hints: false,
+            },
+        };
+        if let Ok(mut stream) = self.provider.provider_send(&request).await {
+            while let Ok(Some(_)) = self.provider.provider_next(&mut stream).await {}
+        }
+    }
+
     pub fn model(&self) -> &str {
         &self.model
     }

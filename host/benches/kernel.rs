@@ -1,0 +1,128 @@
+//! Kernel benchmarks (a bench binary; numbers are printed, not asserted):
+//! - kernel overhead of a turn with the bundled hooks attached (14 hook
+//!   registrations in 3 extensions), excluding provider time;
+//! - token throughput provider -> bus, and provider -> bus -> UI.
+//!
+//! Run: `cargo bench -p stud --bench kernel`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use stud::kernel::{LaunchOptions, Launched, TerminalOut, launch};
+use stud::paths::StudHome;
+use tokio_util::sync::CancellationToken;
+
+struct Dirs {
+    home: tempfile::TempDir,
+    project: tempfile::TempDir,
+}
+
+fn dirs(script: serde_json::Value) -> Dirs {
+    let d = Dirs {
+        home: tempfile::tempdir().expect("tmp"),
+        project: tempfile::tempdir().expect("tmp"),
+    };
+    std::fs::write(d.project.path().join("script.json"), script.to_string()).expect("script");
+    let settings = json!({"providers": {"scripted": {"script-file": "script.json"}}, "securityMode": {"mode": "yolo"}});
+    std::fs::write(d.home.path().join("settings.json"), settings.to_string()).expect("settings");
+    d
+}
+
+async fn start(d: &Dirs, render: bool) -> Launched {
+    launch(LaunchOptions {
+        home: StudHome::at(d.home.path()),
+        cwd: d.project.path().to_path_buf(),
+        headless: true,
+        yolo: true,
+        mode: None,
+        allow: vec![],
+        provider: None,
+        model: None,
+        max_iterations: None,
+        tool_parallelism: None,
+        render,
+        terminal: TerminalOut::Discard,
+    })
+    .await
+    .expect("launch")
+}
+
+fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 - 1.0) * p) as usize]
+}
+
+async fn turn_overhead() {
+    let d = dirs(json!({"repeat": true, "chunk": 64, "turns": [{"text": "ok"}]}));
+    let mut l = start(&d, false).await;
+    let hooks: usize = l.session.hook_registrations();
+    let cancel = CancellationToken::new();
+    for _ in 0..50 {
+        l.session.run_turn("hello", &cancel).await;
+    }
+    let mut turns = Vec::new();
+    for _ in 0..500 {
+        let t = Instant::now();
+        l.session.run_turn("hello", &cancel).await;
+        turns.push(t.elapsed());
+    }
+    // Provider time alone: the same request straight to the component.
+    let mut provider = Vec::new();
+    for _ in 0..500 {
+        let t = Instant::now();
+        l.session.provider_round_trip("hello").await;
+        provider.push(t.elapsed());
+    }
+    let (t50, p50) = (
+        percentile(turns.clone(), 0.5),
+        percentile(provider.clone(), 0.5),
+    );
+    println!(
+        "turn with {hooks} hook registrations: p50 {:?}, p90 {:?}",
+        t50,
+        percentile(turns, 0.9)
+    );
+    println!("provider alone (send + drain): p50 {:?}", p50);
+    println!(
+        "kernel overhead per turn (p50 difference): {:?}",
+        t50.saturating_sub(p50)
+    );
+    l.shutdown().await;
+}
+
+async fn throughput(render: bool) {
+    const TOKENS: usize = 100_000;
+    let text = "x".repeat(TOKENS);
+    let d = dirs(json!({"chunk": 1, "turns": [{"text": text}]}));
+    let mut l = start(&d, render).await;
+    let cancel = CancellationToken::new();
+    let t = Instant::now();
+    l.session.run_turn("go", &cancel).await;
+    let turn = t.elapsed();
+    l.shutdown().await;
+    let all = t.elapsed();
+    let label = if render {
+        "provider -> bus -> console UI"
+    } else {
+        "provider -> bus"
+    };
+    println!(
+        "{label}: {TOKENS} tokens, turn {:?} ({:.0} tokens/s through the loop), drained {:?} ({:.0} tokens/s end to end)",
+        turn,
+        TOKENS as f64 / turn.as_secs_f64(),
+        all,
+        TOKENS as f64 / all.as_secs_f64()
+    );
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().expect("tokio");
+    rt.block_on(async {
+        turn_overhead().await;
+        throughput(false).await;
+        throughput(true).await;
+    });
+}

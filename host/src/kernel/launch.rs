@@ -1,0 +1,231 @@
+//! Assembling a session from what is installed: settings, discovery,
+//! loading, subscribers (UIs, loggers), interactors, authority. The CLI and
+//! the benchmarks start sessions through here.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::json;
+use tokio::task::JoinHandle;
+
+use super::events::{Bus, DEFAULT_QUEUE};
+use super::interaction::{DEFAULT_TIMEOUT, Interactions};
+use super::services::{KernelServices, TerminalOut};
+use super::session::{
+    DEFAULT_MAX_ITERATIONS, DEFAULT_TOOL_PARALLELISM, Session, SessionConfig, SessionError,
+};
+use super::{AllowPattern, Authority, Mode};
+use crate::config::{Settings, SettingsError};
+use crate::extensions::registry::project_dir;
+use crate::extensions::{Discovery, Registry};
+use crate::manifest::Kind;
+use crate::paths::StudHome;
+use crate::runtime::bindings::stud::extension::types as wit;
+use crate::runtime::{Extension, Runtime, RuntimeError, RuntimeOptions};
+
+/// What the user chose for this session (flags over settings).
+pub struct LaunchOptions {
+    pub home: StudHome,
+    pub cwd: PathBuf,
+    /// No interactor: approvals halt the turn unless `yolo`.
+    pub headless: bool,
+    pub yolo: bool,
+    pub mode: Option<Mode>,
+    pub allow: Vec<String>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub max_iterations: Option<u32>,
+    pub tool_parallelism: Option<usize>,
+    /// Subscribe UI extensions to the bus (they render).
+    pub render: bool,
+    pub terminal: TerminalOut,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error("settings.json: securityMode.mode: {0}")]
+    Mode(String),
+    #[error("{0}")]
+    Allowlist(String),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+/// A running session and what serves it.
+pub struct Launched {
+    pub session: Session,
+    pub bus: Bus,
+    pub uis: Vec<Arc<Extension>>,
+    pub loggers: Vec<Arc<Extension>>,
+    /// Problems that did not stop the session (bad manifests, failed loads).
+    pub warnings: Vec<String>,
+    subscribers: Vec<JoinHandle<()>>,
+}
+
+pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
+    let settings = Settings::load(&opts.home.settings_file())?;
+    let mode = if opts.yolo {
+        Mode::Yolo
+    } else {
+        match (opts.mode, &settings.security_mode) {
+            (Some(m), _) => m,
+            (None, Some(s)) => s.mode.parse().map_err(LaunchError::Mode)?,
+            (None, None) => Mode::Ask,
+        }
+    };
+    let mut allow_texts = settings
+        .security_mode
+        .as_ref()
+        .map(|s| s.allowlist.clone())
+        .unwrap_or_default();
+    allow_texts.extend(opts.allow.iter().cloned());
+    let allowlist = allow_texts
+        .iter()
+        .map(|t| AllowPattern::parse(t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(LaunchError::Allowlist)?;
+
+    let bus = Bus::new();
+    let services = Arc::new(KernelServices::new(bus.clone(), opts.terminal));
+    let runtime = Runtime::new(RuntimeOptions {
+        cache_dir: Some(opts.home.compile_cache_dir()),
+        pooling: true,
+    })?;
+    let discovery = Discovery::scan(&opts.home, Some(&opts.cwd));
+    let mut warnings: Vec<String> = discovery.problems.iter().map(|p| p.to_string()).collect();
+    let registry = Registry {
+        runtime,
+        home: opts.home.clone(),
+        project_dir: project_dir(&opts.cwd),
+        services: services.clone(),
+        configs: settings.extension_configs(),
+    };
+    let report = registry.load_all(&discovery).await;
+    warnings.extend(
+        report
+            .failed
+            .iter()
+            .map(|(_, e)| format!("{e}; continuing without it")),
+    );
+    let exts = report.loaded;
+    let of = |k: Kind| {
+        exts.iter()
+            .filter(|e| e.kind() == k)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let uis = of(Kind::Ui);
+    let loggers = of(Kind::Logger);
+
+    let mut subscribers = Vec::new();
+    if opts.render {
+        for ui in &uis {
+            subscribers.push(spawn_ui(&bus, ui.clone()));
+        }
+    }
+    for logger in &loggers {
+        subscribers.push(spawn_logger(&bus, logger.clone()));
+    }
+    let interactors = if opts.headless {
+        Vec::new()
+    } else {
+        uis.clone()
+    };
+    let interactions = Arc::new(Interactions::new(
+        interactors,
+        opts.headless,
+        opts.yolo,
+        DEFAULT_TIMEOUT,
+        bus.clone(),
+    ));
+    services.set_interactions(interactions.clone());
+    let authority = Authority::new(mode, allowlist, bus.clone());
+    let config = SessionConfig {
+        provider: opts
+            .provider
+            .or(settings.active.provider.clone())
+            .unwrap_or_else(|| "scripted".into()),
+        model: opts.model.or(settings.active.model.clone()),
+        max_iterations: opts
+            .max_iterations
+            .or(settings.runtime.continuation.max_iterations)
+            .unwrap_or(DEFAULT_MAX_ITERATIONS)
+            .max(1),
+        tool_parallelism: opts
+            .tool_parallelism
+            .or(settings.runtime.tool_parallelism)
+            .unwrap_or(DEFAULT_TOOL_PARALLELISM)
+            .max(1),
+        system_prompt: settings.system_prompt.clone(),
+        hook_order: settings.ordering.hooks.clone(),
+    };
+    let (session, tool_warnings) =
+        Session::start(&exts, config, authority, interactions, bus.clone()).await?;
+    warnings.extend(tool_warnings);
+    Ok(Launched {
+        session,
+        bus,
+        uis,
+        loggers,
+        warnings,
+        subscribers,
+    })
+}
+
+impl Launched {
+    /// End the session: observers finish, subscribers drain, loggers flush.
+    pub async fn shutdown(&mut self) {
+        self.session.close().await;
+        self.bus.close();
+        for s in self.subscribers.drain(..) {
+            let _ = s.await;
+        }
+        for logger in &self.loggers {
+            let _ = logger.logger_flush().await;
+        }
+    }
+}
+
+fn wit_event(ev: &super::Event) -> wit::Event {
+    wit::Event {
+        name: ev.name.clone(),
+        sequence: ev.seq,
+        timestamp_ms: ev.timestamp_ms,
+        turn_id: ev.turn_id.clone(),
+        payload: ev.payload.to_string(),
+    }
+}
+
+fn spawn_ui(bus: &Bus, ui: Arc<Extension>) -> JoinHandle<()> {
+    let sub = bus.subscribe(ui.id().as_str(), DEFAULT_QUEUE);
+    let diag = bus.clone();
+    tokio::spawn(async move {
+        while let Some(ev) = sub.next().await {
+            if let Err(e) = ui.ui_on_event(&wit_event(&ev)).await {
+                diag.publish(
+                    "suppressed-error",
+                    json!({"extension": ui.id().as_str(), "error": e.to_string()}),
+                );
+            }
+        }
+    })
+}
+
+fn spawn_logger(bus: &Bus, logger: Arc<Extension>) -> JoinHandle<()> {
+    let sub = bus.subscribe(logger.id().as_str(), DEFAULT_QUEUE);
+    let diag = bus.clone();
+    tokio::spawn(async move {
+        while let Some(ev) = sub.next().await {
+            if let Err(e) = logger.logger_sink(&wit_event(&ev)).await {
+                diag.publish(
+                    "suppressed-error",
+                    json!({"extension": logger.id().as_str(), "error": e.to_string()}),
+                );
+            }
+        }
+    })
+}
