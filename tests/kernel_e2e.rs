@@ -577,3 +577,31 @@ fn jsonl_logger_writes_every_turn_with_secrets_redacted() {
         );
     }
 }
+
+#[test]
+fn unknown_tools_and_bad_arguments_become_error_results() {
+    let env = Env::new();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("nope", json!({})), call("read", json!({"path": 5})), call("read", json!({"path": "missing.txt"}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = env.run(&["-p", "--output-format", "json", "try"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, result) = events(&out);
+    let text = result["result"].as_str().unwrap();
+    assert!(
+        text.contains("error [not-found]: unknown tool `nope`; available tools: list, read"),
+        "{text}"
+    );
+    assert!(
+        text.contains("error [input-invalid]: arguments do not match the schema of `read`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("error [not-found]") && text.contains("missing.txt"),
+        "{text}"
+    );
+}

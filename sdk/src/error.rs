@@ -30,6 +30,13 @@ impl Error {
         Self::new(ErrorClass::ToolTerminal, "input-invalid", message)
     }
 
+    /// An I/O error about `path`, naming the path (WASI errors do not).
+    pub fn io(path: &str, e: std::io::Error) -> Self {
+        let mut err = Error::from(e);
+        err.0.message = format!("`{path}`: {}", err.0.message);
+        err
+    }
+
     /// A named thing (file, session, model) does not exist.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(ErrorClass::ToolTerminal, "not-found", message)

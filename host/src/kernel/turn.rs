@@ -655,7 +655,14 @@ impl Session {
                     ),
                 };
                 self.bus.publish("tool.failed", json!({"call_id": call.id, "tool": call.name, "class": class, "code": code, "message": e.to_string(), "duration_ms": duration_ms}));
-                (vec![ResultPart::Text(format!("error [{code}]: {e}"))], true)
+                let message = match &e {
+                    CallError::Guest { error, .. } => error.message.clone(),
+                    other => other.to_string(),
+                };
+                (
+                    vec![ResultPart::Text(format!("error [{code}]: {message}"))],
+                    true,
+                )
             }
         };
         let result = ToolResult {

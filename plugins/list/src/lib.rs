@@ -33,7 +33,7 @@ impl Tool for List {
         let rel = args.opt_str("path").unwrap_or(".");
         let dir = format!("{root}/{rel}");
         let mut names = Vec::new();
-        for entry in std::fs::read_dir(&dir)? {
+        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(rel, e))? {
             let entry = entry?;
             let mut name = entry.file_name().to_string_lossy().into_owned();
             if entry.file_type()?.is_dir() {

@@ -38,7 +38,7 @@ impl Tool for Read {
         })?;
         let rel = args.str("path")?;
         let path = format!("{root}/{rel}");
-        let meta = std::fs::metadata(&path)?;
+        let meta = std::fs::metadata(&path).map_err(|e| Error::io(rel, e))?;
         if meta.is_dir() {
             return Err(Error::invalid_input(format!(
                 "`{rel}` is a directory; use the list tool"
@@ -52,7 +52,7 @@ impl Tool for Read {
                 meta.len()
             )));
         }
-        let bytes = std::fs::read(&path)?;
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(rel, e))?;
         if bytes.iter().take(8000).any(|b| *b == 0) {
             return Err(Error::invalid_input(format!(
                 "`{rel}` looks binary; read only text files"
