@@ -119,13 +119,6 @@ impl HookRunner {
             .sum()
     }
 
-    /// Are there any hooks at this slot? (Lets callers skip building payloads.)
-    pub fn has(&self, slot: HookSlot) -> bool {
-        self.slots.get(&slot).is_some_and(|s| {
-            !s.guards.is_empty() || !s.transforms.is_empty() || !s.observers.is_empty()
-        })
-    }
-
     pub async fn run(&self, stage: Stage, phase: Phase, payload: Value) -> SlotOutcome {
         let slot = HookSlot { stage, phase };
         let Some(hooks) = self.slots.get(&slot) else {

@@ -160,17 +160,6 @@ pub fn messages_from(v: &Value) -> Option<Vec<Message>> {
     v.as_array()?.iter().map(message_from).collect()
 }
 
-/// Text of a message's text parts.
-pub fn message_text(m: &Message) -> String {
-    m.content
-        .iter()
-        .filter_map(|p| match p {
-            ContentPart::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

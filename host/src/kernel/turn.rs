@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 use super::authority::{Decision, Proposal};
 use super::hooks::SlotOutcome;
 use super::payloads::{
-    self, call_json, message_json, messages_from, messages_json, result_parts_from,
-    result_parts_json, result_text,
+    call_json, message_json, messages_from, messages_json, result_parts_from, result_parts_json,
+    result_text,
 };
 use super::session::Session;
 use super::tools::ToolEntry;
@@ -80,17 +80,6 @@ fn fail(code: &str, message: impl Into<String>) -> TurnStatus {
     }
 }
 
-/// A stage body's early exit.
-enum Stop {
-    Status(TurnStatus),
-}
-
-impl From<TurnStatus> for Stop {
-    fn from(s: TurnStatus) -> Self {
-        Stop::Status(s)
-    }
-}
-
 struct Assembled {
     text: String,
     thinking: Option<Thinking>,
@@ -112,7 +101,7 @@ impl Session {
             .await;
         let (status, text) = match result {
             Ok(text) => (TurnStatus::Completed, text),
-            Err(Stop::Status(s)) => (s, String::new()),
+            Err(s) => (s, String::new()),
         };
         add_usage(&mut self.usage, &usage);
         let message = match &status {
@@ -146,11 +135,11 @@ impl Session {
         cancel: &CancellationToken,
         iterations: &mut u32,
         usage: &mut Usage,
-    ) -> Result<String, Stop> {
+    ) -> Result<String, TurnStatus> {
         self.receive_input(input).await?;
         let final_text = loop {
             if cancel.is_cancelled() {
-                return Err(TurnStatus::Cancelled.into());
+                return Err(TurnStatus::Cancelled);
             }
             if *iterations >= self.config.max_iterations {
                 return Err(fail(
@@ -159,8 +148,7 @@ impl Session {
                         "stopped after {} provider requests (runtime.continuation.maxIterations); tool calls from earlier requests may already have run",
                         self.config.max_iterations
                     ),
-                )
-                .into());
+                ));
             }
             *iterations += 1;
             let request = self.compose_request(*iterations).await?;
@@ -206,15 +194,14 @@ impl Session {
     }
 
     /// Run a pre slot; a deny ends the turn with a clear error.
-    async fn pre(&self, stage: Stage, payload: Value) -> Result<Value, Stop> {
+    async fn pre(&self, stage: Stage, payload: Value) -> Result<Value, TurnStatus> {
         self.stage_event(stage, Phase::Pre, json!({}));
         match self.hooks.run(stage, Phase::Pre, payload).await {
             SlotOutcome::Continue(p) => Ok(p),
             SlotOutcome::Denied { by, error } => Err(fail(
                 "hook-denied",
                 format!("{stage} was denied by guard `{by}`: {}", error.message),
-            )
-            .into()),
+            )),
         }
     }
 
@@ -228,7 +215,7 @@ impl Session {
         out
     }
 
-    async fn receive_input(&mut self, input: &str) -> Result<(), Stop> {
+    async fn receive_input(&mut self, input: &str) -> Result<(), TurnStatus> {
         let payload = self
             .pre(Stage::ReceiveInput, json!({"input": input}))
             .await?;
@@ -239,7 +226,7 @@ impl Session {
             .trim()
             .to_string();
         if text.is_empty() {
-            return Err(fail("input-invalid", "the input is empty; type a message").into());
+            return Err(fail("input-invalid", "the input is empty; type a message"));
         }
         let payload = self.post(Stage::ReceiveInput, json!({"input": text})).await;
         let text = payload
@@ -254,7 +241,7 @@ impl Session {
         Ok(())
     }
 
-    async fn compose_request(&mut self, iteration: u32) -> Result<Request, Stop> {
+    async fn compose_request(&mut self, iteration: u32) -> Result<Request, TurnStatus> {
         let payload = self
             .pre(
                 Stage::ComposeRequest,
@@ -301,11 +288,11 @@ impl Session {
         request: Request,
         iteration: u32,
         cancel: &CancellationToken,
-    ) -> Result<crate::runtime::kinds::ResponseStream, Stop> {
+    ) -> Result<crate::runtime::kinds::ResponseStream, TurnStatus> {
         let info = json!({"provider": self.provider.id().as_str(), "model": self.model, "iteration": iteration});
         self.pre(Stage::SendRequest, info.clone()).await?;
         if cancel.is_cancelled() {
-            return Err(TurnStatus::Cancelled.into());
+            return Err(TurnStatus::Cancelled);
         }
         self.bus.publish("provider.request.started", info.clone());
         let provider = self.provider.clone();
@@ -313,23 +300,23 @@ impl Session {
         let stream = match sent {
             Some(Ok(s)) => s,
             Some(Err(e)) => return Err(self.provider_failed(e, "")),
-            None => return Err(TurnStatus::Cancelled.into()),
+            None => return Err(TurnStatus::Cancelled),
         };
         self.post(Stage::SendRequest, info).await;
         Ok(stream)
     }
 
-    fn provider_failed(&self, e: CallError, partial: &str) -> Stop {
+    fn provider_failed(&self, e: CallError, partial: &str) -> TurnStatus {
         let (class, code) = match &e {
             CallError::Guest { error, .. } => (format!("{:?}", error.class), error.code.clone()),
-            CallError::Cancelled { .. } => return TurnStatus::Cancelled.into(),
-            other => ("ExtensionHost".into(), call_error_code(other).into()),
+            CallError::Cancelled { .. } => return TurnStatus::Cancelled,
+            other => ("ExtensionHost".into(), call_error_code(other).to_string()),
         };
         self.bus.record(
             "provider.request.failed",
             json!({"provider": self.provider.id().as_str(), "model": self.model, "class": class, "code": code, "message": e.to_string(), "partial_text": partial}),
         );
-        fail(&format!("provider-{code}"), e.to_string()).into()
+        fail(&format!("provider-{code}"), e.to_string())
     }
 
     async fn stream_response(
@@ -337,7 +324,7 @@ impl Session {
         mut stream: crate::runtime::kinds::ResponseStream,
         cancel: &CancellationToken,
         usage: &mut Usage,
-    ) -> Result<Assembled, Stop> {
+    ) -> Result<Assembled, TurnStatus> {
         let info = json!({"provider": self.provider.id().as_str(), "model": self.model});
         if let Err(stop) = self.pre(Stage::StreamResponse, info).await {
             self.provider.provider_close(stream).await;
@@ -354,7 +341,7 @@ impl Session {
             let batch = match next {
                 None => {
                     provider.provider_close(stream).await;
-                    return Err(TurnStatus::Cancelled.into());
+                    return Err(TurnStatus::Cancelled);
                 }
                 Some(Err(e)) => return Err(self.provider_failed(e, &text)),
                 Some(Ok(None)) => break,
@@ -418,7 +405,7 @@ impl Session {
         })
     }
 
-    async fn render(&mut self, text: String) -> Result<String, Stop> {
+    async fn render(&mut self, text: String) -> Result<String, TurnStatus> {
         let payload = self.pre(Stage::Render, json!({"text": text})).await?;
         let text = payload
             .get("text")
@@ -436,7 +423,7 @@ impl Session {
         &mut self,
         calls: Vec<ToolCall>,
         cancel: &CancellationToken,
-    ) -> Result<(), Stop> {
+    ) -> Result<(), TurnStatus> {
         self.stage_event(Stage::ToolCall, Phase::Pre, json!({"calls": calls.len()}));
         let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
         let mut runnable: Vec<(usize, Arc<crate::runtime::Extension>, ToolCall)> = Vec::new();
@@ -458,7 +445,7 @@ impl Session {
         }
         if let Some((tool, key)) = halted {
             self.stage_event(Stage::ToolCall, Phase::Post, json!({"halted": true}));
-            return Err(TurnStatus::Halted { tool, key }.into());
+            return Err(TurnStatus::Halted { tool, key });
         }
         let permits = Arc::new(Semaphore::new(self.config.tool_parallelism.max(1)));
         let bus = &self.bus;
@@ -496,7 +483,7 @@ impl Session {
         });
         self.stage_event(Stage::ToolCall, Phase::Post, json!({}));
         if cancel.is_cancelled() {
-            return Err(TurnStatus::Cancelled.into());
+            return Err(TurnStatus::Cancelled);
         }
         Ok(())
     }
@@ -769,9 +756,4 @@ fn add_usage(total: &mut Usage, u: &Usage) {
 
 pub fn usage_json(u: &Usage) -> Value {
     json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens, "cache_read_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens})
-}
-
-#[allow(dead_code)]
-fn _payloads_in_use() -> fn(&Message) -> String {
-    payloads::message_text
 }
