@@ -228,3 +228,22 @@ async fn a_changed_component_fails_its_integrity_check() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_call_abandoned_mid_flight_does_not_break_the_next_one() {
+    let rt = runtime();
+    let manifest = std::fs::read_to_string(common::fixture_dir("hostile").join("extension.toml"))
+        .unwrap()
+        .replace("timeout-ms = 500", "timeout-ms = 600000");
+    let hostile = Arc::new(load_fixture(&rt, "hostile", Some(&manifest), None).unwrap());
+    let h = hostile.clone();
+    let task = tokio::spawn(async move { h.tool_invoke("1", r#"{"mode":"loop"}"#).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Dropping the call's future leaves its instance unusable...
+    task.abort();
+    let _ = task.await;
+    // ...so the next call must get a fresh one.
+    let out = hostile.tool_invoke("2", r#"{"mode":"ok"}"#).await.unwrap();
+    assert_eq!(common_text(out), "alive");
+    assert_eq!(hostile.instantiations(), 2);
+}

@@ -100,6 +100,10 @@ pub struct Instance {
     pub(crate) guest: KindGuest,
     /// Which instantiation this is; resources from an older one are dead.
     pub(crate) generation: u64,
+    /// A call is in progress. Still set at the next call means the previous
+    /// call's future was dropped mid-call: the instance cannot be entered
+    /// again and is replaced.
+    pub(crate) busy: bool,
 }
 
 /// A loaded extension, ready to call.
@@ -192,7 +196,8 @@ impl Extension {
     /// Lock the live instance, creating it if needed.
     pub(crate) async fn ready(&self) -> Result<MutexGuard<'_, Option<Instance>>, CallError> {
         let mut live = self.live.lock().await;
-        if live.is_none() {
+        if live.as_ref().is_none_or(|i| i.busy) {
+            *live = None;
             *live = Some(self.instantiate().await?);
         }
         Ok(live)
@@ -248,6 +253,7 @@ impl Extension {
             store,
             guest,
             generation,
+            busy: false,
         })
     }
 
@@ -271,6 +277,7 @@ impl Extension {
             message: "no live instance".into(),
         })?;
         self.arm(&mut inst.store);
+        inst.busy = true;
         Ok(inst.guest.clone())
     }
 
@@ -285,6 +292,7 @@ impl Extension {
             Ok(result) => {
                 if let Some(inst) = live.as_mut() {
                     inst.store.data_mut().deadline.disarm();
+                    inst.busy = false;
                 }
                 result.map_err(|e| guest_error(&self.ctx.id, func, e))
             }

@@ -84,7 +84,10 @@ impl Extension {
         }
         stream.done = true;
         let mut live = self.live_guard().await;
-        if let Some(inst) = live.as_mut().filter(|i| i.generation == stream.generation) {
+        if let Some(inst) = live
+            .as_mut()
+            .filter(|i| i.generation == stream.generation && !i.busy)
+        {
             let _ = stream.resource.resource_drop_async(&mut inst.store).await;
         }
     }
