@@ -605,3 +605,38 @@ fn unknown_tools_and_bad_arguments_become_error_results() {
         "{text}"
     );
 }
+
+#[test]
+fn without_a_prompt_on_a_terminal_it_runs_a_loop_of_turns() {
+    let env = Env::new();
+    env.file("a.txt", "x\n");
+    // `script` gives stud a pseudo-terminal, as a person's shell would.
+    let cmd = format!("{} run", env!("CARGO_BIN_EXE_stud"));
+    let mut child = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("STUD_HOME", env.home.path())
+        .current_dir(env.project.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"first question\nsecond question\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let screen = String::from_utf8_lossy(&out.stdout);
+    // Two turns of the demo script, each ending before the next prompt.
+    assert_eq!(
+        screen.matches("Here is what the project contains:").count(),
+        2,
+        "{screen}"
+    );
+    assert_eq!(screen.matches("stud> ").count(), 3, "{screen}");
+    let last_answer = screen.rfind("Here is what the project contains:").unwrap();
+    assert!(screen.rfind("stud> ").unwrap() > last_answer, "{screen}");
+}

@@ -19,10 +19,9 @@ use tokio_util::sync::CancellationToken;
 use crate::kernel::events::DEFAULT_QUEUE;
 use crate::kernel::turn::usage_json;
 use crate::kernel::{
-    Bus, LaunchOptions, Mode, Session, TerminalOut, TurnOutcome, TurnStatus, launch,
+    Bus, LaunchOptions, Launched, Mode, Session, TerminalOut, TurnOutcome, TurnStatus, launch,
 };
 use crate::paths::StudHome;
-use crate::runtime::Extension;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -109,7 +108,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     loop {
         let text = match next_input.take() {
             Some(t) => t,
-            None if !headless => match read_from_ui(&launched.uis).await {
+            None if !headless => match read_from_ui(&launched).await {
                 Some(t) => t,
                 None => break,
             },
@@ -151,8 +150,10 @@ fn first_input(args: &RunArgs, headless: bool) -> anyhow::Result<Option<String>>
     Ok(None)
 }
 
-async fn read_from_ui(uis: &[Arc<Extension>]) -> Option<String> {
-    let ui = uis.first()?;
+/// The next prompt from the first UI, once it has shown the last answer.
+async fn read_from_ui(launched: &Launched) -> Option<String> {
+    launched.settle_ui().await;
+    let ui = launched.uis.first()?;
     match ui.ui_read_input().await {
         Ok(line) => line,
         Err(e) => {

@@ -41,9 +41,28 @@ pub struct Subscriber {
     dropped: AtomicU64,
     notify: Notify,
     closed: AtomicBool,
+    /// Events handed out by `next` and not yet acknowledged.
+    outstanding: AtomicU64,
 }
 
 impl Subscriber {
+    /// The consumer finished handling the last event `next` returned.
+    pub fn ack(&self) {
+        let _ = self
+            .outstanding
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
+    /// Nothing queued and nothing being handled.
+    pub fn is_idle(&self) -> bool {
+        self.outstanding.load(Ordering::Acquire) == 0
+            && self
+                .queue
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
+    }
+
     /// The next event, or `None` once the bus closed and the queue drained.
     /// Losses since the last call are reported first as `bus.dropped`.
     pub async fn next(&self) -> Option<Event> {
@@ -124,6 +143,7 @@ impl Bus {
             dropped: AtomicU64::new(0),
             notify: Notify::new(),
             closed: AtomicBool::new(false),
+            outstanding: AtomicU64::new(0),
         });
         self.inner
             .subscribers

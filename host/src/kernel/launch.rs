@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
-use super::events::{Bus, DEFAULT_QUEUE};
+use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
 use super::interaction::{DEFAULT_TIMEOUT, Interactions};
 use super::services::{KernelServices, TerminalOut};
 use super::session::{
@@ -64,6 +64,7 @@ pub struct Launched {
     /// Problems that did not stop the session (bad manifests, failed loads).
     pub warnings: Vec<String>,
     subscribers: Vec<JoinHandle<()>>,
+    ui_subscriptions: Vec<Arc<Subscriber>>,
 }
 
 pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
@@ -122,9 +123,12 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let loggers = of(Kind::Logger);
 
     let mut subscribers = Vec::new();
+    let mut ui_subscriptions = Vec::new();
     if opts.render {
         for ui in &uis {
-            subscribers.push(spawn_ui(&bus, ui.clone()));
+            let sub = bus.subscribe(ui.id().as_str(), DEFAULT_QUEUE);
+            ui_subscriptions.push(sub.clone());
+            subscribers.push(spawn_ui(sub, &bus, ui.clone()));
         }
     }
     for logger in &loggers {
@@ -173,10 +177,22 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         loggers,
         warnings,
         subscribers,
+        ui_subscriptions,
     })
 }
 
 impl Launched {
+    /// Wait (briefly) until the UIs have shown everything published so
+    /// far, so a prompt never appears in the middle of the last answer.
+    pub async fn settle_ui(&self) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+        while !self.ui_subscriptions.iter().all(|s| s.is_idle())
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+
     /// End the session: observers finish, subscribers drain, loggers flush.
     pub async fn shutdown(&mut self) {
         self.session.close().await;
@@ -200,8 +216,7 @@ fn wit_event(ev: &super::Event) -> wit::Event {
     }
 }
 
-fn spawn_ui(bus: &Bus, ui: Arc<Extension>) -> JoinHandle<()> {
-    let sub = bus.subscribe(ui.id().as_str(), DEFAULT_QUEUE);
+fn spawn_ui(sub: Arc<Subscriber>, bus: &Bus, ui: Arc<Extension>) -> JoinHandle<()> {
     let diag = bus.clone();
     tokio::spawn(async move {
         while let Some(ev) = sub.next().await {
@@ -211,6 +226,7 @@ fn spawn_ui(bus: &Bus, ui: Arc<Extension>) -> JoinHandle<()> {
                     json!({"extension": ui.id().as_str(), "error": e.to_string()}),
                 );
             }
+            sub.ack();
         }
     })
 }
