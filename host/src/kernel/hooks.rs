@@ -29,8 +29,9 @@ pub const OBSERVER_QUEUE: usize = 256;
 /// What a slot decided.
 #[derive(Debug)]
 pub enum SlotOutcome {
-    /// Go on with this (possibly transformed) payload.
-    Continue(Value),
+    /// Go on; `Some` carries the payload a transform produced, `None` means
+    /// nothing changed (so callers need not convert it back).
+    Continue(Option<Value>),
     /// A guard denied; the stage body and its post slot are skipped.
     Denied { by: ExtensionId, error: ExtError },
 }
@@ -119,11 +120,19 @@ impl HookRunner {
             .sum()
     }
 
-    pub async fn run(&self, stage: Stage, phase: Phase, payload: Value) -> SlotOutcome {
+    /// Run the slot. `payload` builds the slot's payload; it is not called
+    /// when no hook is attached, so an unhooked slot costs nothing.
+    pub async fn run(
+        &self,
+        stage: Stage,
+        phase: Phase,
+        payload: impl FnOnce() -> Value,
+    ) -> SlotOutcome {
         let slot = HookSlot { stage, phase };
         let Some(hooks) = self.slots.get(&slot) else {
-            return SlotOutcome::Continue(payload);
+            return SlotOutcome::Continue(None);
         };
+        let payload = payload();
         for guard in &hooks.guards {
             let started = Instant::now();
             let verdict = match guard.hook_run(wit_slot(slot), &payload.to_string()).await {
@@ -162,6 +171,7 @@ impl HookRunner {
             }
         }
         let mut payload = payload;
+        let mut changed = false;
         for transform in &hooks.transforms {
             let started = Instant::now();
             let failure = match transform
@@ -170,6 +180,7 @@ impl HookRunner {
             {
                 Ok(HookOutcome::Transform(text)) => match serde_json::from_str::<Value>(&text) {
                     Ok(next) if next.is_object() => {
+                        changed |= next != payload;
                         payload = next;
                         None
                     }
@@ -190,7 +201,7 @@ impl HookRunner {
             }
         }
         self.observe(hooks, slot, &payload);
-        SlotOutcome::Continue(payload)
+        SlotOutcome::Continue(changed.then_some(payload))
     }
 
     fn observe(&self, hooks: &SlotHooks, slot: HookSlot, payload: &Value) {

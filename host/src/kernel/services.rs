@@ -12,7 +12,7 @@ use super::interaction::{Answer, Interactions};
 use crate::manifest::ExtensionId;
 use crate::runtime::services::{
     BoxFuture, ErrorClass, ExtError, InteractionKind, InteractionResponse, LogLevel, Services,
-    ext_error,
+    ext_error, read_line,
 };
 
 /// Where UI extensions' terminal output goes.
@@ -119,25 +119,6 @@ impl Services for KernelServices {
     }
 
     fn terminal_read_line(&self, prompt: String) -> BoxFuture<'static, Option<String>> {
-        let to_stderr = self.terminal != TerminalOut::Stdout;
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                use std::io::BufRead;
-                if to_stderr {
-                    let _ = write!(std::io::stderr(), "{prompt}");
-                } else {
-                    let _ = write!(std::io::stdout(), "{prompt}");
-                    let _ = std::io::stdout().flush();
-                }
-                let mut line = String::new();
-                match std::io::stdin().lock().read_line(&mut line) {
-                    Ok(0) | Err(_) => None,
-                    Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_string()),
-                }
-            })
-            .await
-            .ok()
-            .flatten()
-        })
+        read_line(prompt, self.terminal != TerminalOut::Stdout)
     }
 }

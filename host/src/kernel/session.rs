@@ -136,6 +136,13 @@ impl Session {
         Ok((session, warnings))
     }
 
+    /// Forget the conversation (the next turn starts a fresh one).
+    pub fn clear_history(&mut self) {
+        self.history.clear();
+        self.bus
+            .record("history.cleared", json!({"session_id": self.id}));
+    }
+
     /// Hook registrations attached (for reports and benchmarks).
     pub fn hook_registrations(&self) -> usize {
         self.hooks.registrations()

@@ -194,7 +194,13 @@ impl Session {
     }
 
     /// Run a pre slot; a deny ends the turn with a clear error.
-    async fn pre(&self, stage: Stage, payload: Value) -> Result<Value, TurnStatus> {
+    /// Run a pre slot; a deny ends the turn with a clear error. `Some` is
+    /// a payload a transform rewrote.
+    async fn pre(
+        &self,
+        stage: Stage,
+        payload: impl FnOnce() -> Value,
+    ) -> Result<Option<Value>, TurnStatus> {
         self.stage_event(stage, Phase::Pre, json!({}));
         match self.hooks.run(stage, Phase::Pre, payload).await {
             SlotOutcome::Continue(p) => Ok(p),
@@ -205,22 +211,24 @@ impl Session {
         }
     }
 
-    async fn post(&self, stage: Stage, payload: Value) -> Value {
-        let out = match self.hooks.run(stage, Phase::Post, payload.clone()).await {
+    /// Run a post slot; `Some` is a payload a transform rewrote.
+    async fn post(&self, stage: Stage, payload: impl FnOnce() -> Value) -> Option<Value> {
+        let out = match self.hooks.run(stage, Phase::Post, payload).await {
             SlotOutcome::Continue(p) => p,
             // Guards cannot attach to post slots (validated at load).
-            SlotOutcome::Denied { .. } => payload,
+            SlotOutcome::Denied { .. } => None,
         };
         self.stage_event(stage, Phase::Post, json!({}));
         out
     }
 
     async fn receive_input(&mut self, input: &str) -> Result<(), TurnStatus> {
-        let payload = self
-            .pre(Stage::ReceiveInput, json!({"input": input}))
+        let rewritten = self
+            .pre(Stage::ReceiveInput, || json!({"input": input}))
             .await?;
-        let text = payload
-            .get("input")
+        let text = rewritten
+            .as_ref()
+            .and_then(|p| p.get("input"))
             .and_then(Value::as_str)
             .unwrap_or(input)
             .trim()
@@ -228,9 +236,12 @@ impl Session {
         if text.is_empty() {
             return Err(fail("input-invalid", "the input is empty; type a message"));
         }
-        let payload = self.post(Stage::ReceiveInput, json!({"input": text})).await;
-        let text = payload
-            .get("input")
+        let rewritten = self
+            .post(Stage::ReceiveInput, || json!({"input": text}))
+            .await;
+        let text = rewritten
+            .as_ref()
+            .and_then(|p| p.get("input"))
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or(text);
@@ -242,33 +253,41 @@ impl Session {
     }
 
     async fn compose_request(&mut self, iteration: u32) -> Result<Request, TurnStatus> {
-        let payload = self
+        let history = &self.history;
+        let rewritten = self
             .pre(
                 Stage::ComposeRequest,
-                json!({"iteration": iteration, "messages": messages_json(&self.history)}),
+                || json!({"iteration": iteration, "messages": messages_json(history)}),
             )
             .await?;
-        let messages = payload
-            .get("messages")
+        let messages = rewritten
+            .as_ref()
+            .and_then(|p| p.get("messages"))
             .and_then(messages_from)
             .unwrap_or_else(|| self.history.clone());
         let tools = self.tools.definitions();
-        let composed = json!({
-            "system": self.config.system_prompt,
-            "messages": messages_json(&messages),
-            "tools": tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
-            "model": self.model,
-        });
-        let payload = self.post(Stage::ComposeRequest, composed).await;
-        let messages = payload
-            .get("messages")
-            .and_then(messages_from)
-            .unwrap_or(messages);
-        let system = match payload.get("system") {
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(Value::Null) => None,
-            _ => self.config.system_prompt.clone(),
-        };
+        let rewritten = self
+            .post(Stage::ComposeRequest, || {
+                json!({
+                    "system": self.config.system_prompt,
+                    "messages": messages_json(&messages),
+                    "tools": tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                    "model": self.model,
+                })
+            })
+            .await;
+        let mut system = self.config.system_prompt.clone();
+        let mut messages = messages;
+        if let Some(p) = rewritten {
+            if let Some(m) = p.get("messages").and_then(messages_from) {
+                messages = m;
+            }
+            match p.get("system") {
+                Some(Value::String(s)) => system = Some(s.clone()),
+                Some(Value::Null) => system = None,
+                _ => {}
+            }
+        }
         Ok(Request {
             system,
             messages,
@@ -290,7 +309,7 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<crate::runtime::kinds::ResponseStream, TurnStatus> {
         let info = json!({"provider": self.provider.id().as_str(), "model": self.model, "iteration": iteration});
-        self.pre(Stage::SendRequest, info.clone()).await?;
+        self.pre(Stage::SendRequest, || info.clone()).await?;
         if cancel.is_cancelled() {
             return Err(TurnStatus::Cancelled);
         }
@@ -302,7 +321,7 @@ impl Session {
             Some(Err(e)) => return Err(self.provider_failed(e, "")),
             None => return Err(TurnStatus::Cancelled),
         };
-        self.post(Stage::SendRequest, info).await;
+        self.post(Stage::SendRequest, || info).await;
         Ok(stream)
     }
 
@@ -326,7 +345,7 @@ impl Session {
         usage: &mut Usage,
     ) -> Result<Assembled, TurnStatus> {
         let info = json!({"provider": self.provider.id().as_str(), "model": self.model});
-        if let Err(stop) = self.pre(Stage::StreamResponse, info).await {
+        if let Err(stop) = self.pre(Stage::StreamResponse, || info).await {
             self.provider.provider_close(stream).await;
             return Err(stop);
         }
@@ -395,8 +414,10 @@ impl Session {
             "provider.request.completed",
             json!({"provider": self.provider.id().as_str(), "model": self.model, "finish": finish_str(finish), "text": text, "tool_calls": calls.len(), "duration_ms": started.elapsed().as_millis() as u64}),
         );
-        let summary = json!({"text": text, "tool_calls": calls.iter().map(call_json).collect::<Vec<_>>(), "finish": finish_str(finish)});
-        self.post(Stage::StreamResponse, summary).await;
+        self.post(Stage::StreamResponse, || {
+            json!({"text": text, "tool_calls": calls.iter().map(call_json).collect::<Vec<_>>(), "finish": finish_str(finish)})
+        })
+        .await;
         Ok(Assembled {
             text,
             thinking,
@@ -406,14 +427,15 @@ impl Session {
     }
 
     async fn render(&mut self, text: String) -> Result<String, TurnStatus> {
-        let payload = self.pre(Stage::Render, json!({"text": text})).await?;
-        let text = payload
-            .get("text")
+        let rewritten = self.pre(Stage::Render, || json!({"text": text})).await?;
+        let text = rewritten
+            .as_ref()
+            .and_then(|p| p.get("text"))
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or(text);
         self.bus.record("render", json!({"text": text}));
-        self.post(Stage::Render, json!({"text": text})).await;
+        self.post(Stage::Render, || json!({"text": text})).await;
         Ok(text)
     }
 
@@ -551,7 +573,7 @@ impl Session {
             .run(
                 Stage::ToolCall,
                 Phase::Pre,
-                json!({"call": call_json(call)}),
+                || json!({"call": call_json(call)}),
             )
             .await
         {
@@ -564,8 +586,10 @@ impl Session {
                     &format!("denied by guard `{by}`: {}", error.message),
                 ))
             }
-            SlotOutcome::Continue(payload) => {
-                let args = payload.pointer("/call/arguments").cloned().unwrap_or(args);
+            SlotOutcome::Continue(rewritten) => {
+                let args = rewritten
+                    .and_then(|p| p.pointer("/call/arguments").cloned())
+                    .unwrap_or(args);
                 if let Some(problems) = entry.violations(&args) {
                     return Admit::Refuse(self.refuse(
                         call,
@@ -658,15 +682,14 @@ impl Session {
             content,
             is_error,
         };
-        let payload = json!({"call": call_json(call), "result": {"content": result_parts_json(&result.content), "is_error": is_error}});
-        match self.hooks.run(Stage::ToolCall, Phase::Post, payload).await {
-            SlotOutcome::Continue(p) => {
-                match p.pointer("/result/content").and_then(result_parts_from) {
-                    Some(content) => ToolResult { content, ..result },
-                    None => result,
-                }
-            }
-            SlotOutcome::Denied { .. } => result,
+        let payload = || json!({"call": call_json(call), "result": {"content": result_parts_json(&result.content), "is_error": is_error}});
+        let rewritten = match self.hooks.run(Stage::ToolCall, Phase::Post, payload).await {
+            SlotOutcome::Continue(p) => p,
+            SlotOutcome::Denied { .. } => None,
+        };
+        match rewritten.and_then(|p| p.pointer("/result/content").and_then(result_parts_from)) {
+            Some(content) => ToolResult { content, ..result },
+            None => result,
         }
     }
 }

@@ -50,27 +50,38 @@ pub trait Services: Send + Sync + 'static {
 
     /// Read one line from the terminal; `None` at end of input.
     fn terminal_read_line(&self, prompt: String) -> BoxFuture<'static, Option<String>> {
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                use std::io::{BufRead, Write};
-                print!("{prompt}");
-                let _ = std::io::stdout().flush();
-                let mut line = String::new();
-                match std::io::stdin().lock().read_line(&mut line) {
-                    Ok(0) | Err(_) => None,
-                    Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_string()),
-                }
-            })
-            .await
-            .ok()
-            .flatten()
-        })
+        read_line(prompt, false)
     }
 
     fn terminal_is_terminal(&self) -> bool {
         use std::io::IsTerminal;
         std::io::stdin().is_terminal()
     }
+}
+
+/// Show `prompt` (on stdout, or stderr when stdout carries JSON) and read
+/// one line from stdin on a blocking thread; `None` at end of input.
+pub fn read_line(prompt: String, prompt_to_stderr: bool) -> BoxFuture<'static, Option<String>> {
+    Box::pin(async move {
+        tokio::task::spawn_blocking(move || {
+            use std::io::{BufRead, Write};
+            if prompt_to_stderr {
+                let _ = write!(std::io::stderr(), "{prompt}");
+            } else {
+                let mut out = std::io::stdout();
+                let _ = write!(out, "{prompt}");
+                let _ = out.flush();
+            }
+            let mut line = String::new();
+            match std::io::stdin().lock().read_line(&mut line) {
+                Ok(0) | Err(_) => None,
+                Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_string()),
+            }
+        })
+        .await
+        .ok()
+        .flatten()
+    })
 }
 
 /// Logs warnings and errors to stderr; drops events.
