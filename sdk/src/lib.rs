@@ -46,7 +46,7 @@ pub mod kinds;
 pub use error::Error;
 pub use kinds::command::{Command, CommandArgs, CommandOutput, CommandSpec};
 pub use kinds::context::{ComposeContext, ContextProvider, Fragment, FragmentKind};
-pub use kinds::hook::{Hook, HookOutcome};
+pub use kinds::hook::{Hook, HookOutcome, slot_text};
 pub use kinds::logger::Logger;
 pub use kinds::provider::{
     EventStream, ModelCapabilities, ModelInfo, Provider, ProviderRequest, StreamEvent,
@@ -86,5 +86,6 @@ pub mod prelude {
         ContextProvider, Error, EventStream, Fragment, FragmentKind, Hook, HookOutcome, Logger,
         ModelCapabilities, ModelInfo, Provider, ProviderRequest, SessionData, SessionStore,
         SessionSummary, StateMachine, StreamEvent, Tool, ToolOutput, ToolSpec, Ui, Value, json,
+        slot_text,
     };
 }

@@ -12,6 +12,7 @@ use super::hooks::HookRunner;
 use super::interaction::Interactions;
 use super::tools::ToolTable;
 use crate::manifest::Kind;
+use crate::runtime::bindings::stud::extension::provider_types::{RequestParams, ThinkingLevel};
 use crate::runtime::bindings::stud::extension::types::{Message, Usage};
 use crate::runtime::{CallError, Extension};
 
@@ -136,6 +137,18 @@ impl Session {
         Ok((session, warnings))
     }
 
+    /// Model parameters of every request (model choice for now; limits,
+    /// temperature and thinking come with provider params).
+    pub(crate) fn request_params(&self) -> RequestParams {
+        RequestParams {
+            model: self.model.clone(),
+            max_tokens: None,
+            temperature: None,
+            thinking: ThinkingLevel::Off,
+            cache_hints: false,
+        }
+    }
+
     /// Forget the conversation (the next turn starts a fresh one).
     pub fn clear_history(&mut self) {
         self.history.clear();
@@ -151,9 +164,7 @@ impl Session {
     /// One request straight to the provider, drained (benchmarks: the
     /// provider's share of a turn).
     pub async fn provider_round_trip(&self, text: &str) {
-        use crate::runtime::bindings::stud::extension::provider_types::{
-            Request, RequestParams, ThinkingLevel,
-        };
+        use crate::runtime::bindings::stud::extension::provider_types::Request;
         use crate::runtime::bindings::stud::extension::types::{ContentPart, Role};
         let request = Request {
             system: None,
@@ -162,13 +173,7 @@ impl Session {
                 content: vec![ContentPart::Text(text.into())],
             }],
             tools: self.tools.definitions(),
-            params: RequestParams {
-                model: self.model.clone(),
-                max_tokens: None,
-                temperature: None,
-                thinking: ThinkingLevel::Off,
-                cache_hints: false,
-            },
+            params: self.request_params(),
         };
         if let Ok(mut stream) = self.provider.provider_send(&request).await {
             while let Ok(Some(_)) = self.provider.provider_next(&mut stream).await {}

@@ -23,7 +23,7 @@ use super::tools::ToolEntry;
 use crate::manifest::{Phase, Stage};
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::provider_types::{
-    FinishReason, Request, RequestParams, StreamEvent, ThinkingLevel,
+    FinishReason, Request, StreamEvent,
 };
 use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, Thinking, ToolCall, ToolResult, Usage,
@@ -292,13 +292,7 @@ impl Session {
             system,
             messages,
             tools,
-            params: RequestParams {
-                model: self.model.clone(),
-                max_tokens: None,
-                temperature: None,
-                thinking: ThinkingLevel::Off,
-                cache_hints: false,
-            },
+            params: self.request_params(),
         })
     }
 
@@ -643,17 +637,6 @@ impl Session {
                     json!({"call_id": call.id, "tool": call.name, "output": clip(&text), "details": out.details.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok()), "duration_ms": duration_ms}),
                 );
                 (out.content, false)
-            }
-            Some(Err(CallError::Cancelled { .. })) => {
-                self.bus.publish(
-                    "tool.cancelled",
-                    json!({"call_id": call.id, "tool": call.name, "reason": "turn cancelled"}),
-                );
-                return error_result(
-                    call,
-                    "tool-cancelled",
-                    "the turn was cancelled while this tool ran",
-                );
             }
             Some(Err(e)) => {
                 let (class, code) = match &e {

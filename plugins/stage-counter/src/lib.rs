@@ -17,7 +17,7 @@ struct StageCounter;
 impl Hook for StageCounter {
     fn run(&mut self, slot: HookSlot, _payload: Value) -> Result<HookOutcome, Error> {
         let mut state: Counts = host::state::read()?.unwrap_or_default();
-        let name = slot_name(slot);
+        let name = slot_text(slot);
         *state.counts.entry(name.clone()).or_default() += 1;
         host::state::write(&state)?;
         if name == "render.post" {
@@ -25,22 +25,6 @@ impl Hook for StageCounter {
         }
         Ok(HookOutcome::Observed)
     }
-}
-
-fn slot_name(slot: HookSlot) -> String {
-    let stage = match slot.stage {
-        Stage::ReceiveInput => "receive-input",
-        Stage::ComposeRequest => "compose-request",
-        Stage::SendRequest => "send-request",
-        Stage::StreamResponse => "stream-response",
-        Stage::ToolCall => "tool-call",
-        Stage::Render => "render",
-    };
-    let phase = match slot.phase {
-        Phase::Pre => "pre",
-        Phase::Post => "post",
-    };
-    format!("{stage}.{phase}")
 }
 
 stud_sdk::export_hook!(StageCounter);

@@ -17,6 +17,24 @@ pub trait Hook: Default + 'static {
     fn run(&mut self, slot: HookSlot, payload: Value) -> Result<HookOutcome, Error>;
 }
 
+/// The text form of a slot, as manifests write it: `tool-call.pre`.
+pub fn slot_text(slot: HookSlot) -> String {
+    use crate::wit::stud::extension::types::{Phase, Stage};
+    let stage = match slot.stage {
+        Stage::ReceiveInput => "receive-input",
+        Stage::ComposeRequest => "compose-request",
+        Stage::SendRequest => "send-request",
+        Stage::StreamResponse => "stream-response",
+        Stage::ToolCall => "tool-call",
+        Stage::Render => "render",
+    };
+    let phase = match slot.phase {
+        Phase::Pre => "pre",
+        Phase::Post => "post",
+    };
+    format!("{stage}.{phase}")
+}
+
 /// What a hook decided.
 #[derive(Debug, Clone)]
 pub enum HookOutcome {
