@@ -28,15 +28,20 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 8] = [
+const BUNDLED: [&str; 13] = [
+    "ask-user",
+    "bash",
     "console",
+    "edit",
     "jsonl",
     "list",
+    "multi-edit",
     "protect-paths",
     "read",
     "redact-secrets",
     "scripted",
     "stage-counter",
+    "write",
 ];
 
 #[test]

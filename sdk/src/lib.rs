@@ -40,8 +40,10 @@
 pub mod __private;
 pub mod error;
 mod export;
+pub mod fs;
 pub mod host;
 pub mod kinds;
+pub mod text;
 
 pub use error::Error;
 pub use kinds::command::{Command, CommandArgs, CommandOutput, CommandSpec};

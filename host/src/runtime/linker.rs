@@ -62,11 +62,9 @@ fn link(linker: &mut Linker<HostState>, iface: HostInterface) -> wasmtime::Resul
         HostInterface::Interaction => b::interaction::add_to_linker::<HostState, D>(linker, get),
         HostInterface::Terminal => b::terminal::add_to_linker::<HostState, D>(linker, get),
         HostInterface::Secrets => b::secrets::add_to_linker::<HostState, D>(linker, get),
-        // Types-only interfaces have no functions; http and process are
-        // never `Gate::Always` in this build.
-        HostInterface::Types
-        | HostInterface::KindTypes
-        | HostInterface::Http
-        | HostInterface::Process => Ok(()),
+        HostInterface::Process => b::process::add_to_linker::<HostState, D>(linker, get),
+        // Types-only interfaces have no functions; http is never
+        // `Gate::Always` in this build.
+        HostInterface::Types | HostInterface::KindTypes | HostInterface::Http => Ok(()),
     }
 }

@@ -27,11 +27,8 @@ impl Tool for List {
     }
 
     fn invoke(&mut self, call: &CallContext, args: Args) -> Result<ToolOutput, Error> {
-        let root = call.project_dir.as_deref().ok_or_else(|| {
-            Error::tool("forbidden", "list has no access to the project directory")
-        })?;
         let rel = args.opt_str("path").unwrap_or(".");
-        let dir = format!("{root}/{rel}");
+        let dir = stud_sdk::fs::project_path(call, rel)?;
         let mut names = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(rel, e))? {
             let entry = entry?;

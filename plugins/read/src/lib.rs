@@ -33,11 +33,8 @@ impl Tool for Read {
     }
 
     fn invoke(&mut self, call: &CallContext, args: Args) -> Result<ToolOutput, Error> {
-        let root = call.project_dir.as_deref().ok_or_else(|| {
-            Error::tool("forbidden", "read has no access to the project directory")
-        })?;
         let rel = args.str("path")?;
-        let path = format!("{root}/{rel}");
+        let path = stud_sdk::fs::project_path(call, rel)?;
         let meta = std::fs::metadata(&path).map_err(|e| Error::io(rel, e))?;
         if meta.is_dir() {
             return Err(Error::invalid_input(format!(

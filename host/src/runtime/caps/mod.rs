@@ -5,6 +5,7 @@
 
 mod base;
 mod interaction;
+pub mod process;
 mod secrets;
 mod terminal;
 
@@ -94,9 +95,6 @@ impl HostInterface {
             },
             Http => Gate::Unavailable {
                 why: "outbound HTTP is not provided by this version of stud yet",
-            },
-            Process => Gate::Unavailable {
-                why: "process execution is not provided by this version of stud yet",
             },
             _ => Gate::Always,
         }

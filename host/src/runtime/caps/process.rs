@@ -1,0 +1,221 @@
+//! `process`: run a command for a tool granted `exec`. The command runs in
+//! the project directory (or a folder inside it), with a small allowlisted
+//! environment (no API keys), a timeout, and each output stream capped.
+//! This is full user power inside the project: the approval stack gates
+//! the tool call that gets here. Time spent waiting does not count against
+//! the guest's own deadline; cancelling the turn kills the process.
+
+use std::path::{Component, Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+use crate::runtime::bindings::stud::extension::process::{self as p, ProcessOutput, SpawnRequest};
+use crate::runtime::host_state::{HostState, PROJECT_GUEST_DIR};
+use crate::runtime::services::{ErrorClass, ExtError, ext_error};
+
+/// Default and largest command timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+/// Bytes kept per output stream.
+pub const OUTPUT_CAP: usize = 256 * 1024;
+/// The only environment variables a command sees (when set for stud).
+const ENV_ALLOWLIST: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR",
+    "SHELL",
+];
+
+fn denied(message: String) -> ExtError {
+    ext_error(ErrorClass::ToolTerminal, "forbidden", message)
+}
+
+/// `cwd` resolved inside the project, refusing escapes.
+fn working_dir(project: &Path, cwd: Option<&str>) -> Result<PathBuf, ExtError> {
+    let Some(rel) = cwd.filter(|c| !c.is_empty() && *c != ".") else {
+        return Ok(project.to_path_buf());
+    };
+    let rel = rel
+        .strip_prefix(PROJECT_GUEST_DIR)
+        .map(|r| r.trim_start_matches('/'))
+        .unwrap_or(rel);
+    let mut out = project.to_path_buf();
+    for c in Path::new(rel).components() {
+        match c {
+            Component::Normal(part) => out.push(part),
+            Component::CurDir => {}
+            _ => return Err(denied(format!("cwd `{rel}` leaves the project directory"))),
+        }
+    }
+    let real = out.canonicalize().map_err(|e| {
+        ext_error(
+            ErrorClass::ToolTerminal,
+            "not-found",
+            format!("cwd `{rel}`: {e}"),
+        )
+    })?;
+    if !real.starts_with(project) {
+        return Err(denied(format!(
+            "cwd `{rel}` resolves outside the project directory"
+        )));
+    }
+    Ok(real)
+}
+
+async fn read_capped(mut r: impl AsyncRead + Unpin) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut truncated = false;
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = OUTPUT_CAP.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+                truncated |= n > room;
+            }
+        }
+    }
+    (kept, truncated)
+}
+
+impl p::Host for HostState {
+    async fn run(
+        &mut self,
+        req: SpawnRequest,
+    ) -> wasmtime::Result<Result<ProcessOutput, ExtError>> {
+        let Some(project) = self
+            .ext
+            .dirs
+            .iter()
+            .find(|d| d.guest == PROJECT_GUEST_DIR)
+            .map(|d| d.host.clone())
+        else {
+            return Ok(Err(denied(format!(
+                "extension `{}` may run processes but has no project directory grant; add filesystem = [{{ dir = \"project\", access = \"read-write\" }}]",
+                self.ext.id
+            ))));
+        };
+        let project = project.canonicalize().unwrap_or(project);
+        let cwd = match working_dir(&project, req.cwd.as_deref()) {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        };
+        let mut cmd = match &req.command {
+            p::Command::Argv(argv) => {
+                let Some((program, args)) = argv.split_first() else {
+                    return Ok(Err(ext_error(
+                        ErrorClass::ToolTerminal,
+                        "input-invalid",
+                        "empty command",
+                    )));
+                };
+                let mut c = Command::new(program);
+                c.args(args);
+                c
+            }
+            p::Command::Shell(line) => {
+                let mut c = Command::new("sh");
+                c.arg("-c").arg(line);
+                c
+            }
+        };
+        cmd.current_dir(&cwd).env_clear().kill_on_drop(true);
+        for var in ENV_ALLOWLIST {
+            if let Some(v) = std::env::var_os(var) {
+                cmd.env(var, v);
+            }
+        }
+        cmd.stdin(if req.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let timeout = req
+            .timeout_ms
+            .map(|ms| Duration::from_millis(u64::from(ms)))
+            .unwrap_or(DEFAULT_TIMEOUT)
+            .min(MAX_TIMEOUT);
+        let started = Instant::now();
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                return Ok(Err(ext_error(
+                    ErrorClass::ToolTerminal,
+                    "spawn-failed",
+                    format!("cannot start the command: {e}"),
+                )));
+            }
+        };
+        if let (Some(input), Some(mut stdin)) = (req.stdin, child.stdin.take()) {
+            tokio::spawn(async move {
+                let _ = stdin.write_all(&input).await;
+            });
+        }
+        let stdout = child.stdout.take().map(|o| tokio::spawn(read_capped(o)));
+        let stderr = child.stderr.take().map(|e| tokio::spawn(read_capped(e)));
+        let cancel = self.deadline.cancel.clone();
+        let cancelled = async move {
+            while !cancel.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let (exit_code, timed_out) = tokio::select! {
+            status = child.wait() => (status.ok().and_then(|s| s.code()), false),
+            _ = tokio::time::sleep(timeout) => {
+                let _ = child.kill().await;
+                (None, true)
+            }
+            _ = cancelled => {
+                let _ = child.kill().await;
+                (None, false)
+            }
+        };
+        let collect = |h: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>| async move {
+            match h {
+                Some(h) => h.await.unwrap_or_default(),
+                None => (Vec::new(), false),
+            }
+        };
+        let (stdout, stdout_truncated) = collect(stdout).await;
+        let (stderr, stderr_truncated) = collect(stderr).await;
+        self.deadline.extend(started.elapsed());
+        Ok(Ok(ProcessOutput {
+            exit_code,
+            stdout,
+            stderr,
+            stdout_truncated,
+            stderr_truncated,
+            timed_out,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwd_stays_inside_the_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(project.join("sub")).unwrap();
+        assert_eq!(working_dir(&project, None).unwrap(), project);
+        assert_eq!(
+            working_dir(&project, Some("sub")).unwrap(),
+            project.join("sub")
+        );
+        assert_eq!(
+            working_dir(&project, Some("/project/sub")).unwrap(),
+            project.join("sub")
+        );
+        assert!(working_dir(&project, Some("../")).is_err());
+        assert!(working_dir(&project, Some("/etc")).is_err());
+        std::os::unix::fs::symlink("/", project.join("root")).unwrap();
+        assert!(working_dir(&project, Some("root")).is_err());
+    }
+}

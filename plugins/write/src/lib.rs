@@ -1,0 +1,53 @@
+//! `write`: create or overwrite a project file (parent folders included).
+
+use stud_sdk::prelude::*;
+
+/// Largest content accepted in one call.
+const MAX_BYTES: usize = 4 * 1024 * 1024;
+
+#[derive(Default)]
+struct Write;
+
+impl Tool for Write {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "write",
+            "Create or overwrite a file in the project with the given content",
+        )
+        .param(
+            "path",
+            "string",
+            "File path relative to the project root",
+            true,
+        )
+        .param("content", "string", "The complete new content", true)
+    }
+
+    fn approval_key(&self, args: &Args) -> Result<String, Error> {
+        Ok(args.str("path")?.to_string())
+    }
+
+    fn invoke(&mut self, call: &CallContext, args: Args) -> Result<ToolOutput, Error> {
+        let rel = args.str("path")?;
+        let content = args.str("content")?;
+        if content.len() > MAX_BYTES {
+            return Err(Error::invalid_input(format!(
+                "content is {} bytes; the limit is {MAX_BYTES}",
+                content.len()
+            )));
+        }
+        let path = stud_sdk::fs::project_path(call, rel)?;
+        if let Some((parent, _)) = path.rsplit_once('/') {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(rel, e))?;
+        }
+        let existed = std::fs::metadata(&path).is_ok();
+        std::fs::write(&path, content).map_err(|e| Error::io(rel, e))?;
+        let verb = if existed { "Overwrote" } else { "Created" };
+        Ok(
+            ToolOutput::text(format!("{verb} `{rel}` ({} bytes)", content.len()))
+                .with_details(json!({"path": rel, "bytes": content.len(), "created": !existed})),
+        )
+    }
+}
+
+stud_sdk::export_tool!(Write);

@@ -1,0 +1,205 @@
+//! The default tools end to end: the `stud` binary, the scripted provider,
+//! real temporary project folders.
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+struct Env {
+    home: tempfile::TempDir,
+    project: tempfile::TempDir,
+}
+
+impl Env {
+    fn new(turns: Value) -> Self {
+        let env = Env {
+            home: tempfile::tempdir().unwrap(),
+            project: tempfile::tempdir().unwrap(),
+        };
+        std::fs::write(
+            env.project.path().join("script.json"),
+            json!({"turns": turns}).to_string(),
+        )
+        .unwrap();
+        let settings = json!({"providers": {"scripted": {"script-file": "script.json"}}});
+        std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
+        env
+    }
+
+    fn file(&self, name: &str, text: &str) {
+        std::fs::write(self.project.path().join(name), text).unwrap();
+    }
+
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.project.path().join(name)).unwrap()
+    }
+
+    /// Headless, yolo, JSON result.
+    fn run(&self, extra_env: &[(&str, &str)]) -> Value {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_stud"));
+        c.args(["run", "-p", "--yolo", "--output-format", "json", "go"])
+            .env("STUD_HOME", self.home.path())
+            .env_remove("RUST_BACKTRACE")
+            .current_dir(self.project.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in extra_env {
+            c.env(k, v);
+        }
+        let out: Output = c.spawn().unwrap().wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "stud failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(text.lines().last().unwrap()).unwrap()
+    }
+}
+
+fn call(name: &str, args: Value) -> Value {
+    json!({"name": name, "arguments": args})
+}
+
+fn answer(result: &Value) -> &str {
+    result["result"].as_str().unwrap()
+}
+
+#[test]
+fn the_model_reads_and_edits_a_file_and_the_disk_changes_exactly() {
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [call("read", json!({"path": "src/lib.rs"}))]},
+        {"text": "", "tool_calls": [call("edit", json!({"path": "src/lib.rs", "old_string": "fn old()", "new_string": "fn renamed()"}))]},
+        {"text": "", "tool_calls": [call("multi-edit", json!({"path": "src/lib.rs", "edits": [
+            {"old_string": "1 + 1", "new_string": "2"},
+            {"old_string": "// end", "new_string": "// done"}
+        ]}))]},
+        {"text": "", "tool_calls": [call("write", json!({"path": "notes/new.md", "content": "# New\n"}))]},
+        {"text": "{{tool_results}}"}
+    ]));
+    std::fs::create_dir(env.project.path().join("src")).unwrap();
+    env.file("src/lib.rs", "fn old() -> i32 {\n    1 + 1\n}\n// end\n");
+    let result = env.run(&[]);
+    assert_eq!(
+        env.read("src/lib.rs"),
+        "fn renamed() -> i32 {\n    2\n}\n// done\n"
+    );
+    assert_eq!(env.read("notes/new.md"), "# New\n");
+    assert!(
+        answer(&result).contains("Created `notes/new.md`"),
+        "{result}"
+    );
+}
+
+#[test]
+fn an_ambiguous_edit_lists_both_places_and_changes_nothing() {
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [call("edit", json!({"path": "a.txt", "old_string": "x = 1", "new_string": "x = 2"}))]},
+        {"text": "{{tool_results}}"}
+    ]));
+    env.file("a.txt", "x = 1\ny = 0\nx = 1\n");
+    let result = env.run(&[]);
+    let text = answer(&result);
+    assert!(
+        text.contains("ambiguous-match") && text.contains("line 1, line 3"),
+        "{text}"
+    );
+    assert_eq!(env.read("a.txt"), "x = 1\ny = 0\nx = 1\n");
+}
+
+#[test]
+fn paths_outside_the_project_are_refused() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "outside\n").unwrap();
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [
+            call("read", json!({"path": "../outside.txt"})),
+            call("read", json!({"path": "link/secret.txt"})),
+            call("write", json!({"path": "link/secret.txt", "content": "overwritten"})),
+            call("read", json!({"path": outside.path().join("secret.txt").to_str().unwrap()}))
+        ]},
+        {"text": "{{tool_results}}"}
+    ]));
+    std::os::unix::fs::symlink(outside.path(), env.project.path().join("link")).unwrap();
+    let result = env.run(&[]);
+    let text = answer(&result);
+    assert_eq!(
+        text.matches("error [forbidden]").count() + text.matches("error [io]").count(),
+        4,
+        "{text}"
+    );
+    assert!(text.contains("leaves the project directory"), "{text}");
+    assert!(text.contains("outside the project directory"), "{text}");
+    assert!(
+        !text.contains("outside\n"),
+        "the outside file was read: {text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(),
+        "outside\n"
+    );
+}
+
+#[test]
+fn a_tool_without_the_write_grant_cannot_write_even_through_wasi() {
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [call("hostile", json!({"mode": "write"}))]},
+        {"text": "{{tool_results}}"}
+    ]));
+    common::install_fixture(env.home.path(), "hostile");
+    let result = env.run(&[]);
+    let text = answer(&result);
+    assert!(text.starts_with("error [forbidden]"), "{text}");
+    assert!(!env.project.path().join("hacked.txt").exists());
+}
+
+#[test]
+fn bash_runs_in_the_project_with_a_clean_environment_and_a_timeout() {
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [call("bash", json!({"command": "pwd; ls; echo key=${OPENAI_API_KEY:-unset}; exit 3"}))]},
+        {"text": "", "tool_calls": [call("bash", json!({"command": "sleep 30", "timeout_ms": 300}))]},
+        {"text": "still going: {{tool_results}}"}
+    ]));
+    env.file("here.txt", "");
+    let result = env.run(&[("OPENAI_API_KEY", "sk-test-must-not-leak-1234567890")]);
+    let text = answer(&result);
+    let project = env.project.path().canonicalize().unwrap();
+    assert!(text.contains(project.to_str().unwrap()), "{text}");
+    assert!(
+        text.contains("here.txt") && text.contains("key=unset") && text.contains("[exit code 3]"),
+        "{text}"
+    );
+    assert!(!text.contains("sk-test-must-not-leak"), "{text}");
+    assert!(
+        text.contains("still going:") && text.contains("[stopped after 300 ms: timeout]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ask_user_in_a_headless_run_tells_the_model() {
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [call("ask-user", json!({"question": "Which file?"}))]},
+        {"text": "{{tool_results}}"}
+    ]));
+    // --yolo answers questions in headless runs; without it the tool errors.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stud"));
+    let out = c
+        .args(["run", "-p", "--output-format", "json", "go"])
+        .env("STUD_HOME", env.home.path())
+        .current_dir(env.project.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert!(answer(&v).contains("headless"), "{v}");
+}
