@@ -28,11 +28,13 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 13] = [
+const BUNDLED: [&str; 15] = [
     "ask-user",
     "bash",
     "console",
     "edit",
+    "glob",
+    "grep",
     "jsonl",
     "list",
     "multi-edit",

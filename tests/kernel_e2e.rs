@@ -49,6 +49,7 @@ impl Env {
         c.arg("run")
             .args(args)
             .env("STUD_HOME", self.home.path())
+            .env("STUD_CACHE_DIR", common::shared_cache())
             .env_remove("RUST_BACKTRACE")
             .current_dir(self.project.path());
         c
@@ -593,7 +594,7 @@ fn unknown_tools_and_bad_arguments_become_error_results() {
     let (_, result) = events(&out);
     let text = result["result"].as_str().unwrap();
     assert!(
-        text.contains("error [not-found]: unknown tool `nope`; available tools: ask-user, bash, edit, list, multi-edit, read, write"),
+        text.contains("error [not-found]: unknown tool `nope`; available tools: ask-user, bash, edit, glob, grep, list, multi-edit, read, write"),
         "{text}"
     );
     assert!(
@@ -615,6 +616,7 @@ fn without_a_prompt_on_a_terminal_it_runs_a_loop_of_turns() {
     let mut child = Command::new("script")
         .args(["-qec", &cmd, "/dev/null"])
         .env("STUD_HOME", env.home.path())
+        .env("STUD_CACHE_DIR", common::shared_cache())
         .current_dir(env.project.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

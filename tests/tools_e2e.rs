@@ -41,6 +41,7 @@ impl Env {
         let mut c = Command::new(env!("CARGO_BIN_EXE_stud"));
         c.args(["run", "-p", "--yolo", "--output-format", "json", "go"])
             .env("STUD_HOME", self.home.path())
+            .env("STUD_CACHE_DIR", common::shared_cache())
             .env_remove("RUST_BACKTRACE")
             .current_dir(self.project.path())
             .stdin(Stdio::null())
@@ -71,6 +72,7 @@ fn answer(result: &Value) -> &str {
 #[test]
 fn the_model_reads_and_edits_a_file_and_the_disk_changes_exactly() {
     let env = Env::new(json!([
+        {"text": "", "tool_calls": [call("grep", json!({"pattern": "fn old"}))]},
         {"text": "", "tool_calls": [call("read", json!({"path": "src/lib.rs"}))]},
         {"text": "", "tool_calls": [call("edit", json!({"path": "src/lib.rs", "old_string": "fn old()", "new_string": "fn renamed()"}))]},
         {"text": "", "tool_calls": [call("multi-edit", json!({"path": "src/lib.rs", "edits": [
@@ -88,10 +90,38 @@ fn the_model_reads_and_edits_a_file_and_the_disk_changes_exactly() {
         "fn renamed() -> i32 {\n    2\n}\n// done\n"
     );
     assert_eq!(env.read("notes/new.md"), "# New\n");
+    let text = answer(&result);
+    assert!(text.contains("src/lib.rs:1:fn old() -> i32 {"), "{text}");
+    assert!(text.contains("Created `notes/new.md`"), "{text}");
+}
+
+#[test]
+fn grep_and_glob_respect_gitignore() {
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [
+            call("grep", json!({"pattern": "needle", "glob": "*.rs"})),
+            call("glob", json!({"pattern": "**/*.rs"}))
+        ]},
+        {"text": "{{tool_results}}"}
+    ]));
+    for dir in ["src/deep", "target"] {
+        std::fs::create_dir_all(env.project.path().join(dir)).unwrap();
+    }
+    env.file(".gitignore", "target/\n");
+    env.file("src/a.rs", "let needle = 1;\n");
+    env.file("src/deep/b.rs", "// no\n// NEEDLE\nneedle();\n");
+    env.file("src/c.txt", "needle in a text file\n");
+    env.file("target/gen.rs", "needle in ignored output\n");
+    let result = env.run(&[]);
+    let text = answer(&result);
+    assert!(text.contains("src/a.rs:1:let needle = 1;"), "{text}");
+    assert!(text.contains("src/deep/b.rs:3:needle();"), "{text}");
     assert!(
-        answer(&result).contains("Created `notes/new.md`"),
-        "{result}"
+        !text.contains("target/gen.rs"),
+        "ignored file searched: {text}"
     );
+    assert!(!text.contains("c.txt"), "glob filter ignored: {text}");
+    assert!(text.contains("src/a.rs\nsrc/deep/b.rs"), "{text}");
 }
 
 #[test]
@@ -190,6 +220,7 @@ fn ask_user_in_a_headless_run_tells_the_model() {
     let out = c
         .args(["run", "-p", "--output-format", "json", "go"])
         .env("STUD_HOME", env.home.path())
+        .env("STUD_CACHE_DIR", common::shared_cache())
         .current_dir(env.project.path())
         .stdin(Stdio::null())
         .output()

@@ -52,8 +52,13 @@ impl StudHome {
     }
 
     /// Compiled components, keyed by source digest and engine.
+    /// `STUD_CACHE_DIR` moves it (it holds nothing but derived data, so
+    /// several homes can share one).
     pub fn compile_cache_dir(&self) -> PathBuf {
-        self.root.join("cache").join("compiled")
+        match std::env::var_os("STUD_CACHE_DIR").filter(|v| !v.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => self.root.join("cache").join("compiled"),
+        }
     }
 
     /// An extension's private data folder (the `data` filesystem grant).

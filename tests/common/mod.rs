@@ -129,3 +129,10 @@ pub fn install_fixture(home: &Path, name: &str) -> PathBuf {
     .expect("copy wasm");
     dest
 }
+
+/// A compile cache shared by the end-to-end tests, so each `stud` they start
+/// does not compile every component again (the cache itself is tested in
+/// cli_ext with a private one).
+pub fn shared_cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stud-compile-cache")
+}
