@@ -234,3 +234,22 @@ fn ask_user_in_a_headless_run_tells_the_model() {
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert!(answer(&v).contains("headless"), "{v}");
 }
+
+#[test]
+fn long_tool_output_is_cut_with_a_marker() {
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [call("bash", json!({"command": "seq 1 5000"}))]},
+        {"text": "{{tool_results}}"}
+    ]));
+    let settings = json!({"providers": {"scripted": {"script-file": "script.json"}}, "runtime": {"toolOutputLimit": 2000}});
+    std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
+    let result = env.run(&[]);
+    let text = answer(&result);
+    assert!(text.starts_with("1\n2\n3\n"), "{text}");
+    assert!(!text.contains("\n4999\n"), "not cut: {}", text.len());
+    assert!(
+        text.contains("[output truncated: 2000 of 23893 bytes shown."),
+        "{text}"
+    );
+    assert!(text.contains("head, tail or grep"), "{text}");
+}

@@ -69,6 +69,9 @@ pub struct RuntimeSettings {
     pub continuation: Continuation,
     #[serde(default)]
     pub tool_parallelism: Option<usize>,
+    /// Bytes of tool output sent to the model.
+    #[serde(default)]
+    pub tool_output_limit: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]

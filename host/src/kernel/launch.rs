@@ -12,7 +12,8 @@ use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
 use super::interaction::{DEFAULT_TIMEOUT, Interactions};
 use super::services::{KernelServices, TerminalOut};
 use super::session::{
-    DEFAULT_MAX_ITERATIONS, DEFAULT_TOOL_PARALLELISM, Session, SessionConfig, SessionError,
+    DEFAULT_MAX_ITERATIONS, DEFAULT_TOOL_OUTPUT_LIMIT, DEFAULT_TOOL_PARALLELISM, Session,
+    SessionConfig, SessionError,
 };
 use super::{AllowPattern, Authority, Mode};
 use crate::config::{Settings, SettingsError};
@@ -164,6 +165,11 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             .or(settings.runtime.tool_parallelism)
             .unwrap_or(DEFAULT_TOOL_PARALLELISM)
             .max(1),
+        tool_output_limit: settings
+            .runtime
+            .tool_output_limit
+            .unwrap_or(DEFAULT_TOOL_OUTPUT_LIMIT)
+            .max(1024),
         system_prompt: settings.system_prompt.clone(),
         hook_order: settings.ordering.hooks.clone(),
     };

@@ -21,12 +21,16 @@ use crate::runtime::{CallError, Extension};
 pub const DEFAULT_MAX_ITERATIONS: u32 = 50;
 /// Default number of tool calls run at once.
 pub const DEFAULT_TOOL_PARALLELISM: usize = 4;
+/// Default `runtime.toolOutputLimit` (bytes).
+pub const DEFAULT_TOOL_OUTPUT_LIMIT: usize = 64 * 1024;
 
 pub struct SessionConfig {
     pub provider: String,
     pub model: Option<String>,
     pub max_iterations: u32,
     pub tool_parallelism: usize,
+    /// Bytes of tool output sent to the model; the rest is cut with a marker.
+    pub tool_output_limit: usize,
     pub system_prompt: Option<String>,
     /// Hook extension ids that run first, in this order.
     pub hook_order: Vec<String>,

@@ -636,7 +636,10 @@ impl Session {
                     "tool.succeeded",
                     json!({"call_id": call.id, "tool": call.name, "output": clip(&text), "details": out.details.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok()), "duration_ms": duration_ms}),
                 );
-                (out.content, false)
+                (
+                    limit_output(out.content, self.config.tool_output_limit),
+                    false,
+                )
             }
             Some(Err(e)) => {
                 let (class, code) = match &e {
@@ -736,6 +739,49 @@ fn finish_str(f: FinishReason) -> &'static str {
     }
 }
 
+/// Cut text parts past `limit` bytes in total, with a marker that tells
+/// the model how to get the rest.
+fn limit_output(parts: Vec<ResultPart>, limit: usize) -> Vec<ResultPart> {
+    let total: usize = parts
+        .iter()
+        .map(|p| {
+            if let ResultPart::Text(t) = p {
+                t.len()
+            } else {
+                0
+            }
+        })
+        .sum();
+    if total <= limit {
+        return parts;
+    }
+    let mut room = limit;
+    let mut out = Vec::with_capacity(parts.len() + 1);
+    for part in parts {
+        match part {
+            ResultPart::Text(t) if t.len() > room => {
+                let mut end = room;
+                while !t.is_char_boundary(end) {
+                    end -= 1;
+                }
+                room = 0;
+                if end > 0 {
+                    out.push(ResultPart::Text(t[..end].to_string()));
+                }
+            }
+            ResultPart::Text(t) => {
+                room -= t.len();
+                out.push(ResultPart::Text(t));
+            }
+            image => out.push(image),
+        }
+    }
+    out.push(ResultPart::Text(format!(
+        "\n[output truncated: {limit} of {total} bytes shown. Ask for less at a time: read with offset and limit, grep with a narrower pattern, path or glob, or pipe a command through head, tail or grep]"
+    )));
+    out
+}
+
 fn clip(text: &str) -> String {
     if text.chars().count() <= EVENT_OUTPUT_CHARS {
         return text.to_string();
@@ -762,4 +808,28 @@ fn add_usage(total: &mut Usage, u: &Usage) {
 
 pub fn usage_json(u: &Usage) -> Value {
     json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens, "cache_read_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_output_is_cut_with_a_marker() {
+        let parts = vec![
+            ResultPart::Text("é".repeat(10)),
+            ResultPart::Text("tail".into()),
+        ];
+        let out = limit_output(parts.clone(), 100);
+        assert_eq!(out.len(), 2, "under the limit: untouched");
+        let out = limit_output(parts, 5);
+        let ResultPart::Text(first) = &out[0] else {
+            panic!()
+        };
+        assert_eq!(first, "éé");
+        let ResultPart::Text(marker) = out.last().unwrap() else {
+            panic!()
+        };
+        assert!(marker.contains("5 of 24 bytes shown"), "{marker}");
+    }
 }
