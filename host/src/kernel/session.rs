@@ -160,6 +160,11 @@ impl Session {
             .record("history.cleared", json!({"session_id": self.id}));
     }
 
+    /// The extension serving tool `name`.
+    pub fn tool_extension(&self, name: &str) -> Option<Arc<Extension>> {
+        self.tools.get(name).map(|t| t.ext.clone())
+    }
+
     /// Hook registrations attached (for reports and benchmarks).
     pub fn hook_registrations(&self) -> usize {
         self.hooks.registrations()

@@ -504,6 +504,30 @@ impl Session {
         Ok(())
     }
 
+    /// One tool call through the same path a turn uses (lookup, schema,
+    /// authority stack, `tool-call.pre`, run, `tool-call.post`), without
+    /// touching the history. For commands and benchmarks.
+    pub async fn call_tool(
+        &self,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> Result<ToolResult, TurnStatus> {
+        match self.admit(call).await {
+            Admit::Refuse(result) => Ok(result),
+            Admit::Halt(key) => Err(TurnStatus::Halted {
+                tool: call.name.clone(),
+                key,
+            }),
+            Admit::Run(entry, call) => {
+                let started = Instant::now();
+                let ext = entry.ext.clone();
+                let outcome =
+                    cancellable(cancel, &ext, ext.tool_invoke(&call.id, &call.arguments)).await;
+                Ok(self.tool_result(&call, outcome, started).await)
+            }
+        }
+    }
+
     /// Everything before running a call: lookup, argument checks, the
     /// authority stack and the `tool-call.pre` slot.
     async fn admit<'a>(&'a self, call: &ToolCall) -> Admit<'a> {

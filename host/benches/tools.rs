@@ -1,0 +1,108 @@
+//! Tool benchmarks (a bench binary; numbers printed, not asserted):
+//! - a read-only tool call through the authority stack (lookup, schema,
+//!   mode gate, guard and observer hooks) vs the bare component call;
+//! - `grep` over a 10,000-file tree inside the component vs ripgrep (`rg`,
+//!   if installed) on the same tree.
+//!
+//! Run: `cargo bench -p stud --bench tools`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use stud::kernel::{LaunchOptions, TerminalOut, launch};
+use stud::paths::StudHome;
+use stud::runtime::bindings::stud::extension::types::ToolCall;
+use tokio_util::sync::CancellationToken;
+
+fn p50(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let home = tempfile::tempdir().expect("tmp");
+    let project = tempfile::tempdir().expect("tmp");
+    std::fs::write(project.path().join("small.txt"), "one line\n").expect("file");
+    // 10,000 files: 100 folders x 100 files of 30 lines, a few matches.
+    for d in 0..100 {
+        let dir = project.path().join(format!("d{d:03}"));
+        std::fs::create_dir(&dir).expect("dir");
+        for f in 0..100 {
+            let mut text = String::new();
+            for l in 0..30 {
+                if (d * 100 + f) % 97 == 0 && l == 7 {
+                    text.push_str("let needle_value = compute();\n");
+                } else {
+                    text.push_str(&format!(
+                        "line {l} of file {f} in folder {d} with some ordinary text\n"
+                    ));
+                }
+            }
+            std::fs::write(dir.join(format!("f{f:03}.rs")), text).expect("file");
+        }
+    }
+    let rt = tokio::runtime::Runtime::new().expect("tokio");
+    rt.block_on(async {
+        let l = launch(LaunchOptions {
+            home: StudHome::at(home.path()),
+            cwd: project.path().to_path_buf(),
+            headless: true,
+            yolo: false,
+            mode: None,
+            allow: vec![],
+            provider: None,
+            model: None,
+            max_iterations: None,
+            tool_parallelism: None,
+            render: false,
+            terminal: TerminalOut::Discard,
+        })
+        .await
+        .expect("launch");
+        let cancel = CancellationToken::new();
+        let call = ToolCall { id: "c".into(), name: "read".into(), arguments: json!({"path": "small.txt"}).to_string() };
+        let read = l.session.tool_extension("read").expect("read tool");
+        for _ in 0..200 {
+            let _ = l.session.call_tool(&call, &cancel).await;
+            let _ = read.tool_invoke("c", &call.arguments).await;
+        }
+        let (mut full, mut bare) = (Vec::new(), Vec::new());
+        for _ in 0..2000 {
+            let t = Instant::now();
+            let _ = l.session.call_tool(&call, &cancel).await.expect("call");
+            full.push(t.elapsed());
+            let t = Instant::now();
+            let _ = read.tool_invoke("c", &call.arguments).await.expect("invoke");
+            bare.push(t.elapsed());
+        }
+        let (f, b) = (p50(full), p50(bare));
+        println!("read-only call through the authority stack: p50 {f:?}; bare component call {b:?}; stack overhead {:?}", f.saturating_sub(b));
+
+        let grep = ToolCall { id: "g".into(), name: "grep".into(), arguments: json!({"pattern": "needle_value"}).to_string() };
+        let _ = l.session.call_tool(&grep, &cancel).await;
+        let mut runs = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            let _ = l.session.call_tool(&grep, &cancel).await.expect("grep");
+            runs.push(t.elapsed());
+        }
+        let component = p50(runs);
+        println!("grep over 10,000 files in the component: p50 {component:?}");
+        let rg = std::process::Command::new("rg").arg("--version").output();
+        if rg.is_ok_and(|o| o.status.success()) {
+            let mut runs = Vec::new();
+            for _ in 0..5 {
+                let t = Instant::now();
+                let _ = std::process::Command::new("rg").args(["-n", "needle_value", "."]).current_dir(project.path()).output();
+                runs.push(t.elapsed());
+            }
+            let native = p50(runs);
+            println!("ripgrep on the same tree: p50 {native:?}; component / ripgrep = {:.1}x", component.as_secs_f64() / native.as_secs_f64());
+        } else {
+            println!("ripgrep (rg) not installed: no comparison");
+        }
+    });
+}
