@@ -552,7 +552,24 @@ fn jsonl_logger_writes_every_turn_with_secrets_redacted() {
     assert!(out.status.success(), "{}", stderr(&out));
     // The transform hook already redacted what the model saw.
     assert!(!String::from_utf8_lossy(&out.stdout).contains(key));
-    let log = std::fs::read_to_string(data_file(env.home.path(), "jsonl", "events.jsonl")).unwrap();
+    // One file per session, named by its id.
+    let (_, result) = events(&env.run(&["-p", "--output-format", "json", "again"], ""));
+    let id = result["session_id"].as_str().unwrap();
+    let logs: Vec<PathBuf> = std::fs::read_dir(env.home.path().join("data").join("jsonl"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    assert!(
+        logs.iter()
+            .any(|p| p.file_name().unwrap() == format!("{id}.jsonl").as_str()),
+        "{logs:?}"
+    );
+    let first = logs
+        .iter()
+        .find(|p| p.file_name().unwrap() != format!("{id}.jsonl").as_str())
+        .unwrap();
+    let log = std::fs::read_to_string(first).unwrap();
     assert!(!log.contains(key), "the key leaked into the log");
     assert!(log.contains("[REDACTED]"));
     let names: Vec<String> = log
