@@ -659,3 +659,94 @@ fn without_a_prompt_on_a_terminal_it_runs_a_loop_of_turns() {
     let last_answer = screen.rfind("Here is what the project contains:").unwrap();
     assert!(screen.rfind("stud> ").unwrap() > last_answer, "{screen}");
 }
+
+/// Run with stdin held open (a terminal nobody types into), stream-json out.
+fn run_with_idle_stdin(env: &Env, args: &[&str]) -> (Vec<Value>, Value, std::time::Duration) {
+    let started = Instant::now();
+    let mut child = env
+        .command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
+        text
+    });
+    let status = child.wait().unwrap();
+    let took = started.elapsed();
+    drop(stdin);
+    let text = reader.join().unwrap();
+    assert!(status.success(), "stud failed:\n{text}");
+    let out = Output {
+        status,
+        stdout: text.into_bytes(),
+        stderr: Vec::new(),
+    };
+    let (events, result) = events(&out);
+    (events, result, took)
+}
+
+fn install_auto_ui(env: &Env, id: &str, accept: bool, delay_ms: u64) {
+    let dir = env.install("auto-ui");
+    let target = env.home.path().join("extensions").join(id);
+    std::fs::rename(&dir, &target).unwrap();
+    let manifest = std::fs::read_to_string(target.join("extension.toml"))
+        .unwrap()
+        .replace("id = \"auto-ui\"", &format!("id = \"{id}\""));
+    std::fs::write(target.join("extension.toml"), manifest).unwrap();
+    let mut settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.home.path().join("settings.json")).unwrap(),
+    )
+    .unwrap();
+    settings["ui"][id] = json!({"accept": accept, "delay-ms": delay_ms});
+    std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
+}
+
+#[test]
+fn the_first_interactor_to_answer_wins() {
+    let env = Env::new();
+    env.install("hostile");
+    env.script(json!([{"text": "", "tool_calls": [call("hostile", json!({"mode": "ok"}))]}, {"text": "{{tool_results}}"}]), json!({}));
+    install_auto_ui(&env, "fast-yes", true, 0);
+    install_auto_ui(&env, "slow-no", false, 20_000);
+    let (events, result, took) =
+        run_with_idle_stdin(&env, &["--output-format", "stream-json", "go"]);
+    assert_eq!(result["result"], "alive");
+    let answered = named(&events, "interaction.answered");
+    assert_eq!(answered[0]["payload"]["by"], "fast-yes");
+    assert_eq!(answered[0]["payload"]["status"], "accepted");
+    assert!(
+        took < Duration::from_secs(15),
+        "waited for the slow interactor: {took:?}"
+    );
+}
+
+#[test]
+fn an_unanswered_approval_times_out_as_a_denial() {
+    let env = Env::new();
+    env.install("hostile");
+    env.script(
+        json!([{"text": "", "tool_calls": [call("hostile", json!({"mode": "ok"}))]}, {"text": "{{tool_results}}"}]),
+        json!({"runtime": {"interactionTimeoutMs": 300}}),
+    );
+    install_auto_ui(&env, "slow-no", false, 20_000);
+    let (events, result, took) =
+        run_with_idle_stdin(&env, &["--output-format", "stream-json", "go"]);
+    let decided = named(&events, "approval.decided");
+    assert_eq!(decided[0]["payload"]["decision"], "deny");
+    assert_eq!(decided[0]["payload"]["reason"], "timed out");
+    assert_eq!(
+        named(&events, "interaction.answered")[0]["payload"]["status"],
+        "timeout"
+    );
+    assert!(
+        result["result"].as_str().unwrap().contains("timed out"),
+        "{result}"
+    );
+    assert!(took < Duration::from_secs(15), "{took:?}");
+}

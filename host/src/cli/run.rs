@@ -66,7 +66,11 @@ pub struct RunArgs {
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    rt.block_on(session(args))
+    let result = rt.block_on(session(args));
+    // A UI that lost an interaction race may still wait on a terminal read;
+    // do not let it keep the process alive.
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    result
 }
 
 async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {

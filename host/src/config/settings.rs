@@ -69,6 +69,9 @@ pub struct RuntimeSettings {
     pub continuation: Continuation,
     #[serde(default)]
     pub tool_parallelism: Option<usize>,
+    /// How long a person has to answer a question, in milliseconds.
+    #[serde(default)]
+    pub interaction_timeout_ms: Option<u64>,
     /// Bytes of tool output sent to the model.
     #[serde(default)]
     pub tool_output_limit: Option<usize>,

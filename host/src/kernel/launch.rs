@@ -144,7 +144,11 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         interactors,
         opts.headless,
         opts.yolo,
-        DEFAULT_TIMEOUT,
+        settings
+            .runtime
+            .interaction_timeout_ms
+            .map(std::time::Duration::from_millis)
+            .unwrap_or(DEFAULT_TIMEOUT),
         bus.clone(),
     ));
     services.set_interactions(interactions.clone());
