@@ -750,3 +750,34 @@ fn an_unanswered_approval_times_out_as_a_denial() {
     );
     assert!(took < Duration::from_secs(15), "{took:?}");
 }
+
+#[test]
+fn tool_progress_streams_as_events_tied_to_the_call() {
+    let env = Env::new();
+    env.install("hostile");
+    env.script(
+        json!([{"text": "", "tool_calls": [{"id": "p1", "name": "hostile", "arguments": {"mode": "progress"}}]}, {"text": "{{tool_results}}"}]),
+        json!({}),
+    );
+    let out = env.run(
+        &["-p", "--yolo", "--output-format", "stream-json", "go"],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (events, result) = events(&out);
+    assert_eq!(result["result"], "done");
+    let progress = named(&events, "tool.progress");
+    let messages: Vec<&str> = progress
+        .iter()
+        .map(|e| e["payload"]["progress"]["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages, ["step 1 of 3", "step 2 of 3", "step 3 of 3"]);
+    assert!(
+        progress
+            .iter()
+            .all(|e| e["payload"]["call_id"] == "p1" && e["payload"]["extension"] == "hostile")
+    );
+    let seq = |e: &Value| e["seq"].as_u64().unwrap();
+    let done = named(&events, "tool.succeeded")[0];
+    assert!(progress.iter().all(|e| seq(e) < seq(done)));
+}

@@ -40,6 +40,12 @@ pub fn emit<T: Serialize>(name: &str, payload: &T) -> Result<(), Error> {
     Ok(())
 }
 
+/// Report progress of the tool call in progress (shown by UIs as
+/// `tool.progress`); outside a tool call it is an `ext.<id>.progress` event.
+pub fn progress(message: &str) -> Result<(), Error> {
+    emit("progress", &serde_json::json!({"message": message}))
+}
+
 /// This extension's state slot; it survives traps and reloads.
 pub mod state {
     use super::*;

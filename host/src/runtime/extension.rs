@@ -277,6 +277,7 @@ impl Extension {
             message: "no live instance".into(),
         })?;
         self.arm(&mut inst.store);
+        inst.store.data_mut().call_id = None;
         inst.busy = true;
         Ok(inst.guest.clone())
     }

@@ -148,6 +148,8 @@ pub struct HostState {
     pub limiter: MemoryLimiter,
     pub deadline: CallDeadline,
     pub stderr: TailBuffer,
+    /// The tool call being served, so progress events can name it.
+    pub call_id: Option<String>,
 }
 
 impl HostState {
@@ -175,6 +177,7 @@ impl HostState {
             ext,
             deadline: CallDeadline::default(),
             stderr,
+            call_id: None,
         })
     }
 

@@ -43,6 +43,13 @@ impl Ui for Console {
                 };
                 terminal::write(&format!("  = {}{more}\n", clip(first)));
             }
+            "tool.progress" => {
+                let message = p
+                    .pointer("/progress/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                terminal::write(&format!("  . {}\n", clip(message)));
+            }
             "tool.failed" => {
                 terminal::write(&format!("  ! {}: {}\n", s("code"), clip(&s("message"))))
             }

@@ -58,6 +58,17 @@ impl events::Host for HostState {
             );
             return Ok(());
         }
+        // Progress of a running tool call becomes the kernel's
+        // `tool.progress`, tied to the call, so any UI can show it.
+        if let (Some(call_id), "progress") = (&self.call_id, name.as_str()) {
+            let progress: serde_json::Value =
+                serde_json::from_str(clip(&payload)).unwrap_or_default();
+            let event = serde_json::json!({"call_id": call_id, "extension": self.ext.id.as_str(), "progress": progress});
+            self.ext
+                .services
+                .emit(&self.ext.id, "tool.progress", &event.to_string());
+            return Ok(());
+        }
         let full = format!("ext.{}.{}", self.ext.id, name);
         self.ext.services.emit(&self.ext.id, &full, clip(&payload));
         Ok(())

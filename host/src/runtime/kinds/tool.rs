@@ -27,6 +27,7 @@ impl Extension {
                 project_dir: store.data().project_guest_dir(),
                 ..ctx
             };
+            store.data_mut().call_id = Some(ctx.call_id.clone());
             g.call_invoke(store, &ctx, &args.to_string()).await
         })
     }
