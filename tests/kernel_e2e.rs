@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::call;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -103,10 +105,6 @@ fn events(out: &Output) -> (Vec<Value>, Value) {
 
 fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["event"] == name).collect()
-}
-
-fn call(name: &str, args: Value) -> Value {
-    json!({"name": name, "arguments": args})
 }
 
 fn stderr(out: &Output) -> String {

@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::call;
+
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
@@ -59,10 +61,6 @@ impl Env {
         let text = String::from_utf8_lossy(&out.stdout);
         serde_json::from_str(text.lines().last().unwrap()).unwrap()
     }
-}
-
-fn call(name: &str, args: Value) -> Value {
-    json!({"name": name, "arguments": args})
 }
 
 fn answer(result: &Value) -> &str {

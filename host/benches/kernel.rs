@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use stud::kernel::{LaunchOptions, Launched, TerminalOut, launch};
+use stud::kernel::{LaunchOptions, Launched, launch};
 use stud::paths::StudHome;
 use tokio_util::sync::CancellationToken;
 
@@ -30,18 +30,9 @@ fn dirs(script: serde_json::Value) -> Dirs {
 
 async fn start(d: &Dirs, render: bool) -> Launched {
     launch(LaunchOptions {
-        home: StudHome::at(d.home.path()),
-        cwd: d.project.path().to_path_buf(),
-        headless: true,
         yolo: true,
-        mode: None,
-        allow: vec![],
-        provider: None,
-        model: None,
-        max_iterations: None,
-        tool_parallelism: None,
         render,
-        terminal: TerminalOut::Discard,
+        ..LaunchOptions::headless(StudHome::at(d.home.path()), d.project.path().to_path_buf())
     })
     .await
     .expect("launch")

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use stud::kernel::{LaunchOptions, TerminalOut, launch};
+use stud::kernel::{LaunchOptions, launch};
 use stud::paths::StudHome;
 use stud::runtime::bindings::stud::extension::types::ToolCall;
 use tokio_util::sync::CancellationToken;
@@ -46,20 +46,7 @@ fn main() {
     }
     let rt = tokio::runtime::Runtime::new().expect("tokio");
     rt.block_on(async {
-        let l = launch(LaunchOptions {
-            home: StudHome::at(home.path()),
-            cwd: project.path().to_path_buf(),
-            headless: true,
-            yolo: false,
-            mode: None,
-            allow: vec![],
-            provider: None,
-            model: None,
-            max_iterations: None,
-            tool_parallelism: None,
-            render: false,
-            terminal: TerminalOut::Discard,
-        })
+        let l = launch(LaunchOptions::headless(StudHome::at(home.path()), project.path().to_path_buf()))
         .await
         .expect("launch");
         let cancel = CancellationToken::new();

@@ -136,3 +136,8 @@ pub fn install_fixture(home: &Path, name: &str) -> PathBuf {
 pub fn shared_cache() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stud-compile-cache")
 }
+
+/// A scripted tool call: `{"name", "arguments"}`.
+pub fn call(name: &str, args: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"name": name, "arguments": args})
+}

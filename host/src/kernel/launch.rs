@@ -42,6 +42,27 @@ pub struct LaunchOptions {
     pub terminal: TerminalOut,
 }
 
+impl LaunchOptions {
+    /// A headless session in `cwd` with nothing chosen on the command line:
+    /// settings and defaults decide. Callers change what they need.
+    pub fn headless(home: StudHome, cwd: PathBuf) -> Self {
+        LaunchOptions {
+            home,
+            cwd,
+            headless: true,
+            yolo: false,
+            mode: None,
+            allow: Vec::new(),
+            provider: None,
+            model: None,
+            max_iterations: None,
+            tool_parallelism: None,
+            render: false,
+            terminal: TerminalOut::Discard,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     #[error(transparent)]
