@@ -28,21 +28,25 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 15] = [
+const BUNDLED: [&str; 19] = [
+    "anthropic",
     "ask-user",
     "bash",
     "console",
     "edit",
+    "gemini",
     "glob",
     "grep",
     "jsonl",
     "list",
     "multi-edit",
+    "openai-compatible",
     "protect-paths",
     "read",
     "redact-secrets",
     "scripted",
     "stage-counter",
+    "web-fetch",
     "write",
 ];
 

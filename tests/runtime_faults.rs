@@ -215,6 +215,8 @@ async fn a_changed_component_fails_its_integrity_check() {
             expected_digest: Some(stud::digest::Sha256Digest::of(b"other bytes")),
             config: None,
             dirs: vec![],
+            network: Vec::new(),
+            secrets: Default::default(),
             services: Arc::new(Recorder::default()),
         })
         .err()

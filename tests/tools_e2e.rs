@@ -251,3 +251,43 @@ fn long_tool_output_is_cut_with_a_marker() {
     );
     assert!(text.contains("head, tail or grep"), "{text}");
 }
+
+#[test]
+fn web_fetch_reaches_granted_hosts_only() {
+    use common::http::{Reply, TestServer};
+    let page = "<html><head><title>T</title></head><body><h1>Release notes</h1><p>Version <b>2.0</b> is out.</p><script>evil()</script></body></html>";
+    let granted = TestServer::start(vec![
+        Reply::new(200, page).header("content-type", "text/html; charset=utf-8"),
+    ]);
+    let other = TestServer::start(vec![Reply::new(200, "never")]);
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [call("web-fetch", json!({"url": format!("{}/notes.html", granted.url())}))]},
+        {"text": "", "tool_calls": [call("web-fetch", json!({"url": format!("http://localhost:{}/", other.addr.port())}))]},
+        {"text": "{{tool_results}}"}
+    ]));
+    let settings = json!({
+        "providers": {"scripted": {"script-file": "script.json"}},
+        "network": {"web-fetch": ["127.0.0.1"]}
+    });
+    std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
+    let result = env.run(&[]);
+    let text = answer(&result);
+    assert!(
+        text.contains("Release notes") && text.contains("2.0") && text.contains("is out."),
+        "{text}"
+    );
+    assert!(text.contains("untrusted"), "{text}");
+    assert!(!text.contains("<p>"), "HTML not converted: {text}");
+    assert!(
+        text.contains("`web-fetch` may not connect to `localhost:")
+            && text.contains("network.web-fetch"),
+        "{text}"
+    );
+    assert_eq!(granted.requests().len(), 1);
+    assert_eq!(granted.requests()[0].path, "/notes.html");
+    assert_eq!(
+        other.requests().len(),
+        0,
+        "a request reached an ungranted host"
+    );
+}

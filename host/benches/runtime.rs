@@ -38,6 +38,8 @@ fn load(rt: &Arc<Runtime>, dir: &str) -> Extension {
         expected_digest: None,
         config: None,
         dirs: vec![],
+        network: Vec::new(),
+        secrets: Default::default(),
         services: Arc::new(Quiet),
     })
     .expect("load")

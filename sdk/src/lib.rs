@@ -43,6 +43,8 @@ mod export;
 pub mod fs;
 pub mod host;
 pub mod kinds;
+pub mod llm_http;
+pub mod sse;
 pub mod text;
 
 pub use error::Error;
@@ -51,7 +53,8 @@ pub use kinds::context::{ComposeContext, ContextProvider, Fragment, FragmentKind
 pub use kinds::hook::{Hook, HookOutcome, slot_text};
 pub use kinds::logger::Logger;
 pub use kinds::provider::{
-    EventStream, ModelCapabilities, ModelInfo, Provider, ProviderRequest, StreamEvent,
+    EventStream, ModelCapabilities, ModelConfig, ModelInfo, Provider, ProviderRequest, StreamEvent,
+    models_from_config,
 };
 pub use kinds::session_store::{SessionData, SessionStore, SessionSummary};
 pub use kinds::state_machine::StateMachine;

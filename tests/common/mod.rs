@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -52,6 +54,7 @@ pub async fn load_bundled(project: &Path, services: Arc<Recorder>) -> Vec<Arc<Ex
         project_dir: project.to_path_buf(),
         services,
         configs: Default::default(),
+        grants: Default::default(),
     };
     let discovery = Discovery::scan(&registry.home, None);
     let report = registry.load_all(&discovery).await;
@@ -109,6 +112,8 @@ pub fn load_fixture(
         expected_digest: None,
         config: None,
         dirs,
+        network: Vec::new(),
+        secrets: Default::default(),
         services: Arc::new(Recorder::default()),
     })
 }

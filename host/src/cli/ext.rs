@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::config::Settings;
 use crate::digest::Sha256Digest;
+use crate::extensions::UserGrants;
 use crate::extensions::registry::project_dir;
 use crate::extensions::{Discovered, Discovery, Registry};
 use crate::manifest::{Capabilities, FsAccess, FsDir, Kind};
@@ -164,7 +165,9 @@ async fn check(
     as_json: bool,
     no_cache: bool,
 ) -> anyhow::Result<ExitCode> {
-    let configs = Settings::load(&home.settings_file())?.extension_configs();
+    let settings = Settings::load(&home.settings_file())?;
+    let configs = settings.extension_configs();
+    let (grants, _) = UserGrants::from_settings(&settings);
     let cache_dir = (!no_cache).then(|| home.compile_cache_dir());
     let runtime = Runtime::new(RuntimeOptions {
         cache_dir,
@@ -176,6 +179,7 @@ async fn check(
         project_dir: project,
         services: Arc::new(StderrServices),
         configs,
+        grants,
     };
     let report = registry.load_all(discovery).await;
     let mut results = Vec::new();

@@ -62,6 +62,9 @@ pub struct RunArgs {
     /// Most tool calls running at once.
     #[arg(long)]
     pub tool_parallelism: Option<usize>,
+    /// Offer no tools to the model (for models without tool calling).
+    #[arg(long)]
+    pub no_tools: bool,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -91,6 +94,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         model: args.model.clone(),
         max_iterations: args.max_iterations,
         tool_parallelism: args.tool_parallelism,
+        no_tools: args.no_tools,
         render: !headless && text_output,
         terminal: if text_output {
             TerminalOut::Stdout
@@ -121,6 +125,13 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         if text.trim().is_empty() {
             continue;
         }
+        if let Some(rest) = text.trim().strip_prefix("/model") {
+            model_command(&mut launched.session, rest.trim());
+            if headless || args.prompt.is_some() {
+                break;
+            }
+            continue;
+        }
         let token = CancellationToken::new();
         *current.lock().unwrap_or_else(|p| p.into_inner()) = token.clone();
         last = Some(launched.session.run_turn(&text, &token).await);
@@ -133,6 +144,23 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         let _ = s.await;
     }
     Ok(finish(&args, headless, &launched.session, last))
+}
+
+/// `/model` shows the current model; `/model ID` switches, after checking
+/// the new model can serve the session.
+fn model_command(session: &mut Session, arg: &str) {
+    if arg.is_empty() {
+        eprintln!(
+            "model: {} (provider {})",
+            session.model(),
+            session.provider_id()
+        );
+        return;
+    }
+    match session.set_model(arg) {
+        Ok(()) => eprintln!("model: {}", session.model()),
+        Err(e) => eprintln!("error: {e}; still using {}", session.model()),
+    }
 }
 
 /// The prompt for the first turn: the argument, or all of stdin when

@@ -3,4 +3,4 @@
 
 mod settings;
 
-pub use settings::{Settings, SettingsError};
+pub use settings::{Retries, SecretRef, Settings, SettingsError};

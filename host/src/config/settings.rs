@@ -52,6 +52,27 @@ pub struct Settings {
     pub commands: HashMap<String, Value>,
     #[serde(default)]
     pub ordering: Ordering,
+    /// Hosts granted per extension id, beyond its manifest (honoured for
+    /// extensions whose manifest says `user-hosts = true`).
+    #[serde(default)]
+    pub network: HashMap<String, Vec<String>>,
+    /// Where each extension's declared secrets come from, by extension id
+    /// and secret name. Unlisted names come from the environment variable
+    /// of the same name.
+    #[serde(default)]
+    pub secrets: HashMap<String, HashMap<String, SecretRef>>,
+}
+
+/// A reference to a secret value; the value itself never goes in
+/// settings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "lowercase")]
+pub enum SecretRef {
+    /// An environment variable of stud's process.
+    Env(String),
+    /// A file holding the value (surrounding whitespace is trimmed);
+    /// `~/` is the home directory.
+    File(PathBuf),
 }
 
 #[derive(Debug, Deserialize)]
@@ -75,6 +96,21 @@ pub struct RuntimeSettings {
     /// Bytes of tool output sent to the model.
     #[serde(default)]
     pub tool_output_limit: Option<usize>,
+    #[serde(default)]
+    pub retries: Retries,
+}
+
+/// Retrying provider requests that failed for a passing reason (rate
+/// limits, overload, 5xx, network).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Retries {
+    /// Retries after the first attempt (default 4; 0 turns retrying off).
+    pub max_retries: Option<u32>,
+    /// First backoff delay in milliseconds (default 500), doubled each time.
+    pub base_delay_ms: Option<u64>,
+    /// Longest single delay, including a server's Retry-After (default 60000).
+    pub max_delay_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -84,10 +120,17 @@ pub struct Continuation {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Active {
     pub provider: Option<String>,
     pub model: Option<String>,
+    /// Most output tokens per response (the provider's default otherwise).
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    /// `off`, `low`, `medium` or `high`.
+    pub thinking: Option<String>,
+    /// Ask providers to place prompt-cache breakpoints.
+    pub cache_hints: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

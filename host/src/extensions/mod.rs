@@ -2,9 +2,11 @@
 //! loading them into the runtime.
 
 pub mod discovery;
+pub mod grants;
 pub mod registry;
 pub mod scope;
 
 pub use discovery::{Discovered, Discovery, DiscoveryProblem};
+pub use grants::UserGrants;
 pub use registry::{LoadReport, Registry};
 pub use scope::Scope;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::discovery::{Discovered, Discovery};
+use super::grants::UserGrants;
 use crate::manifest::{ExtensionId, FsDir};
 use crate::paths::StudHome;
 use crate::runtime::host_state::{DATA_GUEST_DIR, DirGrant, PROJECT_GUEST_DIR};
@@ -27,6 +28,8 @@ pub struct Registry {
     pub services: Arc<dyn Services>,
     /// Config per extension id (from settings).
     pub configs: std::collections::HashMap<String, serde_json::Value>,
+    /// Hosts and secrets granted in settings.
+    pub grants: UserGrants,
 }
 
 impl Registry {
@@ -67,13 +70,16 @@ impl Registry {
             path: d.component_path.clone(),
             source,
         })?;
+        let config = self.configs.get(d.manifest.id.as_str()).cloned();
         Ok(LoadSpec {
             manifest: d.manifest.clone(),
             component_path: d.component_path.clone(),
             bytes,
             expected_digest: d.expected_digest.clone(),
-            config: self.configs.get(d.manifest.id.as_str()).cloned(),
+            config: config.clone(),
             dirs: self.dir_grants(d),
+            network: self.grants.network_for(&d.manifest, config.as_ref()),
+            secrets: self.grants.secrets_for(&d.manifest),
             services: self.services.clone(),
         })
     }

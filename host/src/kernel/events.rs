@@ -6,11 +6,13 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+
+use super::redact::Redactor;
 
 /// Default queue bound per subscriber.
 pub const DEFAULT_QUEUE: usize = 1024;
@@ -122,6 +124,7 @@ struct BusInner {
     seq: AtomicU64,
     subscribers: Mutex<Vec<Arc<Subscriber>>>,
     turn: Mutex<Option<String>>,
+    redactor: RwLock<Redactor>,
 }
 
 /// Cheap to clone; all clones publish to the same subscribers.
@@ -158,6 +161,24 @@ impl Bus {
         *self.inner.turn.lock().unwrap_or_else(|p| p.into_inner()) = turn;
     }
 
+    /// Secret values to cut from every later event.
+    pub fn set_redactor(&self, redactor: Redactor) {
+        *self
+            .inner
+            .redactor
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = redactor;
+    }
+
+    /// `text` with known secret values cut (for messages that leave the bus).
+    pub fn redact(&self, text: &str) -> String {
+        self.inner
+            .redactor
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .text(text)
+    }
+
     /// An observer event: may be dropped for a slow subscriber.
     pub fn publish(&self, name: &str, payload: Value) {
         self.send(name, payload, false);
@@ -168,7 +189,12 @@ impl Bus {
         self.send(name, payload, true);
     }
 
-    fn send(&self, name: &str, payload: Value, authoritative: bool) {
+    fn send(&self, name: &str, mut payload: Value, authoritative: bool) {
+        self.inner
+            .redactor
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .value(&mut payload);
         let subs = self
             .inner
             .subscribers

@@ -10,6 +10,8 @@ use tokio::task::JoinHandle;
 
 use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
 use super::interaction::{DEFAULT_TIMEOUT, Interactions};
+use super::redact::Redactor;
+use super::retry::RetryPolicy;
 use super::services::{KernelServices, TerminalOut};
 use super::session::{
     DEFAULT_MAX_ITERATIONS, DEFAULT_TOOL_OUTPUT_LIMIT, DEFAULT_TOOL_PARALLELISM, Session,
@@ -18,9 +20,10 @@ use super::session::{
 use super::{AllowPattern, Authority, Mode};
 use crate::config::{Settings, SettingsError};
 use crate::extensions::registry::project_dir;
-use crate::extensions::{Discovery, Registry};
+use crate::extensions::{Discovery, Registry, UserGrants};
 use crate::manifest::Kind;
 use crate::paths::StudHome;
+use crate::runtime::bindings::stud::extension::provider_types::ThinkingLevel;
 use crate::runtime::bindings::stud::extension::types as wit;
 use crate::runtime::{Extension, Runtime, RuntimeError, RuntimeOptions};
 
@@ -37,6 +40,8 @@ pub struct LaunchOptions {
     pub model: Option<String>,
     pub max_iterations: Option<u32>,
     pub tool_parallelism: Option<usize>,
+    /// Offer no tools to the model.
+    pub no_tools: bool,
     /// Subscribe UI extensions to the bus (they render).
     pub render: bool,
     pub terminal: TerminalOut,
@@ -57,6 +62,7 @@ impl LaunchOptions {
             model: None,
             max_iterations: None,
             tool_parallelism: None,
+            no_tools: false,
             render: false,
             terminal: TerminalOut::Discard,
         }
@@ -71,6 +77,8 @@ pub enum LaunchError {
     Mode(String),
     #[error("{0}")]
     Allowlist(String),
+    #[error("{0}")]
+    Setting(String),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
     #[error(transparent)]
@@ -120,12 +128,18 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     })?;
     let discovery = Discovery::scan(&opts.home, Some(&opts.cwd));
     let mut warnings: Vec<String> = discovery.problems.iter().map(|p| p.to_string()).collect();
+    let (grants, grant_warnings) = UserGrants::from_settings(&settings);
+    warnings.extend(grant_warnings);
+    bus.set_redactor(Redactor::new(
+        grants.all_values(discovery.found.iter().map(|d| &d.manifest)),
+    ));
     let registry = Registry {
         runtime,
         home: opts.home.clone(),
         project_dir: project_dir(&opts.cwd),
         services: services.clone(),
         configs: settings.extension_configs(),
+        grants,
     };
     let report = registry.load_all(&discovery).await;
     warnings.extend(
@@ -197,6 +211,22 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             .max(1024),
         system_prompt: settings.system_prompt.clone(),
         hook_order: settings.ordering.hooks.clone(),
+        tools_enabled: !opts.no_tools,
+        retry: RetryPolicy::from_settings(&settings.runtime.retries),
+        max_tokens: settings.active.max_tokens,
+        temperature: settings.active.temperature,
+        thinking: match settings.active.thinking.as_deref() {
+            None | Some("off") => ThinkingLevel::Off,
+            Some("low") => ThinkingLevel::Low,
+            Some("medium") => ThinkingLevel::Medium,
+            Some("high") => ThinkingLevel::High,
+            Some(other) => {
+                return Err(LaunchError::Setting(format!(
+                    "settings.json: active.thinking: `{other}` is not a thinking level; use \"off\", \"low\", \"medium\" or \"high\""
+                )));
+            }
+        },
+        cache_hints: settings.active.cache_hints.unwrap_or(false),
     };
     let (session, tool_warnings) =
         Session::start(&exts, config, authority, interactions, bus.clone()).await?;

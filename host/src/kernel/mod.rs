@@ -3,11 +3,14 @@
 //! protocol. Extensions attach only through the runtime's typed calls.
 
 pub mod authority;
+pub mod capabilities;
 pub mod events;
 pub mod hooks;
 pub mod interaction;
 pub mod launch;
 pub mod payloads;
+pub mod redact;
+pub mod retry;
 pub mod services;
 pub mod session;
 pub mod tools;

@@ -7,12 +7,16 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::authority::Authority;
+use super::capabilities::{MissingCapability, check_session};
 use super::events::Bus;
 use super::hooks::HookRunner;
 use super::interaction::Interactions;
+use super::retry::RetryPolicy;
 use super::tools::ToolTable;
 use crate::manifest::Kind;
-use crate::runtime::bindings::stud::extension::provider_types::{RequestParams, ThinkingLevel};
+use crate::runtime::bindings::stud::extension::provider_types::{
+    ModelCapabilities, ModelInfo, RequestParams, ThinkingLevel,
+};
 use crate::runtime::bindings::stud::extension::types::{Message, Usage};
 use crate::runtime::{CallError, Extension};
 
@@ -34,6 +38,14 @@ pub struct SessionConfig {
     pub system_prompt: Option<String>,
     /// Hook extension ids that run first, in this order.
     pub hook_order: Vec<String>,
+    /// Offer the loaded tools to the model (`--no-tools` turns it off).
+    pub tools_enabled: bool,
+    pub retry: RetryPolicy,
+    /// Request parameters from settings (`active.*`).
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub thinking: ThinkingLevel,
+    pub cache_hints: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +64,8 @@ pub enum SessionError {
         provider: String,
         offered: String,
     },
+    #[error(transparent)]
+    Capability(#[from] MissingCapability),
 }
 
 pub struct Session {
@@ -59,6 +73,7 @@ pub struct Session {
     pub bus: Bus,
     pub(crate) provider: Arc<Extension>,
     pub(crate) model: String,
+    pub(crate) models: Vec<ModelInfo>,
     pub(crate) tools: ToolTable,
     pub(crate) hooks: HookRunner,
     pub(crate) authority: Authority,
@@ -97,21 +112,21 @@ impl Session {
                 source,
             })?;
         let model = match &config.model {
-            Some(m) if models.iter().any(|x| &x.id == m) => m.clone(),
-            Some(m) => {
-                return Err(SessionError::UnknownModel {
-                    model: m.clone(),
-                    provider: config.provider.clone(),
-                    offered: list(models.iter().map(|x| x.id.clone())),
-                });
-            }
+            Some(m) => find_model(&models, m, &config.provider)?.id.clone(),
             None => models
                 .first()
                 .map(|m| m.id.clone())
                 .unwrap_or_else(|| "default".into()),
         };
-        let tool_exts: Vec<Arc<Extension>> = of(Kind::Tool).collect();
+        let tool_exts: Vec<Arc<Extension>> = if config.tools_enabled {
+            of(Kind::Tool).collect()
+        } else {
+            Vec::new()
+        };
         let (tools, warnings) = ToolTable::build(&tool_exts).await;
+        if let Some(info) = models.iter().find(|m| m.id == model) {
+            check_session(&config.provider, &model, &info.capabilities, tools.len())?;
+        }
         let hook_exts: Vec<Arc<Extension>> = of(Kind::Hook).collect();
         let hooks = HookRunner::new(&hook_exts, &config.hook_order, bus.clone());
         let id = session_id();
@@ -124,6 +139,7 @@ impl Session {
             bus,
             provider,
             model,
+            models,
             tools,
             hooks,
             authority,
@@ -141,16 +157,41 @@ impl Session {
         Ok((session, warnings))
     }
 
-    /// Model parameters of every request (model choice for now; limits,
-    /// temperature and thinking come with provider params).
+    /// Model parameters of every request.
     pub(crate) fn request_params(&self) -> RequestParams {
         RequestParams {
             model: self.model.clone(),
-            max_tokens: None,
-            temperature: None,
-            thinking: ThinkingLevel::Off,
-            cache_hints: false,
+            max_tokens: self.config.max_tokens,
+            temperature: self.config.temperature,
+            thinking: self.config.thinking,
+            cache_hints: self.config.cache_hints,
         }
+    }
+
+    /// What the current model declares, if the provider listed it.
+    pub(crate) fn capabilities(&self) -> Option<&ModelCapabilities> {
+        self.models
+            .iter()
+            .find(|m| m.id == self.model)
+            .map(|m| &m.capabilities)
+    }
+
+    /// Switch model (`/model`). The session's needs are checked against
+    /// the new model first; a refused switch keeps the current one.
+    pub fn set_model(&mut self, model: &str) -> Result<(), SessionError> {
+        let info = find_model(&self.models, model, self.provider_id())?;
+        check_session(
+            self.provider_id(),
+            &info.id,
+            &info.capabilities,
+            self.tools.len(),
+        )?;
+        let from = std::mem::replace(&mut self.model, info.id.clone());
+        self.bus.record(
+            "model.changed",
+            json!({"provider": self.provider_id(), "from": from, "to": self.model}),
+        );
+        Ok(())
     }
 
     /// Forget the conversation (the next turn starts a fresh one).
@@ -205,6 +246,21 @@ impl Session {
             json!({"session_id": self.id, "turns": self.turns}),
         );
     }
+}
+
+fn find_model<'a>(
+    models: &'a [ModelInfo],
+    model: &str,
+    provider: &str,
+) -> Result<&'a ModelInfo, SessionError> {
+    models
+        .iter()
+        .find(|m| m.id == model)
+        .ok_or_else(|| SessionError::UnknownModel {
+            model: model.to_string(),
+            provider: provider.to_string(),
+            offered: list(models.iter().map(|x| x.id.clone())),
+        })
 }
 
 fn list(items: impl Iterator<Item = String>) -> String {

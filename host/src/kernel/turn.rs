@@ -13,11 +13,13 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::authority::{Decision, Proposal};
+use super::capabilities::{MissingCapability, check_request};
 use super::hooks::SlotOutcome;
 use super::payloads::{
     call_json, message_json, messages_from, messages_json, result_parts_from, result_parts_json,
     result_text,
 };
+use super::retry::RetryPolicy;
 use super::session::Session;
 use super::tools::ToolEntry;
 use crate::manifest::{Phase, Stage};
@@ -307,13 +309,40 @@ impl Session {
         if cancel.is_cancelled() {
             return Err(TurnStatus::Cancelled);
         }
-        self.bus.publish("provider.request.started", info.clone());
+        if let Some(caps) = self.capabilities()
+            && let Err(missing) = check_request(self.provider_id(), &self.model, caps, &request)
+        {
+            self.bus.record(
+                "provider.capability.missing",
+                json!({"provider": self.provider_id(), "model": self.model, "capability": missing.capability.to_string(), "message": missing.to_string()}),
+            );
+            return Err(fail(MissingCapability::CODE, missing.to_string()));
+        }
         let provider = self.provider.clone();
-        let sent = cancellable(cancel, &provider, provider.provider_send(&request)).await;
-        let stream = match sent {
-            Some(Ok(s)) => s,
-            Some(Err(e)) => return Err(self.provider_failed(e, "")),
-            None => return Err(TurnStatus::Cancelled),
+        let policy = self.config.retry;
+        let mut attempt = 0;
+        let stream = loop {
+            self.bus.publish("provider.request.started", info.clone());
+            let sent = cancellable(cancel, &provider, provider.provider_send(&request)).await;
+            match sent {
+                Some(Ok(s)) => break s,
+                None => return Err(TurnStatus::Cancelled),
+                Some(Err(CallError::Guest { error, .. }))
+                    if RetryPolicy::retryable(&error) && attempt < policy.max_retries =>
+                {
+                    attempt += 1;
+                    let delay = policy.delay(attempt, &error);
+                    self.bus.record(
+                        "provider.retry",
+                        json!({"provider": self.provider_id(), "model": self.model, "attempt": attempt, "max_retries": policy.max_retries, "delay_ms": delay.as_millis() as u64, "code": error.code, "message": self.bus.redact(&error.message)}),
+                    );
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = cancel.cancelled() => return Err(TurnStatus::Cancelled),
+                    }
+                }
+                Some(Err(e)) => return Err(self.provider_failed(e, "")),
+            }
         };
         self.post(Stage::SendRequest, || info).await;
         Ok(stream)
@@ -325,11 +354,12 @@ impl Session {
             CallError::Cancelled { .. } => return TurnStatus::Cancelled,
             other => ("ExtensionHost".into(), call_error_code(other).to_string()),
         };
+        let message = self.bus.redact(&e.to_string());
         self.bus.record(
             "provider.request.failed",
-            json!({"provider": self.provider.id().as_str(), "model": self.model, "class": class, "code": code, "message": e.to_string(), "partial_text": partial}),
+            json!({"provider": self.provider.id().as_str(), "model": self.model, "class": class, "code": code, "message": message, "partial_text": partial}),
         );
-        fail(&format!("provider-{code}"), e.to_string())
+        fail(&format!("provider-{code}"), message)
     }
 
     async fn stream_response(

@@ -11,7 +11,7 @@ use super::kind::Kind;
 use super::problems::{Problems, quote};
 use super::text_enum::text_enum;
 
-pub(crate) const KNOWN: &[&str] = &["filesystem", "network", "exec", "secrets"];
+pub(crate) const KNOWN: &[&str] = &["filesystem", "network", "user-hosts", "exec", "secrets"];
 const FS_KNOWN: &[&str] = &["dir", "access"];
 const FS_EXAMPLE: &str = "filesystem = [{ dir = \"project\", access = \"read\" }]";
 const MAX_SECRET_LEN: usize = 128;
@@ -53,6 +53,10 @@ pub struct FsRequest {
 pub struct Capabilities {
     pub filesystem: Vec<FsRequest>,
     pub network: Vec<HostPattern>,
+    /// Also hosts the user grants in settings (`network.<id>`, and a
+    /// provider's `baseUrl`): for extensions whose hosts are the user's
+    /// choice (web fetching, self-hosted model servers).
+    pub user_hosts: bool,
     pub exec: bool,
     /// Environment/secret-store names, e.g. `OPENAI_API_KEY`.
     pub secrets: Vec<String>,
@@ -76,6 +80,10 @@ pub(crate) fn read_capabilities(
         check_kind(&fields, &NETWORK, !entries.is_empty(), kind, p);
         caps.network = read_network(&fields, entries, p);
     }
+    if let Some(user_hosts) = fields.boolean("user-hosts", "user-hosts = true", p) {
+        check_kind(&fields, &USER_HOSTS, user_hosts, kind, p);
+        caps.user_hosts = user_hosts;
+    }
     if let Some(exec) = fields.boolean("exec", "exec = true", p) {
         check_kind(&fields, &EXEC, exec, kind, p);
         caps.exec = exec;
@@ -98,6 +106,11 @@ struct KindRule {
 
 const NETWORK: KindRule = KindRule {
     key: "network",
+    what: "request network access",
+    kinds: NETWORK_KINDS,
+};
+const USER_HOSTS: KindRule = KindRule {
+    key: "user-hosts",
     what: "request network access",
     kinds: NETWORK_KINDS,
 };
@@ -261,6 +274,7 @@ mod tests {
         assert!(
             caps.filesystem.is_empty()
                 && caps.network.is_empty()
+                && !caps.user_hosts
                 && !caps.exec
                 && caps.secrets.is_empty()
         );

@@ -29,4 +29,7 @@ wasmtime::component::bindgen!({
     world: "stud:host/superset",
     imports: { default: async | trappable },
     exports: { default: async },
+    with: {
+        "stud:extension/http.response": crate::runtime::caps::http::HttpResponse,
+    },
 });

@@ -3,6 +3,7 @@
 //! call in progress, and a handle to what it shares with its other
 //! instances (config, state slot, grants).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use super::caps::http::NetAccess;
 use super::limits::MemoryLimiter;
 use super::services::Services;
 use super::stderr::TailBuffer;
@@ -34,6 +36,11 @@ pub struct ExtensionContext {
     pub slot: StateSlot,
     pub dirs: Vec<DirGrant>,
     pub secrets: Vec<String>,
+    /// Secret values resolved from settings references; a name missing
+    /// here falls back to [`Services::secret`]. `Err` says why it is unset.
+    pub secret_values: HashMap<String, Result<String, String>>,
+    /// Outbound network, when the manifest asks for any.
+    pub net: Option<Arc<NetAccess>>,
     pub services: Arc<dyn Services>,
 }
 
@@ -139,6 +146,17 @@ impl CallDeadline {
     pub fn is_cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
     }
+
+    /// Resolves once the call is cancelled, for host imports that wait
+    /// (processes, network) to race against.
+    pub fn cancelled(&self) -> impl Future<Output = ()> + Send + 'static {
+        let cancel = self.cancel.clone();
+        async move {
+            while !cancel.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
 }
 
 pub struct HostState {
@@ -179,6 +197,11 @@ impl HostState {
             stderr,
             call_id: None,
         })
+    }
+
+    /// Host-side resources handed to the guest (HTTP responses).
+    pub fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
     }
 
     /// The guest path of the project directory, if granted.

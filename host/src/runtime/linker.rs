@@ -63,8 +63,8 @@ fn link(linker: &mut Linker<HostState>, iface: HostInterface) -> wasmtime::Resul
         HostInterface::Terminal => b::terminal::add_to_linker::<HostState, D>(linker, get),
         HostInterface::Secrets => b::secrets::add_to_linker::<HostState, D>(linker, get),
         HostInterface::Process => b::process::add_to_linker::<HostState, D>(linker, get),
-        // Types-only interfaces have no functions; http is never
-        // `Gate::Always` in this build.
-        HostInterface::Types | HostInterface::KindTypes | HostInterface::Http => Ok(()),
+        HostInterface::Http => b::http::add_to_linker::<HostState, D>(linker, get),
+        // Types-only interfaces have no functions.
+        HostInterface::Types | HostInterface::KindTypes => Ok(()),
     }
 }

@@ -3,20 +3,23 @@
 //! compile (or load cached code) and pre-instantiate. Every step fails with
 //! a [`LoadError`] naming the extension, before any guest code runs.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::Runtime;
+use super::caps::http::NetAccess;
 use super::caps::{Gate, HostInterface};
 use super::error::LoadError;
 use super::extension::{Extension, KindIndices};
 use super::host_state::{DirGrant, ExtensionContext, StateSlot};
 use super::inspect::ComponentInfo;
 use super::linker;
+use super::net::NetPolicy;
 use super::services::Services;
 use crate::contract;
 use crate::digest::Sha256Digest;
-use crate::manifest::{Kind, Manifest};
+use crate::manifest::{HostPattern, Kind, Manifest};
 
 /// Everything needed to load one extension.
 pub struct LoadSpec {
@@ -29,6 +32,11 @@ pub struct LoadSpec {
     /// User config; `None` means `{}`.
     pub config: Option<serde_json::Value>,
     pub dirs: Vec<DirGrant>,
+    /// Hosts the user granted in settings (used only when the manifest
+    /// says `user-hosts = true`).
+    pub network: Vec<HostPattern>,
+    /// Secret values resolved from settings references, by name.
+    pub secrets: HashMap<String, Result<String, String>>,
     pub services: Arc<dyn Services>,
 }
 
@@ -112,6 +120,15 @@ impl Runtime {
             message: format!("{e:#}"),
         })?;
 
+        let caps = &spec.manifest.capabilities;
+        let net = (!caps.network.is_empty() || caps.user_hosts).then(|| {
+            Arc::new(NetAccess::new(NetPolicy::new(
+                spec.manifest.id.clone(),
+                caps.network.clone(),
+                spec.network,
+                caps.user_hosts,
+            )))
+        });
         let ctx = Arc::new(ExtensionContext {
             id,
             kind,
@@ -120,6 +137,8 @@ impl Runtime {
             slot,
             dirs: spec.dirs,
             secrets: spec.manifest.capabilities.secrets.clone(),
+            secret_values: spec.secrets,
+            net,
             services: spec.services,
         });
         Ok(Extension::new(

@@ -14,6 +14,7 @@ pub mod kinds;
 pub mod limits;
 pub mod linker;
 pub mod load;
+pub mod net;
 pub mod services;
 mod stderr;
 

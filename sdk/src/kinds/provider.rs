@@ -31,6 +31,85 @@ pub trait EventStream: 'static {
     fn next(&mut self) -> Result<Option<Vec<StreamEvent>>, Error>;
 }
 
+/// A model as written in a provider's config (`"models": [...]`), so users
+/// can describe models the provider does not know (a local server, a new
+/// release). Unset capabilities come from the defaults the provider gives.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The model id sent to the API.
+    pub id: String,
+    #[allow(missing_docs)]
+    pub streaming: Option<bool>,
+    #[allow(missing_docs)]
+    pub tool_calling: Option<bool>,
+    #[allow(missing_docs)]
+    pub parallel_tool_calls: Option<bool>,
+    #[allow(missing_docs)]
+    pub vision: Option<bool>,
+    #[allow(missing_docs)]
+    pub thinking: Option<bool>,
+    #[allow(missing_docs)]
+    pub prompt_caching: Option<bool>,
+    #[allow(missing_docs)]
+    pub context_window: Option<u32>,
+    #[allow(missing_docs)]
+    pub max_output: Option<u32>,
+}
+
+impl ModelConfig {
+    /// A model with every capability left to the defaults.
+    pub fn named(id: &str) -> Self {
+        ModelConfig {
+            id: id.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// The declared model, unset capabilities taken from `defaults`.
+    pub fn into_info(self, defaults: &ModelCapabilities) -> ModelInfo {
+        let d = defaults;
+        ModelInfo {
+            id: self.id,
+            capabilities: ModelCapabilities {
+                streaming: self.streaming.unwrap_or(d.streaming),
+                tool_calling: self.tool_calling.unwrap_or(d.tool_calling),
+                parallel_tool_calls: self.parallel_tool_calls.unwrap_or(d.parallel_tool_calls),
+                vision: self.vision.unwrap_or(d.vision),
+                thinking: self.thinking.unwrap_or(d.thinking),
+                prompt_caching: self.prompt_caching.unwrap_or(d.prompt_caching),
+                context_window: self.context_window.unwrap_or(d.context_window),
+                max_output: self.max_output.unwrap_or(d.max_output),
+            },
+        }
+    }
+}
+
+/// Models from config `models` when given, else `builtin`; each config
+/// entry replaces a built-in model of the same id.
+pub fn models_from_config(
+    config: &Value,
+    builtin: Vec<ModelInfo>,
+    defaults: &ModelCapabilities,
+) -> Result<Vec<ModelInfo>, Error> {
+    let Some(list) = config.get("models") else {
+        return Ok(builtin);
+    };
+    let entries: Vec<ModelConfig> = serde_json::from_value(list.clone())
+        .map_err(|e| Error::validation("config-invalid", format!("config `models`: {e}")))?;
+    Ok(entries
+        .into_iter()
+        .map(|m| {
+            let base = builtin
+                .iter()
+                .find(|b| b.id == m.id)
+                .map(|b| b.capabilities)
+                .unwrap_or(*defaults);
+            m.into_info(&base)
+        })
+        .collect())
+}
+
 /// A stream over events computed up front (tests, scripted providers).
 pub struct VecStream {
     events: std::vec::IntoIter<Vec<StreamEvent>>,

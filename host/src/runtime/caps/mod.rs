@@ -4,6 +4,7 @@
 //! the extension's kind allows and its grants cover.
 
 mod base;
+pub mod http;
 mod interaction;
 pub mod process;
 mod secrets;
@@ -85,16 +86,13 @@ impl HostInterface {
                 name: "secrets",
                 manifest_line: "secrets = [\"NAME\"]",
             },
-            Http if caps.network.is_empty() => Gate::Capability {
+            Http if caps.network.is_empty() && !caps.user_hosts => Gate::Capability {
                 name: "network",
-                manifest_line: "network = [\"host.example\"]",
+                manifest_line: "network = [\"host.example\"] (or user-hosts = true)",
             },
             Process if !caps.exec => Gate::Capability {
                 name: "exec",
                 manifest_line: "exec = true",
-            },
-            Http => Gate::Unavailable {
-                why: "outbound HTTP is not provided by this version of stud yet",
             },
             _ => Gate::Always,
         }

@@ -7,7 +7,6 @@
 
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -158,12 +157,7 @@ impl p::Host for HostState {
         }
         let stdout = child.stdout.take().map(|o| tokio::spawn(read_capped(o)));
         let stderr = child.stderr.take().map(|e| tokio::spawn(read_capped(e)));
-        let cancel = self.deadline.cancel.clone();
-        let cancelled = async move {
-            while !cancel.load(Ordering::Relaxed) {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        };
+        let cancelled = self.deadline.cancelled();
         let (exit_code, timed_out) = tokio::select! {
             status = child.wait() => (status.ok().and_then(|s| s.code()), false),
             _ = tokio::time::sleep(timeout) => {

@@ -18,11 +18,28 @@ impl secrets::Host for HostState {
                 ),
             )));
         }
-        Ok(self.ext.services.secret(&name).ok_or_else(|| {
+        let resolved = match self.ext.secret_values.get(&name) {
+            Some(Ok(value)) => Some(value.clone()),
+            Some(Err(why)) => {
+                return Ok(Err(ext_error(
+                    ErrorClass::Validation,
+                    "secret-missing",
+                    format!(
+                        "the secret `{name}` needed by `{}` is not available: {why}",
+                        self.ext.id
+                    ),
+                )));
+            }
+            None => self.ext.services.secret(&name),
+        };
+        Ok(resolved.ok_or_else(|| {
             ext_error(
                 ErrorClass::Validation,
                 "secret-missing",
-                format!("the secret `{name}` needed by `{}` is not set; set the environment variable {name}", self.ext.id),
+                format!(
+                    "the secret `{name}` needed by `{}` is not set; set the environment variable {name}, or point `secrets.{}.{name}` in settings.json at another variable ({{\"env\": \"VAR\"}}) or a file ({{\"file\": \"path\"}})",
+                    self.ext.id, self.ext.id
+                ),
             )
         }))
     }

@@ -1,0 +1,227 @@
+//! `http`: outbound requests for extensions granted network hosts. The URL
+//! (and every redirect, and the addresses a name resolves to) is checked
+//! against the extension's [`NetPolicy`] before any connection is made.
+//! The body streams chunk by chunk, so SSE reaches the guest as it
+//! arrives. Time spent waiting on the network does not count against the
+//! guest's deadline; cancelling the turn aborts the wait.
+
+use std::error::Error as _;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, Url};
+use wasmtime::component::Resource;
+
+use crate::runtime::bindings::stud::extension::http::{self as h, Header, Request};
+use crate::runtime::host_state::HostState;
+use crate::runtime::net::{NetDenied, NetPolicy, build_client};
+use crate::runtime::services::{ErrorClass, ExtError, ext_error};
+
+/// Longest wait for the next body chunk before the response is given up.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Longest request timeout an extension may ask for.
+const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// One extension's grant and its (lazily built) client.
+pub struct NetAccess {
+    pub policy: Arc<NetPolicy>,
+    client: OnceLock<reqwest::Client>,
+}
+
+impl NetAccess {
+    pub fn new(policy: NetPolicy) -> Self {
+        NetAccess {
+            policy: Arc::new(policy),
+            client: OnceLock::new(),
+        }
+    }
+
+    fn client(&self) -> Result<reqwest::Client, ExtError> {
+        if let Some(c) = self.client.get() {
+            return Ok(c.clone());
+        }
+        let built = build_client(self.policy.clone()).map_err(|e| {
+            ext_error(
+                ErrorClass::ExtensionHost,
+                "http-client",
+                format!("cannot set up HTTP for `{}`: {e}", self.policy.ext),
+            )
+        })?;
+        Ok(self.client.get_or_init(|| built).clone())
+    }
+}
+
+/// The host side of the `response` resource.
+pub struct HttpResponse {
+    status: u16,
+    headers: Vec<Header>,
+    /// `None` once the body ended or failed.
+    body: Option<reqwest::Response>,
+}
+
+fn denied(d: &NetDenied) -> ExtError {
+    ext_error(ErrorClass::ToolTerminal, "network-denied", d.to_string())
+}
+
+fn invalid(message: String) -> ExtError {
+    ext_error(ErrorClass::ToolTerminal, "input-invalid", message)
+}
+
+fn cancelled() -> ExtError {
+    ext_error(
+        ErrorClass::Cancellation,
+        "cancelled",
+        "the request was cancelled",
+    )
+}
+
+/// A transport error as the guest sees it: a policy refusal keeps its
+/// message; anything else is transient (retry may help) and never
+/// includes the URL (its query may hold a key).
+fn transport(e: &reqwest::Error) -> ExtError {
+    let mut cause: Option<&dyn std::error::Error> = e.source();
+    let mut root = None;
+    while let Some(c) = cause {
+        if let Some(d) = c.downcast_ref::<NetDenied>() {
+            return denied(d);
+        }
+        root = Some(c.to_string());
+        cause = c.source();
+    }
+    let (code, what) = if e.is_timeout() {
+        ("network-timeout", "timed out")
+    } else if e.is_connect() {
+        ("network-connect", "could not connect")
+    } else {
+        ("network", "failed")
+    };
+    let host = e
+        .url()
+        .and_then(|u| u.host_str())
+        .unwrap_or("the server")
+        .to_string();
+    let detail = root.map(|r| format!(": {r}")).unwrap_or_default();
+    ext_error(
+        ErrorClass::ProviderTransient,
+        code,
+        format!("the request to {host} {what}{detail}"),
+    )
+}
+
+impl h::Host for HostState {
+    async fn send(
+        &mut self,
+        req: Request,
+    ) -> wasmtime::Result<Result<Resource<HttpResponse>, ExtError>> {
+        let Some(net) = self.ext.net.clone() else {
+            return Ok(Err(ext_error(
+                ErrorClass::ToolTerminal,
+                "network-denied",
+                format!("extension `{}` has no network grant", self.ext.id),
+            )));
+        };
+        let url: Url = match req.url.parse() {
+            Ok(u) => u,
+            Err(e) => return Ok(Err(invalid(format!("bad URL: {e}")))),
+        };
+        if let Err(d) = net.policy.check(&url) {
+            return Ok(Err(denied(&d)));
+        }
+        let method = match Method::from_bytes(req.method.to_ascii_uppercase().as_bytes()) {
+            Ok(m) => m,
+            Err(_) => return Ok(Err(invalid(format!("bad method `{}`", req.method)))),
+        };
+        let client = match net.client() {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        };
+        let mut builder = client.request(method, url);
+        for header in req.headers {
+            builder = builder.header(header.name, header.value);
+        }
+        if let Some(body) = req.body {
+            builder = builder.body(body);
+        }
+        if let Some(ms) = req.timeout_ms {
+            builder = builder.timeout(Duration::from_millis(u64::from(ms)).min(MAX_TIMEOUT));
+        }
+        let request = match builder.build() {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(invalid(format!("bad request: {}", e.without_url())))),
+        };
+        let started = Instant::now();
+        let sent = tokio::select! {
+            r = client.execute(request) => Some(r),
+            _ = self.deadline.cancelled() => None,
+        };
+        self.deadline.extend(started.elapsed());
+        let response = match sent {
+            None => return Ok(Err(cancelled())),
+            Some(Err(e)) => return Ok(Err(transport(&e))),
+            Some(Ok(r)) => r,
+        };
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(name, value)| Header {
+                name: name.as_str().to_string(),
+                value: String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            })
+            .collect();
+        let handle = self.table().push(HttpResponse {
+            status: response.status().as_u16(),
+            headers,
+            body: Some(response),
+        })?;
+        Ok(Ok(handle))
+    }
+}
+
+impl h::HostResponse for HostState {
+    async fn status(&mut self, this: Resource<HttpResponse>) -> wasmtime::Result<u16> {
+        Ok(self.table().get(&this)?.status)
+    }
+
+    async fn headers(&mut self, this: Resource<HttpResponse>) -> wasmtime::Result<Vec<Header>> {
+        Ok(self.table().get(&this)?.headers.clone())
+    }
+
+    async fn next_chunk(
+        &mut self,
+        this: Resource<HttpResponse>,
+    ) -> wasmtime::Result<Result<Option<Vec<u8>>, ExtError>> {
+        let cancel = self.deadline.cancelled();
+        let Some(mut body) = self.table().get_mut(&this)?.body.take() else {
+            return Ok(Ok(None));
+        };
+        let started = Instant::now();
+        let next = tokio::select! {
+            r = tokio::time::timeout(IDLE_TIMEOUT, body.chunk()) => Some(r),
+            _ = cancel => None,
+        };
+        self.deadline.extend(started.elapsed());
+        let result = match next {
+            None => Err(cancelled()),
+            Some(Err(_)) => Err(ext_error(
+                ErrorClass::ProviderTransient,
+                "network-timeout",
+                format!(
+                    "no data from the server for {} s; the response was abandoned",
+                    IDLE_TIMEOUT.as_secs()
+                ),
+            )),
+            Some(Ok(Err(e))) => Err(transport(&e)),
+            Some(Ok(Ok(None))) => Ok(None),
+            Some(Ok(Ok(Some(bytes)))) => {
+                self.table().get_mut(&this)?.body = Some(body);
+                Ok(Some(bytes.to_vec()))
+            }
+        };
+        Ok(result)
+    }
+
+    async fn drop(&mut self, this: Resource<HttpResponse>) -> wasmtime::Result<()> {
+        self.table().delete(this)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,191 @@
+//! A loopback HTTP/1.1 server for tests: it answers each request with the
+//! next scripted reply, writing the body in pieces (flushed, with a short
+//! pause) so the client sees chunk boundaries exactly where the test put
+//! them, and records every request it received.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// Byte offsets where the body is cut into separate writes.
+    pub cuts: Vec<usize>,
+    /// Close the connection after this many body bytes (a dropped stream).
+    pub stop_after: Option<usize>,
+}
+
+impl Reply {
+    pub fn new(status: u16, body: impl Into<Vec<u8>>) -> Self {
+        Reply {
+            status,
+            headers: Vec::new(),
+            body: body.into(),
+            cuts: Vec::new(),
+            stop_after: None,
+        }
+    }
+
+    /// An SSE body cut every `every` bytes and also right inside the first
+    /// multi-byte UTF-8 character (the awkward places).
+    pub fn sse(body: &str, every: usize) -> Self {
+        let mut cuts: Vec<usize> = (1..body.len()).filter(|i| i % every == 0).collect();
+        if let Some((i, c)) = body.char_indices().find(|(_, c)| c.len_utf8() > 1) {
+            cuts.push(i + 1);
+            cuts.push(i + c.len_utf8() - 1);
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        Reply::new(200, body.as_bytes().to_vec())
+            .header("content-type", "text/event-stream")
+            .cut_at(cuts)
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    pub fn cut_at(mut self, cuts: Vec<usize>) -> Self {
+        self.cuts = cuts;
+        self
+    }
+
+    pub fn stop_after(mut self, bytes: usize) -> Self {
+        self.stop_after = Some(bytes);
+        self
+    }
+}
+
+/// What the server received.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("request body is JSON")
+    }
+}
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+impl TestServer {
+    /// Listen on 127.0.0.1 (any free port) and answer with `replies` in
+    /// order; past the end, 500.
+    pub fn start(replies: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let queue = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let log = received.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let log = log.clone();
+                let queue = queue.clone();
+                std::thread::spawn(move || serve(stream, &log, &queue));
+            }
+        });
+        TestServer { addr, received }
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, queue: &Mutex<VecDeque<Reply>>) {
+    let _ = stream.set_nodelay(true);
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some((n, v)) = h.trim_end().split_once(':') {
+            headers.push((n.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
+    log.lock().unwrap().push(Received {
+        method,
+        path,
+        headers,
+        body,
+    });
+    let reply = queue
+        .lock()
+        .unwrap()
+        .pop_front()
+        .unwrap_or_else(|| Reply::new(500, "no more scripted replies"));
+    let mut out = stream;
+    let mut head = format!("HTTP/1.1 {} Test\r\nconnection: close\r\n", reply.status);
+    for (n, v) in &reply.headers {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    if reply.stop_after.is_none() && reply.cuts.is_empty() {
+        head.push_str(&format!("content-length: {}\r\n", reply.body.len()));
+    }
+    head.push_str("\r\n");
+    if out.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    let end = reply
+        .stop_after
+        .unwrap_or(reply.body.len())
+        .min(reply.body.len());
+    let mut start = 0;
+    let mut cuts: Vec<usize> = reply.cuts.iter().copied().filter(|c| *c < end).collect();
+    cuts.push(end);
+    for cut in cuts {
+        if cut <= start {
+            continue;
+        }
+        if out.write_all(&reply.body[start..cut]).is_err() || out.flush().is_err() {
+            return;
+        }
+        start = cut;
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let _ = out.shutdown(std::net::Shutdown::Both);
+}

@@ -1,0 +1,505 @@
+//! Providers end to end: the `stud` binary with each bundled provider
+//! against a loopback server that replays recorded streams cut at awkward
+//! places (every few bytes and inside multi-byte characters); retries,
+//! mid-stream failures, the network policy and secret hygiene.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::http::{Received, Reply, TestServer};
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-test-KEY-0123456789abcdef";
+const NOTE: &str = "héllo wörld → 世界";
+const ANSWER: &str = "The note says: héllo wörld → 世界 ✓";
+
+fn stream(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/streams")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+struct Env {
+    home: tempfile::TempDir,
+    project: tempfile::TempDir,
+}
+
+impl Env {
+    fn new(settings: Value) -> Self {
+        let env = Env {
+            home: tempfile::tempdir().unwrap(),
+            project: tempfile::tempdir().unwrap(),
+        };
+        std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
+        std::fs::write(env.project.path().join("notes.txt"), format!("{NOTE}\n")).unwrap();
+        env
+    }
+
+    fn stud(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_stud"));
+        c.arg("run")
+            .args(args)
+            .env("STUD_HOME", self.home.path())
+            .env("STUD_CACHE_DIR", common::shared_cache())
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("GEMINI_API_KEY")
+            .current_dir(self.project.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        c.spawn().unwrap().wait_with_output().unwrap()
+    }
+
+    /// Every file under the home and the project that contains `needle`.
+    fn files_containing(&self, needle: &str) -> Vec<String> {
+        let mut hits = Vec::new();
+        for root in [self.home.path(), self.project.path()] {
+            walk(root, &mut |p| {
+                if p.to_string_lossy().contains("stud-compile-cache") {
+                    return;
+                }
+                let bytes = std::fs::read(p).unwrap_or_default();
+                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                    hits.push(p.display().to_string());
+                }
+            });
+        }
+        hits
+    }
+
+    fn files_written(&self) -> usize {
+        let mut n = 0;
+        walk(self.home.path(), &mut |_| n += 1);
+        n
+    }
+}
+
+fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            walk(&p, f);
+        } else {
+            f(&p);
+        }
+    }
+}
+
+fn result(out: &Output) -> Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or_else(|| {
+        panic!(
+            "no output; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    serde_json::from_str(last).unwrap()
+}
+
+fn events(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("event").is_some())
+        .collect()
+}
+
+fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "stud failed ({:?}): {}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// The first request asked for tools; the second carried the tool result
+/// (the file's text) back under the call id.
+fn assert_round_trip(requests: &[Received], call_id: &str) {
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let first = requests[0].json().to_string();
+    assert!(
+        first.contains("\"read\"") && first.contains("What does notes.txt say?"),
+        "{first}"
+    );
+    let second = requests[1].json().to_string();
+    assert!(second.contains(call_id), "{second}");
+    assert!(second.contains(NOTE), "tool result missing: {second}");
+}
+
+fn run_provider(env: &Env, vars: &[(&str, &str)]) -> Output {
+    let out = env.stud(
+        &[
+            "-p",
+            "--yolo",
+            "--output-format",
+            "json",
+            "What does notes.txt say?",
+        ],
+        vars,
+    );
+    assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains(KEY), "key on stderr: {stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(KEY));
+    // The session's log is on disk (so the scan below reads real output).
+    assert!(
+        !env.files_containing("The note says").is_empty(),
+        "no session log among {} files",
+        env.files_written()
+    );
+    assert_eq!(
+        env.files_containing(KEY),
+        Vec::<String>::new(),
+        "key in files"
+    );
+    out
+}
+
+#[test]
+fn openai_compatible_streams_text_and_tool_calls() {
+    let server = TestServer::start(vec![
+        Reply::sse(&stream("openai-tool.sse"), 7),
+        Reply::sse(&stream("openai-text.sse"), 5),
+    ]);
+    let env = Env::new(json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+        "providers": {"openai-compatible": {"baseUrl": format!("{}/v1", server.url())}}
+    }));
+    let out = run_provider(&env, &[("OPENAI_API_KEY", KEY)]);
+    let r = result(&out);
+    assert_eq!(r["result"], ANSWER, "{r}");
+    assert_eq!(r["usage"]["input_tokens"], 942, "{r}");
+    assert_eq!(r["usage"]["cache_read_tokens"], 384, "{r}");
+    let requests = server.requests();
+    assert_round_trip(&requests, "call_abc123");
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let body = requests[0].json();
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["stream_options"]["include_usage"], true);
+    assert_eq!(body["tools"][0]["type"], "function");
+}
+
+#[test]
+fn anthropic_streams_thinking_text_and_tool_use() {
+    let server = TestServer::start(vec![
+        Reply::sse(&stream("anthropic-tool.sse"), 11),
+        Reply::sse(&stream("anthropic-text.sse"), 3),
+    ]);
+    let env = Env::new(json!({
+        "active": {"provider": "anthropic", "model": "claude-sonnet-4-5", "cacheHints": true},
+        "providers": {"anthropic": {"baseUrl": server.url()}},
+        "secrets": {"anthropic": {"ANTHROPIC_API_KEY": {"env": "MY_CLAUDE_KEY"}}}
+    }));
+    let out = run_provider(&env, &[("MY_CLAUDE_KEY", KEY)]);
+    let r = result(&out);
+    assert_eq!(r["result"], ANSWER, "{r}");
+    assert_eq!(r["usage"]["output_tokens"], 72, "{r}");
+    assert_eq!(r["usage"]["cache_read_tokens"], 256, "{r}");
+    assert_eq!(r["usage"]["cache_write_tokens"], 128, "{r}");
+    let requests = server.requests();
+    assert_round_trip(&requests, "toolu_01A");
+    assert_eq!(requests[0].path, "/v1/messages");
+    assert_eq!(requests[0].header("x-api-key"), Some(KEY));
+    assert_eq!(requests[0].header("anthropic-version"), Some("2023-06-01"));
+    let first = requests[0].json();
+    assert_eq!(
+        first["tools"].as_array().unwrap().last().unwrap()["cache_control"]["type"],
+        "ephemeral"
+    );
+    // The thinking block goes back with its signature, before the tool use.
+    let second = requests[1].json();
+    let assistant = &second["messages"][1]["content"];
+    assert_eq!(assistant[0]["type"], "thinking", "{second}");
+    assert_eq!(assistant[0]["signature"], "EqQBCgIYAhIM1gbcDa9GJwZA2b3h");
+    assert!(
+        assistant
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["type"] == "tool_use")
+    );
+}
+
+#[test]
+fn gemini_streams_text_and_function_calls() {
+    let server = TestServer::start(vec![
+        Reply::sse(&stream("gemini-tool.sse"), 13),
+        Reply::sse(&stream("gemini-text.sse"), 4),
+    ]);
+    let env = Env::new(json!({
+        "active": {"provider": "gemini", "model": "gemini-2.5-flash"},
+        "providers": {"gemini": {"baseUrl": format!("{}/v1beta", server.url())}}
+    }));
+    let key_file = env.home.path().join("gemini.key");
+    std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
+    let settings = json!({
+        "active": {"provider": "gemini", "model": "gemini-2.5-flash"},
+        "providers": {"gemini": {"baseUrl": format!("{}/v1beta", server.url())}},
+        "secrets": {"gemini": {"GEMINI_API_KEY": {"file": key_file}}}
+    });
+    std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
+    let out = env.stud(
+        &[
+            "-p",
+            "--yolo",
+            "--output-format",
+            "json",
+            "What does notes.txt say?",
+        ],
+        &[],
+    );
+    assert_ok(&out);
+    // The key file itself holds the key; nothing else may.
+    let leaks: Vec<String> = env
+        .files_containing(KEY)
+        .into_iter()
+        .filter(|f| !f.ends_with("gemini.key"))
+        .collect();
+    assert!(leaks.is_empty(), "{leaks:?}");
+    let r = result(&out);
+    assert_eq!(r["result"], ANSWER, "{r}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(
+        requests[0].path,
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(requests[0].header("x-goog-api-key"), Some(KEY));
+    let second = requests[1].json().to_string();
+    assert!(
+        second.contains("functionResponse") && second.contains(NOTE),
+        "{second}"
+    );
+    assert!(
+        second.contains("CiQB0e2Kb6Zx"),
+        "thought signature not sent back: {second}"
+    );
+}
+
+#[test]
+fn a_stream_that_breaks_halfway_fails_typed_and_keeps_the_partial_text() {
+    let text = stream("openai-text.sse");
+    let cut = text.find("data: {\"id\":\"chatcmpl-2\",\"object\":\"chat.completion.chunk\",\"created\":1763900001,\"model\":\"gpt-4.1-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" ✓\"}").unwrap();
+    let server = TestServer::start(vec![Reply::sse(&text, 9).stop_after(cut)]);
+    let env = Env::new(json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+        "providers": {"openai-compatible": {"baseUrl": server.url()}}
+    }));
+    let out = env.stud(
+        &["-p", "--yolo", "--output-format", "stream-json", "hi"],
+        &[("OPENAI_API_KEY", KEY)],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evs = events(&out);
+    let failed = evs
+        .iter()
+        .find(|e| e["event"] == "provider.request.failed")
+        .expect("failure event");
+    assert_eq!(failed["payload"]["code"], "stream-truncated", "{failed}");
+    assert_eq!(
+        failed["payload"]["partial_text"],
+        "The note says: héllo wörld → 世界"
+    );
+    let r = result(&out);
+    assert_eq!(r["error_code"], "provider-stream-truncated", "{r}");
+    // The session's own log on disk has the partial text too.
+    assert!(
+        !env.files_containing("The note says: héllo wörld")
+            .is_empty()
+    );
+    // No retry once text reached the user.
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn an_anthropic_error_event_midstream_is_typed() {
+    let mut text = stream("anthropic-text.sse");
+    let at = text.find("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" w").unwrap();
+    text.truncate(at);
+    text.push_str("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n");
+    let server = TestServer::start(vec![Reply::sse(&text, 6)]);
+    let env = Env::new(json!({
+        "active": {"provider": "anthropic", "model": "claude-sonnet-4-5"},
+        "providers": {"anthropic": {"baseUrl": server.url()}}
+    }));
+    let out = env.stud(
+        &["-p", "--yolo", "--output-format", "stream-json", "hi"],
+        &[("ANTHROPIC_API_KEY", KEY)],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let evs = events(&out);
+    let failed = evs
+        .iter()
+        .find(|e| e["event"] == "provider.request.failed")
+        .expect("failure event");
+    assert_eq!(failed["payload"]["code"], "overloaded", "{failed}");
+    assert_eq!(failed["payload"]["partial_text"], "The note says: héllo");
+}
+
+#[test]
+fn a_429_with_retry_after_is_retried_and_succeeds() {
+    let server = TestServer::start(vec![
+        Reply::new(
+            429,
+            r#"{"error":{"message":"Rate limit reached for requests","type":"requests"}}"#,
+        )
+        .header("retry-after", "1")
+        .header("content-type", "application/json"),
+        Reply::sse(&stream("openai-text.sse"), 8),
+    ]);
+    let env = Env::new(json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+        "providers": {"openai-compatible": {"baseUrl": server.url()}}
+    }));
+    let out = env.stud(
+        &["-p", "--output-format", "stream-json", "hi"],
+        &[("OPENAI_API_KEY", KEY)],
+    );
+    assert_ok(&out);
+    let evs = events(&out);
+    let retry = evs
+        .iter()
+        .find(|e| e["event"] == "provider.retry")
+        .expect("retry event");
+    assert_eq!(retry["payload"]["code"], "rate-limited", "{retry}");
+    assert_eq!(retry["payload"]["delay_ms"], 1000, "{retry}");
+    assert_eq!(retry["payload"]["attempt"], 1);
+    assert_eq!(result(&out)["result"], ANSWER);
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn a_rejected_key_is_not_retried_and_says_what_to_fix() {
+    let server = TestServer::start(vec![Reply::new(
+        401,
+        r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#,
+    )]);
+    let env = Env::new(json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+        "providers": {"openai-compatible": {"baseUrl": server.url()}}
+    }));
+    let out = env.stud(
+        &["-p", "--output-format", "json", "hi"],
+        &[("OPENAI_API_KEY", KEY)],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let r = result(&out);
+    assert_eq!(r["error_code"], "provider-auth", "{r}");
+    let message =
+        r["error"].as_str().unwrap_or_default().to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(message.contains("OPENAI_API_KEY"), "{message}");
+    assert!(!message.contains(KEY), "{message}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_provider_cannot_reach_a_host_it_was_not_granted() {
+    let granted = TestServer::start(vec![Reply::new(200, "hello")]);
+    let other = TestServer::start(vec![Reply::new(200, "should never be asked")]);
+    let env = Env::new(json!({
+        "active": {"provider": "net-probe"},
+        "providers": {"net-probe": {"target": format!("http://localhost:{}/", other.addr.port())}}
+    }));
+    common::install_fixture(env.home.path(), "net-probe");
+    let out = env.stud(&["-p", "--output-format", "json", "hi"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = result(&out);
+    let message = r["error"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`net-probe`") && message.contains("localhost"),
+        "{r}"
+    );
+    assert!(message.contains("not granted"), "{r}");
+    assert_eq!(r["error_code"], "provider-network-denied", "{r}");
+    assert_eq!(
+        other.requests().len(),
+        0,
+        "a request left for an ungranted host"
+    );
+
+    // The granted host works through the same component.
+    let settings = json!({
+        "active": {"provider": "net-probe"},
+        "providers": {"net-probe": {"target": format!("{}/ok", granted.url())}}
+    });
+    std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
+    let out = env.stud(&["-p", "--output-format", "json", "hi"], &[]);
+    assert_ok(&out);
+    assert_eq!(result(&out)["result"], "status 200: hello");
+}
+
+#[test]
+fn a_redirect_to_an_ungranted_host_is_refused_before_connecting() {
+    let other = TestServer::start(vec![Reply::new(200, "should never be asked")]);
+    let server = TestServer::start(vec![Reply::new(307, "").header(
+        "location",
+        &format!("http://localhost:{}/v1/chat/completions", other.addr.port()),
+    )]);
+    let env = Env::new(json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+        "providers": {"openai-compatible": {"baseUrl": server.url()}}
+    }));
+    let out = env.stud(
+        &["-p", "--output-format", "json", "hi"],
+        &[("OPENAI_API_KEY", KEY)],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let r = result(&out);
+    assert_eq!(r["error_code"], "provider-network-denied", "{r}");
+    let message = r["error"].as_str().unwrap_or_default();
+    assert!(message.contains("network.openai-compatible"), "{message}");
+    assert_eq!(other.requests().len(), 0);
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_model_without_tool_calling_is_refused_before_sending() {
+    let server = TestServer::start(vec![Reply::sse(&stream("openai-text.sse"), 50)]);
+    let env = Env::new(json!({
+        "active": {"provider": "openai-compatible", "model": "tiny"},
+        "providers": {"openai-compatible": {
+            "baseUrl": server.url(),
+            "models": [{"id": "tiny", "toolCalling": false, "contextWindow": 4096}]
+        }}
+    }));
+    let out = env.stud(&["-p", "--output-format", "json", "hi"], &[]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`tiny`")
+            && stderr.contains("tool calling")
+            && stderr.contains("--no-tools"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 0);
+    // Without tools the same model serves the session.
+    let out = env.stud(&["-p", "--no-tools", "--output-format", "json", "hi"], &[]);
+    assert_ok(&out);
+    assert_eq!(result(&out)["result"], ANSWER);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(requests[0].json().get("tools").is_none());
+    assert!(
+        requests[0].header("authorization").is_none(),
+        "no key was configured"
+    );
+}
