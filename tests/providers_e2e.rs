@@ -503,3 +503,84 @@ fn a_model_without_tool_calling_is_refused_before_sending() {
         "no key was configured"
     );
 }
+
+#[tokio::test]
+async fn switching_model_rechecks_capabilities_and_keeps_the_old_one_on_refusal() {
+    use stud::kernel::{LaunchOptions, SessionError, launch};
+    use stud::paths::StudHome;
+    let env = Env::new(json!({
+        "active": {"provider": "openai-compatible", "model": "big"},
+        "providers": {"openai-compatible": {
+            "baseUrl": "http://127.0.0.1:9/v1",
+            "models": [
+                {"id": "big", "contextWindow": 128000},
+                {"id": "tiny", "toolCalling": false}
+            ]
+        }}
+    }));
+    let mut launched = launch(LaunchOptions::headless(
+        StudHome::at(env.home.path()),
+        env.project.path().to_path_buf(),
+    ))
+    .await
+    .expect("launch");
+    let session = &mut launched.session;
+    assert_eq!(session.model(), "big");
+    let err = session.set_model("tiny").unwrap_err();
+    assert!(matches!(err, SessionError::Capability(_)), "{err}");
+    assert!(err.to_string().contains("tool calling"), "{err}");
+    assert_eq!(session.model(), "big", "a refused switch keeps the model");
+    assert!(matches!(
+        session.set_model("nope"),
+        Err(SessionError::UnknownModel { .. })
+    ));
+    session.set_model("big").expect("same model");
+    launched.shutdown().await;
+}
+
+#[test]
+fn ctrl_c_stops_a_stalled_stream_at_once() {
+    use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
+    let text = stream("openai-text.sse");
+    let stall = text.find("data: {\"id\":\"chatcmpl-2\",\"object\":\"chat.completion.chunk\",\"created\":1763900001,\"model\":\"gpt-4.1-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"héllo").unwrap();
+    let server = TestServer::start(vec![Reply::sse(&text, 1000).stall_after(stall)]);
+    let env = Env::new(json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+        "providers": {"openai-compatible": {"baseUrl": server.url()}}
+    }));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stud"))
+        .args(["run", "-p", "--output-format", "stream-json", "hi"])
+        .env("STUD_HOME", env.home.path())
+        .env("STUD_CACHE_DIR", common::shared_cache())
+        .env("OPENAI_API_KEY", KEY)
+        .current_dir(env.project.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("\"provider.tokens\"") {
+            break;
+        }
+    }
+    let t = Instant::now();
+    let killed = Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    // The server stays silent for a minute; the turn did not wait for it.
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("\"turn.end\"") && l.contains("cancelled")),
+        "{rest:?}"
+    );
+}

@@ -19,6 +19,8 @@ pub struct Reply {
     pub cuts: Vec<usize>,
     /// Close the connection after this many body bytes (a dropped stream).
     pub stop_after: Option<usize>,
+    /// After this many body bytes, go silent for a minute (a stuck server).
+    pub stall_after: Option<usize>,
 }
 
 impl Reply {
@@ -29,6 +31,7 @@ impl Reply {
             body: body.into(),
             cuts: Vec::new(),
             stop_after: None,
+            stall_after: None,
         }
     }
 
@@ -59,6 +62,11 @@ impl Reply {
 
     pub fn stop_after(mut self, bytes: usize) -> Self {
         self.stop_after = Some(bytes);
+        self
+    }
+
+    pub fn stall_after(mut self, bytes: usize) -> Self {
+        self.stall_after = Some(bytes);
         self
     }
 }
@@ -176,6 +184,8 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, queue: &Mutex<VecDeque<R
         .min(reply.body.len());
     let mut start = 0;
     let mut cuts: Vec<usize> = reply.cuts.iter().copied().filter(|c| *c < end).collect();
+    cuts.extend(reply.stall_after.filter(|s| *s < end));
+    cuts.sort_unstable();
     cuts.push(end);
     for cut in cuts {
         if cut <= start {
@@ -185,7 +195,11 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, queue: &Mutex<VecDeque<R
             return;
         }
         start = cut;
-        std::thread::sleep(Duration::from_millis(2));
+        if reply.stall_after == Some(cut) {
+            std::thread::sleep(Duration::from_secs(60));
+        } else if cut < end {
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
     let _ = out.shutdown(std::net::Shutdown::Both);
 }

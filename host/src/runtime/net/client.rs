@@ -70,3 +70,41 @@ pub fn build_client(policy: Arc<NetPolicy>) -> reqwest::Result<reqwest::Client> 
         .user_agent(concat!("stud/", env!("CARGO_PKG_VERSION")))
         .build()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(patterns: &[&str]) -> Arc<NetPolicy> {
+        Arc::new(NetPolicy::new(
+            "probe".parse().unwrap(),
+            patterns.iter().map(|p| p.parse().unwrap()).collect(),
+            Vec::new(),
+            false,
+        ))
+    }
+
+    async fn resolve(policy: Arc<NetPolicy>, name: &str) -> Result<Vec<SocketAddr>, String> {
+        let resolver = PolicyResolver { policy };
+        let name: Name = name.parse().unwrap();
+        resolver
+            .resolve(name)
+            .await
+            .map(|a| a.collect())
+            .map_err(|e| e.to_string())
+    }
+
+    #[tokio::test]
+    async fn internal_answers_need_an_exact_grant() {
+        // `localhost` resolves to loopback: refused unless granted by name.
+        let err = resolve(policy(&["*.example.com"]), "localhost")
+            .await
+            .unwrap_err();
+        assert!(
+            err.contains("internal address") && err.contains("`probe`"),
+            "{err}"
+        );
+        let addrs = resolve(policy(&["localhost"]), "localhost").await.unwrap();
+        assert!(addrs.iter().all(|a| a.ip().is_loopback()), "{addrs:?}");
+    }
+}
