@@ -13,6 +13,11 @@ impl Sha256Digest {
         Sha256Digest(Sha256::digest(bytes).into())
     }
 
+    /// The digest of what was fed to `hasher` (hashing while streaming).
+    pub fn finish(hasher: Sha256) -> Self {
+        Sha256Digest(hasher.finalize().into())
+    }
+
     /// Lowercase hex without the prefix.
     pub fn hex(&self) -> String {
         hex::encode(self.0)

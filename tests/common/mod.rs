@@ -54,9 +54,10 @@ pub async fn load_bundled(project: &Path, services: Arc<Recorder>) -> Vec<Arc<Ex
         project_dir: project.to_path_buf(),
         services,
         configs: Default::default(),
+        fallback_configs: Default::default(),
         grants: Default::default(),
     };
-    let discovery = Discovery::scan(&registry.home, None);
+    let discovery = Discovery::scan(&registry.home, &stud::extensions::ProjectScope::None);
     let report = registry.load_all(&discovery).await;
     if let Some((id, e)) = report.failed.first() {
         panic!("bundled extension {id} failed to load: {e}");

@@ -10,8 +10,14 @@ use serde_json::{Value, json};
 use crate::config::Settings;
 use crate::digest::Sha256Digest;
 use crate::extensions::UserGrants;
+use crate::extensions::consent::describe;
+use crate::extensions::install::{
+    Consent, InstallError, InstallOptions, Outcome, Source, install, remove,
+};
+use crate::extensions::lockfile::Lockfile;
 use crate::extensions::registry::project_dir;
-use crate::extensions::{Discovered, Discovery, Registry};
+use crate::extensions::trust::recorded_scope;
+use crate::extensions::{Discovered, Discovery, ProjectScope, Registry, Scope};
 use crate::manifest::{Capabilities, FsAccess, FsDir, Kind};
 use crate::paths::StudHome;
 use crate::runtime::inspect::ComponentInfo;
@@ -36,18 +42,279 @@ pub enum ExtCommand {
         #[arg(long)]
         no_cache: bool,
     },
+    /// Install from a folder, a .tar.gz or an https:// (or
+    /// http://127.0.0.1) URL of one: validate, show what it may do, ask,
+    /// store it by content and pin its digests in extensions.lock.
+    Install {
+        source: String,
+        #[arg(long, value_enum, default_value = "global")]
+        scope: InstallScope,
+        /// Consent on the command line (no prompt).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// The archive must have this sha256.
+        #[arg(long)]
+        sha256: Option<String>,
+    },
+    /// Uninstall an extension from a scope.
+    Remove {
+        id: String,
+        #[arg(long, value_enum, default_value = "global")]
+        scope: InstallScope,
+    },
+    /// Re-hash every installed extension and report each mismatch with
+    /// extensions.lock (exit 1 if any).
+    Verify,
+    /// Everything about one extension: manifest, scope, digests, what it
+    /// may do.
+    Info { id: String },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InstallScope {
+    Global,
+    Project,
+}
+
+/// Answers install prompts from stdin (a terminal or a pipe); end of input
+/// means no.
+struct StdinConsent;
+
+impl Consent for StdinConsent {
+    fn ask(&mut self, question: &str) -> bool {
+        eprint!("{question}Proceed? [y/N] ");
+        let mut line = String::new();
+        match std::io::stdin().read_line(&mut line) {
+            Ok(n) if n > 0 => matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
+            _ => false,
+        }
+    }
+}
+
+/// The folder of a scope: `~/.stud` or a trusted `<cwd>/.stud`.
+fn scope_root(
+    home: &StudHome,
+    cwd: &std::path::Path,
+    scope: InstallScope,
+) -> anyhow::Result<(Scope, std::path::PathBuf)> {
+    match scope {
+        InstallScope::Global => Ok((Scope::Global, home.root().to_path_buf())),
+        InstallScope::Project => match recorded_scope(home.root(), cwd) {
+            ProjectScope::Trusted(root) => Ok((Scope::Project, root)),
+            ProjectScope::Untrusted(root) => anyhow::bail!(
+                "{} is not trusted; trust the project first with `stud trust grant`",
+                root.display()
+            ),
+            ProjectScope::None => {
+                let root = cwd.join(".stud");
+                anyhow::bail!(
+                    "{} does not exist; create it and trust it (`stud trust grant`) before installing into the project",
+                    root.display()
+                )
+            }
+        },
+    }
+}
+
+async fn install_cmd(
+    home: StudHome,
+    cwd: std::path::PathBuf,
+    source: String,
+    scope: InstallScope,
+    yes: bool,
+    sha256: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let (scope, root) = scope_root(&home, &cwd, scope)?;
+    let source = Source::parse(&source)?;
+    let runtime = Runtime::new(RuntimeOptions {
+        cache_dir: Some(home.compile_cache_dir()),
+        pooling: false,
+    })?;
+    let opts = InstallOptions {
+        scope,
+        root,
+        yes,
+        expected_sha256: sha256,
+    };
+    let report = match install(&source, &opts, &runtime, &mut StdinConsent).await {
+        Ok(r) => r,
+        Err(e @ InstallError::Declined { .. }) => {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(1));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let what = match &report.outcome {
+        Outcome::Installed => "installed".to_string(),
+        Outcome::Updated { from } => format!("updated from {from}"),
+        Outcome::Unchanged => "already installed (unchanged)".to_string(),
+    };
+    println!(
+        "{} {} {what} in the {scope} scope ({}, {})",
+        report.id,
+        report.version,
+        report.component,
+        report.path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn remove_cmd(
+    home: &StudHome,
+    cwd: &std::path::Path,
+    id: &str,
+    scope: InstallScope,
+) -> anyhow::Result<ExitCode> {
+    let (scope, root) = scope_root(home, cwd, scope)?;
+    if remove(&root, id)? {
+        println!("{id} removed from the {scope} scope");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("error: `{id}` is not installed in the {scope} scope (see `stud ext list`)");
+        Ok(ExitCode::from(1))
+    }
+}
+
+/// Re-hash every lockfile entry of the global and (trusted) project scope.
+fn verify_cmd(home: &StudHome, cwd: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let mut roots = vec![(Scope::Global, home.root().to_path_buf())];
+    if let ProjectScope::Trusted(root) = recorded_scope(home.root(), cwd) {
+        roots.push((Scope::Project, root));
+    }
+    let (mut checked, mut bad) = (0, 0);
+    for (scope, root) in roots {
+        let lock = Lockfile::load(&root)?;
+        for (id, entry) in &lock.extensions {
+            checked += 1;
+            let dir = root.join(&entry.path);
+            let manifest_path = dir.join("extension.toml");
+            let mut problems = Vec::new();
+            match std::fs::read(&manifest_path) {
+                Ok(bytes) => {
+                    let actual = Sha256Digest::of(&bytes).to_string();
+                    if actual != entry.manifest {
+                        problems.push(format!(
+                            "manifest {}: expected {}, found {actual}",
+                            manifest_path.display(),
+                            entry.manifest
+                        ));
+                    }
+                    let component = crate::manifest::parse_manifest(
+                        &String::from_utf8_lossy(&bytes),
+                        &manifest_path,
+                        &crate::contract::HOST_CONTRACT,
+                    )
+                    .map(|m| dir.join(m.component));
+                    match component.map(|p| (std::fs::read(&p), p)) {
+                        Ok((Ok(c), p)) => {
+                            let actual = Sha256Digest::of(&c).to_string();
+                            if actual != entry.component {
+                                problems.push(format!(
+                                    "component {}: expected {}, found {actual}",
+                                    p.display(),
+                                    entry.component
+                                ));
+                            }
+                        }
+                        Ok((Err(e), p)) => problems.push(format!("component {}: {e}", p.display())),
+                        Err(e) => {
+                            problems.push(format!("manifest {}: {e}", manifest_path.display()))
+                        }
+                    }
+                }
+                Err(e) => problems.push(format!("manifest {}: {e}", manifest_path.display())),
+            }
+            if problems.is_empty() {
+                println!("ok        {id} {} ({scope})", entry.version);
+            } else {
+                bad += 1;
+                for p in problems {
+                    println!("MISMATCH  {id} {} ({scope}): {p}", entry.version);
+                }
+            }
+        }
+    }
+    println!("{checked} checked, {bad} with mismatches");
+    if bad > 0 {
+        eprintln!(
+            "reinstall each mismatch with `stud ext install <source>` or drop it with `stud ext remove <id>`"
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn info_cmd(discovery: &Discovery, id: &str) -> anyhow::Result<ExitCode> {
+    let Some(d) = discovery
+        .found
+        .iter()
+        .find(|d| d.manifest.id.as_str() == id)
+    else {
+        eprintln!("error: no extension `{id}` (see `stud ext list`)");
+        return Ok(ExitCode::from(1));
+    };
+    let m = &d.manifest;
+    let bytes = d
+        .read_bytes()
+        .with_context(|| format!("cannot read {}", d.component_path.display()))?;
+    println!("{} {} ({}) — {}", m.id, m.version, m.kind, m.name);
+    if let Some(text) = &m.description {
+        println!("{text}");
+    }
+    println!(
+        "scope:     {}{}",
+        d.scope,
+        d.overrides
+            .map(|s| format!(" (overrides {s})"))
+            .unwrap_or_default()
+    );
+    println!("location:  {}", d.location.display());
+    println!(
+        "component: {} {}",
+        d.component_path.display(),
+        Sha256Digest::of(&bytes)
+    );
+    println!("contract:  {}", m.contract);
+    match &d.lock {
+        Some(l) => println!("installed: from {} (pinned in extensions.lock)", l.source),
+        None if d.scope == Scope::Bundled => println!("installed: bundled with stud"),
+        None => println!("installed: by hand (not pinned; `stud ext install` pins it)"),
+    }
+    println!("reload:    {}", m.reload);
+    if !m.dependencies.is_empty() {
+        let deps: Vec<String> = m
+            .dependencies
+            .iter()
+            .map(|d| format!("{} {}", d.id, d.version))
+            .collect();
+        println!("needs:     {}", deps.join(", "));
+    }
+    println!("it may:");
+    for line in describe(&m.capabilities) {
+        println!("  - {line}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn run(cmd: ExtCommand) -> anyhow::Result<ExitCode> {
     let home = StudHome::resolve()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let discovery = Discovery::scan(&home, Some(&cwd));
+    let discovery = Discovery::scan(&home, &recorded_scope(home.root(), &cwd));
+    let rt = || tokio::runtime::Runtime::new().context("cannot start the async runtime");
     match cmd {
         ExtCommand::List { json } => list(&discovery, json),
         ExtCommand::Check { json, no_cache } => {
-            let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-            rt.block_on(check(home, project_dir(&cwd), &discovery, json, no_cache))
+            rt()?.block_on(check(home, project_dir(&cwd), &discovery, json, no_cache))
         }
+        ExtCommand::Install {
+            source,
+            scope,
+            yes,
+            sha256,
+        } => rt()?.block_on(install_cmd(home, cwd, source, scope, yes, sha256)),
+        ExtCommand::Remove { id, scope } => remove_cmd(&home, &cwd, &id, scope),
+        ExtCommand::Verify => verify_cmd(&home, &cwd),
+        ExtCommand::Info { id } => info_cmd(&discovery, &id),
     }
 }
 
@@ -112,6 +379,7 @@ fn entry_json(d: &Discovered, digest: &Sha256Digest, contract: &str) -> Value {
         "scope": d.scope.as_str(),
         "overrides": d.overrides.map(|s| s.as_str()),
         "location": d.location.display().to_string(),
+        "pinned": d.lock.is_some() || d.scope == Scope::Bundled,
         "sha256": digest.hex(),
         "capabilities": {
             "filesystem": caps.filesystem.iter().map(|f| json!({"dir": fs_dir(f.dir), "access": fs_access(f.access)})).collect::<Vec<_>>(),
@@ -179,6 +447,7 @@ async fn check(
         project_dir: project,
         services: Arc::new(StderrServices),
         configs,
+        fallback_configs: Default::default(),
         grants,
     };
     let report = registry.load_all(discovery).await;

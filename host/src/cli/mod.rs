@@ -1,7 +1,9 @@
 //! Command-line interface. Exit codes: 0 success, 1 failure, 2 usage error.
 
+mod config;
 mod ext;
 mod run;
+mod trust;
 
 use std::process::ExitCode;
 
@@ -25,6 +27,12 @@ enum Command {
     /// Manage extensions.
     #[command(subcommand)]
     Ext(ext::ExtCommand),
+    /// Which projects' `.stud/` folders are read.
+    #[command(subcommand)]
+    Trust(trust::TrustCommand),
+    /// Show settings.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -32,5 +40,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Ext(cmd) => ext::run(cmd),
         Command::Run(args) => run::run(args),
+        Command::Trust(cmd) => trust::run(cmd),
+        Command::Config(cmd) => config::run(cmd),
     }
 }

@@ -83,9 +83,13 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let text_output = args.output_format == OutputFormat::Text;
+    let home = StudHome::resolve()?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let project = super::trust::decide(&home, &cwd, headless)?;
     let mut launched = launch(LaunchOptions {
-        home: StudHome::resolve()?,
-        cwd: std::env::current_dir().context("cannot read the current directory")?,
+        home,
+        cwd,
+        project,
         headless,
         yolo: args.yolo,
         mode: args.mode,

@@ -1,6 +1,8 @@
-//! Settings. For now one file, `$STUD_HOME/settings.json`; scopes,
-//! provenance and project settings come with the extension-lifecycle work.
+//! Settings: the `settings.json` shape and how the global and project
+//! files are layered.
 
+mod layers;
 mod settings;
 
+pub use layers::Layered;
 pub use settings::{Retries, SecretRef, Settings, SettingsError};

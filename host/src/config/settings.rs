@@ -160,6 +160,11 @@ impl Settings {
         })
     }
 
+    /// Settings from an already merged JSON value.
+    pub fn from_value(value: &Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(value.clone())
+    }
+
     /// Every extension's config, by id.
     pub fn extension_configs(&self) -> HashMap<String, Value> {
         let mut all = HashMap::new();

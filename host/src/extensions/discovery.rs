@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::lockfile::{LockEntry, LockError, Lockfile};
 use super::scope::Scope;
 use crate::bundled::{BUNDLED, BundledExtension};
 use crate::contract::HOST_CONTRACT;
@@ -31,6 +32,8 @@ pub struct Discovered {
     pub expected_digest: Option<Sha256Digest>,
     /// The lower scope whose extension of the same id this one replaces.
     pub overrides: Option<Scope>,
+    /// Its lockfile entry, when it was installed with `stud ext install`.
+    pub lock: Option<LockEntry>,
 }
 
 impl Discovered {
@@ -65,9 +68,41 @@ pub enum DiscoveryProblem {
         second: PathBuf,
     },
     #[error(
-        "project extensions in {path} were not read: project trust is not available in this version, so project scope is off"
+        "{path} was not read: this project is not trusted, so its settings and extensions are off; trust it with `stud trust grant` (or answer the prompt in an interactive run)"
     )]
     ProjectScopeSkipped { path: PathBuf },
+    #[error(
+        "extension `{id}`: integrity check failed for {path}: expected {expected}, found {actual}; the manifest changed after it was installed. Reinstall it with `stud ext install <source>` or drop it with `stud ext remove {id}`"
+    )]
+    ManifestIntegrity {
+        id: String,
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error(transparent)]
+    Dependency(#[from] super::deps::DependencyProblem),
+    #[error(
+        "extension `{id}`: extensions.lock points at {path}, which holds `{found}`; reinstall it with `stud ext install <source>`"
+    )]
+    LockMismatch {
+        id: String,
+        path: PathBuf,
+        found: String,
+    },
+}
+
+/// Whether the project scope is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProjectScope {
+    /// No `.stud` folder in the working directory.
+    None,
+    /// A `.stud` folder the user has not trusted: noted, not read.
+    Untrusted(PathBuf),
+    /// The trusted `.stud` folder.
+    Trusted(PathBuf),
 }
 
 #[derive(Debug, Default)]
@@ -78,8 +113,9 @@ pub struct Discovery {
 }
 
 impl Discovery {
-    /// Bundled and global extensions; the project folder is only noted.
-    pub fn scan(home: &StudHome, project_dir: Option<&Path>) -> Self {
+    /// Bundled, global and (when trusted) project extensions; later
+    /// scopes override earlier ones by id.
+    pub fn scan(home: &StudHome, project: &ProjectScope) -> Self {
         let mut d = Discovery::default();
         let mut by_id: BTreeMap<ExtensionId, Discovered> = BTreeMap::new();
         for b in BUNDLED {
@@ -90,43 +126,35 @@ impl Discovery {
                 Err(p) => d.problems.push(p),
             }
         }
-        let mut global: BTreeMap<ExtensionId, Discovered> = BTreeMap::new();
-        for dir in sorted_subdirs(&home.extensions_dir()) {
-            match from_folder(&dir, Scope::Global) {
-                Ok(x) => {
-                    if let Some(first) = global.get(&x.manifest.id) {
-                        d.problems.push(DiscoveryProblem::Duplicate {
-                            id: x.manifest.id.clone(),
-                            scope: Scope::Global,
-                            first: first.location.clone(),
-                            second: x.location.clone(),
-                        });
-                        continue;
-                    }
-                    global.insert(x.manifest.id.clone(), x);
-                }
-                Err(p) => d.problems.push(p),
-            }
-        }
+        let global = scan_scope(home.root(), Scope::Global, &mut d.problems);
         for (id, mut x) in global {
             x.overrides = by_id.get(&id).map(|lower| lower.scope);
             by_id.insert(id, x);
         }
-        if let Some(project) = project_dir {
-            let path = project.join(".stud").join("extensions");
-            if path.is_dir() {
-                d.problems
-                    .push(DiscoveryProblem::ProjectScopeSkipped { path });
+        match project {
+            ProjectScope::None => {}
+            ProjectScope::Untrusted(path) => d
+                .problems
+                .push(DiscoveryProblem::ProjectScopeSkipped { path: path.clone() }),
+            ProjectScope::Trusted(root) => {
+                for (id, mut x) in scan_scope(root, Scope::Project, &mut d.problems) {
+                    x.overrides = by_id.get(&id).map(|lower| lower.scope);
+                    by_id.insert(id, x);
+                }
             }
         }
-        d.found = by_id.into_values().collect();
-        d.found.sort_by(|a, b| {
+        let mut found: Vec<Discovered> = by_id.into_values().collect();
+        found.sort_by(|a, b| {
             (a.scope, a.manifest.kind.as_str(), a.manifest.id.as_str()).cmp(&(
                 b.scope,
                 b.manifest.kind.as_str(),
                 b.manifest.id.as_str(),
             ))
         });
+        let (ordered, problems) = super::deps::order(found);
+        d.found = ordered;
+        d.problems
+            .extend(problems.into_iter().map(DiscoveryProblem::from));
         d
     }
 }
@@ -142,6 +170,7 @@ fn bundled(b: &'static BundledExtension) -> Result<Discovered, DiscoveryProblem>
         source: ComponentSource::Embedded(b.component),
         expected_digest: Sha256Digest::parse(b.sha256),
         overrides: None,
+        lock: None,
     })
 }
 
@@ -179,7 +208,85 @@ pub fn from_folder(dir: &Path, scope: Scope) -> Result<Discovered, DiscoveryProb
         manifest,
         expected_digest: None,
         overrides: None,
+        lock: None,
     })
+}
+
+/// One scope's extensions: those in its lockfile (pinned to their
+/// digests), then hand-placed folders under `extensions/` (not pinned).
+fn scan_scope(
+    root: &Path,
+    scope: Scope,
+    problems: &mut Vec<DiscoveryProblem>,
+) -> BTreeMap<ExtensionId, Discovered> {
+    let mut out: BTreeMap<ExtensionId, Discovered> = BTreeMap::new();
+    let lock = Lockfile::load(root).unwrap_or_else(|e| {
+        problems.push(e.into());
+        Lockfile::default()
+    });
+    for (id, entry) in &lock.extensions {
+        let dir = root.join(&entry.path);
+        match locked(&dir, scope, id, entry) {
+            Ok(x) => {
+                out.insert(x.manifest.id.clone(), x);
+            }
+            Err(p) => problems.push(p),
+        }
+    }
+    for dir in sorted_subdirs(&root.join("extensions")) {
+        match from_folder(&dir, scope) {
+            Ok(x) => {
+                if let Some(first) = out.get(&x.manifest.id) {
+                    problems.push(DiscoveryProblem::Duplicate {
+                        id: x.manifest.id.clone(),
+                        scope,
+                        first: first.location.clone(),
+                        second: x.location.clone(),
+                    });
+                    continue;
+                }
+                out.insert(x.manifest.id.clone(), x);
+            }
+            Err(p) => problems.push(p),
+        }
+    }
+    out
+}
+
+/// A lockfile entry: the manifest must hash as recorded (so the grant
+/// cannot grow behind the user's back); the component's digest is checked
+/// at load, before compiling.
+fn locked(
+    dir: &Path,
+    scope: Scope,
+    id: &str,
+    entry: &LockEntry,
+) -> Result<Discovered, DiscoveryProblem> {
+    let manifest_path = dir.join("extension.toml");
+    let bytes = std::fs::read(&manifest_path).map_err(|source| DiscoveryProblem::Read {
+        path: manifest_path.clone(),
+        source,
+    })?;
+    let actual = Sha256Digest::of(&bytes).to_string();
+    if actual != entry.manifest {
+        return Err(DiscoveryProblem::ManifestIntegrity {
+            id: id.to_string(),
+            path: manifest_path,
+            expected: entry.manifest.clone(),
+            actual,
+        });
+    }
+    let mut x = from_folder(dir, scope)?;
+    if x.manifest.id.as_str() != id {
+        return Err(DiscoveryProblem::LockMismatch {
+            id: id.to_string(),
+            path: dir.to_path_buf(),
+            found: x.manifest.id.to_string(),
+        });
+    }
+    x.expected_digest = Sha256Digest::parse(&entry.component);
+    x.lock = Some(entry.clone());
+    Ok(x)
 }
 
 fn sorted_subdirs(dir: &Path) -> Vec<PathBuf> {

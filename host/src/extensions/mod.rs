@@ -1,12 +1,17 @@
 //! Finding extensions (bundled, global; project once trust exists) and
 //! loading them into the runtime.
 
+pub mod consent;
+pub mod deps;
 pub mod discovery;
 pub mod grants;
+pub mod install;
+pub mod lockfile;
 pub mod registry;
 pub mod scope;
+pub mod trust;
 
-pub use discovery::{Discovered, Discovery, DiscoveryProblem};
+pub use discovery::{Discovered, Discovery, DiscoveryProblem, ProjectScope};
 pub use grants::UserGrants;
 pub use registry::{LoadReport, Registry};
 pub use scope::Scope;

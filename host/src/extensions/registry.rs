@@ -17,6 +17,8 @@ use crate::runtime::{Extension, LoadError, LoadSpec, Runtime};
 pub struct LoadReport {
     pub loaded: Vec<Arc<Extension>>,
     pub failed: Vec<(ExtensionId, LoadError)>,
+    /// Loaded, but not as configured (a fallback was used).
+    pub warnings: Vec<String>,
 }
 
 /// Everything extensions are loaded against.
@@ -28,6 +30,9 @@ pub struct Registry {
     pub services: Arc<dyn Services>,
     /// Config per extension id (from settings).
     pub configs: std::collections::HashMap<String, serde_json::Value>,
+    /// Global config per extension id, used when the project's config of
+    /// an extension fails its schema.
+    pub fallback_configs: std::collections::HashMap<String, serde_json::Value>,
     /// Hosts and secrets granted in settings.
     pub grants: UserGrants,
 }
@@ -39,16 +44,26 @@ impl Registry {
         let mut tasks = Vec::new();
         for d in &discovery.found {
             let runtime = self.runtime.clone();
-            let spec = self.spec(d);
+            let spec = self.spec(d, self.configs.get(d.manifest.id.as_str()).cloned());
             let id = d.manifest.id.clone();
             tasks.push((
+                d,
                 id,
                 tokio::task::spawn_blocking(move || spec.and_then(|s| runtime.load(s))),
             ));
         }
-        for (id, task) in tasks {
+        for (d, id, task) in tasks {
             match task.await {
                 Ok(Ok(ext)) => report.loaded.push(Arc::new(ext)),
+                Ok(Err(e @ LoadError::Config { .. })) => match self.with_global_config(d).await {
+                    Some(Ok(ext)) => {
+                        report.warnings.push(format!(
+                            "{e}; the project's config of `{id}` is ignored and the global one is used"
+                        ));
+                        report.loaded.push(Arc::new(ext));
+                    }
+                    _ => report.failed.push((id, e)),
+                },
                 Ok(Err(e)) => report.failed.push((id, e)),
                 Err(join) => report.failed.push((
                     id.clone(),
@@ -62,15 +77,33 @@ impl Registry {
         report
     }
 
+    /// Load again with the global scope's config, when it differs from the
+    /// one that failed.
+    async fn with_global_config(&self, d: &Discovered) -> Option<Result<Extension, LoadError>> {
+        let id = d.manifest.id.as_str();
+        let global = self.fallback_configs.get(id)?;
+        if self.configs.get(id) == Some(global) {
+            return None;
+        }
+        let spec = self.spec(d, Some(global.clone()));
+        let runtime = self.runtime.clone();
+        tokio::task::spawn_blocking(move || spec.and_then(|s| runtime.load(s)))
+            .await
+            .ok()
+    }
+
     /// The load request for one discovered extension: bytes, digest to
     /// check, and directory grants resolved to real paths.
-    pub fn spec(&self, d: &Discovered) -> Result<LoadSpec, LoadError> {
+    pub fn spec(
+        &self,
+        d: &Discovered,
+        config: Option<serde_json::Value>,
+    ) -> Result<LoadSpec, LoadError> {
         let bytes = d.read_bytes().map_err(|source| LoadError::Read {
             id: d.manifest.id.clone(),
             path: d.component_path.clone(),
             source,
         })?;
-        let config = self.configs.get(d.manifest.id.as_str()).cloned();
         Ok(LoadSpec {
             manifest: d.manifest.clone(),
             component_path: d.component_path.clone(),

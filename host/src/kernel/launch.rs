@@ -18,9 +18,10 @@ use super::session::{
     SessionConfig, SessionError,
 };
 use super::{AllowPattern, Authority, Mode};
-use crate::config::{Settings, SettingsError};
+use crate::config::{Layered, SettingsError};
 use crate::extensions::registry::project_dir;
-use crate::extensions::{Discovery, Registry, UserGrants};
+use crate::extensions::trust::recorded_scope;
+use crate::extensions::{Discovery, ProjectScope, Registry, UserGrants};
 use crate::manifest::Kind;
 use crate::paths::StudHome;
 use crate::runtime::bindings::stud::extension::provider_types::ThinkingLevel;
@@ -45,12 +46,15 @@ pub struct LaunchOptions {
     /// Subscribe UI extensions to the bus (they render).
     pub render: bool,
     pub terminal: TerminalOut,
+    /// Whether the project's `.stud/` (settings, extensions) is read.
+    pub project: ProjectScope,
 }
 
 impl LaunchOptions {
     /// A headless session in `cwd` with nothing chosen on the command line:
     /// settings and defaults decide. Callers change what they need.
     pub fn headless(home: StudHome, cwd: PathBuf) -> Self {
+        let project = recorded_scope(home.root(), &cwd);
         LaunchOptions {
             home,
             cwd,
@@ -65,6 +69,7 @@ impl LaunchOptions {
             no_tools: false,
             render: false,
             terminal: TerminalOut::Discard,
+            project,
         }
     }
 }
@@ -98,7 +103,12 @@ pub struct Launched {
 }
 
 pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
-    let settings = Settings::load(&opts.home.settings_file())?;
+    let project_settings = match &opts.project {
+        ProjectScope::Trusted(root) => Some(root.join("settings.json")),
+        _ => None,
+    };
+    let layered = Layered::load(&opts.home.settings_file(), project_settings.as_deref())?;
+    let settings = layered.settings;
     let mode = if opts.yolo {
         Mode::Yolo
     } else {
@@ -126,8 +136,9 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         cache_dir: Some(opts.home.compile_cache_dir()),
         pooling: true,
     })?;
-    let discovery = Discovery::scan(&opts.home, Some(&opts.cwd));
-    let mut warnings: Vec<String> = discovery.problems.iter().map(|p| p.to_string()).collect();
+    let discovery = Discovery::scan(&opts.home, &opts.project);
+    let mut warnings: Vec<String> = layered.warnings;
+    warnings.extend(discovery.problems.iter().map(|p| p.to_string()));
     let (grants, grant_warnings) = UserGrants::from_settings(&settings);
     warnings.extend(grant_warnings);
     bus.set_redactor(Redactor::new(
@@ -139,9 +150,11 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         project_dir: project_dir(&opts.cwd),
         services: services.clone(),
         configs: settings.extension_configs(),
+        fallback_configs: layered.global_configs,
         grants,
     };
     let report = registry.load_all(&discovery).await;
+    warnings.extend(report.warnings.iter().cloned());
     warnings.extend(
         report
             .failed

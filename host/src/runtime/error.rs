@@ -61,7 +61,7 @@ pub enum LoadError {
     },
 
     #[error(
-        "extension `{id}`: integrity check failed for {path}: expected {expected}, found {actual}; reinstall the extension (or rebuild stud for bundled ones)"
+        "extension `{id}`: integrity check failed for {path}: expected {expected}, found {actual}; the file changed after it was installed. Reinstall it with `stud ext install <source>` or drop it with `stud ext remove {id}` (`stud ext verify` lists every mismatch; bundled ones need a rebuilt stud)"
     )]
     Integrity {
         id: ExtensionId,

@@ -56,6 +56,25 @@ pub fn api_interface(kind: Kind) -> &'static str {
 }
 
 impl Runtime {
+    /// Verify and compile a component without loading it (installs
+    /// precompile so the first session starts from the cache).
+    pub fn precompile(
+        &self,
+        manifest: &Manifest,
+        bytes: &[u8],
+        path: &std::path::Path,
+    ) -> Result<super::CodeSource, LoadError> {
+        verify(manifest, bytes, path)?;
+        let digest = Sha256Digest::of(bytes);
+        self.cache
+            .load(&self.engine, bytes, &digest)
+            .map(|(_, source)| source)
+            .map_err(|e| LoadError::Compile {
+                id: manifest.id.clone(),
+                message: format!("{e:#}"),
+            })
+    }
+
     pub fn load(self: &Arc<Self>, spec: LoadSpec) -> Result<Extension, LoadError> {
         let id = spec.manifest.id.clone();
         let kind = spec.manifest.kind;
@@ -69,30 +88,7 @@ impl Runtime {
             });
         }
 
-        let info =
-            ComponentInfo::inspect(&spec.bytes).map_err(|detail| LoadError::NotAComponent {
-                id: id.clone(),
-                path: spec.component_path.clone(),
-                detail,
-            })?;
-        info.check_contract()
-            .map_err(|built_for| LoadError::ContractUnsupported {
-                id: id.clone(),
-                built_for,
-                supported: contract::supported_text(),
-            })?;
-        check_imports(&spec.manifest, &info)?;
-        for interface in ["lifecycle", api_interface(kind)] {
-            if !info.exports_interface(interface) {
-                return Err(LoadError::MissingExport {
-                    id: id.clone(),
-                    kind: kind.to_string(),
-                    interface: format!("{}/{interface}", contract::PACKAGE),
-                    macro_kind: kind.as_str().replace('-', "_"),
-                });
-            }
-        }
-
+        let info = verify(&spec.manifest, &spec.bytes, &spec.component_path)?;
         let config = validate_config(&spec.manifest, spec.config)?;
         let slot = state_slot(&spec.manifest)?;
 
@@ -152,6 +148,41 @@ impl Runtime {
             indices,
         ))
     }
+}
+
+/// The checks that need no instantiation: a component, of a supported
+/// contract, importing only what its kind and grants allow, exporting its
+/// kind's interface.
+fn verify(
+    manifest: &Manifest,
+    bytes: &[u8],
+    path: &std::path::Path,
+) -> Result<ComponentInfo, LoadError> {
+    let id = manifest.id.clone();
+    let kind = manifest.kind;
+    let info = ComponentInfo::inspect(bytes).map_err(|detail| LoadError::NotAComponent {
+        id: id.clone(),
+        path: path.to_path_buf(),
+        detail,
+    })?;
+    info.check_contract()
+        .map_err(|built_for| LoadError::ContractUnsupported {
+            id: id.clone(),
+            built_for,
+            supported: contract::supported_text(),
+        })?;
+    check_imports(manifest, &info)?;
+    for interface in ["lifecycle", api_interface(kind)] {
+        if !info.exports_interface(interface) {
+            return Err(LoadError::MissingExport {
+                id: id.clone(),
+                kind: kind.to_string(),
+                interface: format!("{}/{interface}", contract::PACKAGE),
+                macro_kind: kind.as_str().replace('-', "_"),
+            });
+        }
+    }
+    Ok(info)
 }
 
 /// Refuse imports the kind may not have or the manifest did not request.

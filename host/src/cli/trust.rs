@@ -1,0 +1,123 @@
+//! `stud trust list|grant|revoke` and the first-run trust prompt.
+
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Subcommand;
+
+use crate::extensions::ProjectScope;
+use crate::extensions::lockfile::Lockfile;
+use crate::extensions::trust::{Decision, TrustStore, project_stud_dir, recorded_scope};
+use crate::paths::StudHome;
+
+#[derive(Subcommand)]
+pub enum TrustCommand {
+    /// Every project with a recorded decision.
+    List,
+    /// Trust a project's `.stud/` (default: the current folder).
+    Grant { path: Option<PathBuf> },
+    /// Stop trusting it (its `.stud/` is skipped from then on).
+    Revoke { path: Option<PathBuf> },
+}
+
+fn stud_dir(path: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let cwd = match path {
+        Some(p) => p,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    project_stud_dir(&cwd).with_context(|| {
+        format!(
+            "{} has no .stud folder; there is nothing to trust",
+            cwd.display()
+        )
+    })
+}
+
+pub fn run(cmd: TrustCommand) -> anyhow::Result<ExitCode> {
+    let home = StudHome::resolve()?;
+    let store = TrustStore::new(home.root());
+    match cmd {
+        TrustCommand::List => {
+            for e in store.list()? {
+                let d = match e.decision {
+                    Decision::Trusted => "trusted ",
+                    Decision::Declined => "declined",
+                };
+                println!("{d}  {}", e.canonical_path);
+            }
+        }
+        TrustCommand::Grant { path } => {
+            let dir = stud_dir(path)?;
+            store.record(&dir, Decision::Trusted)?;
+            println!("trusted {}", dir.display());
+        }
+        TrustCommand::Revoke { path } => {
+            let dir = stud_dir(path)?;
+            store.record(&dir, Decision::Declined)?;
+            println!("no longer trusted: {}", dir.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What the project folder would add, without running any of it.
+fn summary(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    if dir.join("settings.json").is_file() {
+        out.push("settings.json (overrides your settings for this project)".to_string());
+    }
+    if let Ok(lock) = Lockfile::load(dir) {
+        out.extend(
+            lock.extensions
+                .iter()
+                .map(|(id, e)| format!("extension `{id}` {} ({})", e.version, e.kind)),
+        );
+    }
+    if let Ok(entries) = std::fs::read_dir(dir.join("extensions")) {
+        out.extend(
+            entries
+                .flatten()
+                .map(|e| format!("extension folder `{}`", e.file_name().to_string_lossy())),
+        );
+    }
+    out
+}
+
+/// The project scope for a run: the recorded decision, or (interactive
+/// runs only) the user's answer now. Headless runs never prompt and
+/// `--yolo` does not answer this: an untrusted `.stud/` is skipped, with a
+/// notice from discovery.
+pub fn decide(home: &StudHome, cwd: &Path, headless: bool) -> anyhow::Result<ProjectScope> {
+    let scope = recorded_scope(home.root(), cwd);
+    let ProjectScope::Untrusted(dir) = &scope else {
+        return Ok(scope);
+    };
+    if headless || !std::io::stdin().is_terminal() {
+        return Ok(scope);
+    }
+    let store = TrustStore::new(home.root());
+    let earlier = store.decision(dir)? == Some(Decision::Declined);
+    eprintln!("{} holds project configuration:", dir.display());
+    for line in summary(dir) {
+        eprintln!("  - {line}");
+    }
+    if earlier {
+        eprintln!("You declined this project before.");
+    }
+    eprint!("Read and run it? [t]rust / trust [o]nce / [d]ecline: ");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).ok();
+    Ok(match line.trim().to_ascii_lowercase().as_str() {
+        "t" | "trust" => {
+            store.record(dir, Decision::Trusted)?;
+            ProjectScope::Trusted(dir.clone())
+        }
+        "o" | "once" => ProjectScope::Trusted(dir.clone()),
+        _ => {
+            store.record(dir, Decision::Declined)?;
+            scope
+        }
+    })
+}

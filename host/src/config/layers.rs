@@ -1,0 +1,247 @@
+//! Settings scopes: bundled defaults < global (`~/.stud/settings.json`) <
+//! project (`<cwd>/.stud/settings.json`, only once trusted). Files are
+//! merged as JSON before they are read:
+//! - per-extension maps (`providers`, `tools`, `hooks`, `ui`, `loggers`,
+//!   `contextProviders`, `commands`, `secrets`) by id: a later entry
+//!   replaces an earlier one whole; `{"disable": true}` drops it;
+//! - `network` grants and `securityMode.allowlist` are unions;
+//!   `ordering.hooks` lists are concatenated in scope order;
+//! - everything else by key, the later scope winning.
+//!
+//! Every effective leaf remembers the scope (and file) it came from, for
+//! `stud config show`. A project file that fails to parse or validate is
+//! reported and skipped: the global values stay.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::settings::{Settings, SettingsError};
+
+const BY_ID: &[&str] = &[
+    "providers",
+    "tools",
+    "hooks",
+    "ui",
+    "loggers",
+    "contextProviders",
+    "commands",
+    "secrets",
+];
+
+/// The merged settings and where each value came from.
+#[derive(Debug, Default)]
+pub struct Layered {
+    pub settings: Settings,
+    pub merged: Value,
+    /// JSON pointer of each leaf -> the file that set it.
+    pub provenance: BTreeMap<String, String>,
+    /// Per-extension config from the global scope, for extensions whose
+    /// project config fails their schema.
+    pub global_configs: HashMap<String, Value>,
+    pub warnings: Vec<String>,
+}
+
+fn read_json(path: &Path) -> Result<Option<Value>, SettingsError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(SettingsError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    // Parse into `Settings` first: that is the error users need (unknown
+    // key, wrong type), naming the file.
+    serde_json::from_str::<Settings>(&text).map_err(|source| SettingsError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|source| SettingsError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+impl Layered {
+    /// The global file must be valid (an error names it); the project file
+    /// (when given) falls back to the global values with a warning.
+    pub fn load(global: &Path, project: Option<&Path>) -> Result<Layered, SettingsError> {
+        let mut out = Layered {
+            merged: Value::Object(Map::new()),
+            ..Default::default()
+        };
+        let layers = [("global", Some(global)), ("project", project)];
+        for (scope, path) in layers {
+            let Some(path) = path else { continue };
+            let value = match read_json(path) {
+                Ok(Some(v)) => v,
+                Ok(None) => continue,
+                Err(e) if scope == "project" => {
+                    out.warnings.push(format!(
+                        "{e}; the project settings are ignored and the global ones apply"
+                    ));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if scope == "global" {
+                out.global_configs = Settings::from_value(&value)
+                    .map_err(|source| SettingsError::Parse {
+                        path: path.to_path_buf(),
+                        source,
+                    })?
+                    .extension_configs();
+            }
+            let source = format!("{scope} {}", path.display());
+            merge(&mut out.merged, &value, "", &source, &mut out.provenance);
+        }
+        strip_disabled(&mut out.merged);
+        out.settings =
+            Settings::from_value(&out.merged).map_err(|source| SettingsError::Parse {
+                path: project.unwrap_or(global).to_path_buf(),
+                source,
+            })?;
+        Ok(out)
+    }
+}
+
+fn merge(
+    base: &mut Value,
+    over: &Value,
+    at: &str,
+    source: &str,
+    prov: &mut BTreeMap<String, String>,
+) {
+    let (Value::Object(b), Value::Object(o)) = (&mut *base, over) else {
+        forget(prov, at);
+        record(over, at, source, prov);
+        *base = over.clone();
+        return;
+    };
+    for (key, value) in o {
+        let path = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+        let parent = at.trim_start_matches('/');
+        let slot = b.entry(key.clone()).or_insert(Value::Null);
+        let replace_whole = BY_ID.contains(&parent);
+        let union = key == "allowlist" && parent == "securityMode"
+            || parent == "network"
+            || key == "hooks" && parent == "ordering";
+        if union {
+            let mut items: Vec<Value> = slot.as_array().cloned().unwrap_or_default();
+            for v in value.as_array().into_iter().flatten() {
+                if !items.contains(v) {
+                    items.push(v.clone());
+                }
+            }
+            record(value, &path, source, prov);
+            *slot = Value::Array(items);
+        } else if replace_whole {
+            forget(prov, &path);
+            record(value, &path, source, prov);
+            *slot = value.clone();
+        } else {
+            merge(slot, value, &path, source, prov);
+        }
+    }
+}
+
+/// Drop `{"disable": true}` entries of the per-extension maps and the
+/// `disable` key of the others (it is not part of any config schema).
+fn strip_disabled(merged: &mut Value) {
+    for key in BY_ID {
+        if let Some(Value::Object(map)) = merged.get_mut(*key) {
+            map.retain(|_, v| v.get("disable") != Some(&Value::Bool(true)));
+            for v in map.values_mut() {
+                if let Value::Object(o) = v {
+                    o.remove("disable");
+                }
+            }
+        }
+    }
+}
+
+fn forget(prov: &mut BTreeMap<String, String>, at: &str) {
+    let prefix = format!("{at}/");
+    prov.retain(|k, _| k != at && !k.starts_with(&prefix));
+}
+
+fn record(value: &Value, at: &str, source: &str, prov: &mut BTreeMap<String, String>) {
+    match value {
+        Value::Object(o) if !o.is_empty() => {
+            for (k, v) in o {
+                record(v, &format!("{at}/{k}"), source, prov);
+            }
+        }
+        _ => {
+            prov.insert(at.to_string(), source.to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn project_overrides_by_id_unions_lists_and_keeps_provenance() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = dir.path().join("global.json");
+        let p = dir.path().join("project.json");
+        std::fs::write(
+            &g,
+            json!({
+                "securityMode": {"mode": "ask", "allowlist": ["read"]},
+                "providers": {"scripted": {"model": "a"}, "anthropic": {"baseUrl": "https://x"}},
+                "hooks": {"protect-paths": {"patterns": ["*.pem"]}},
+                "network": {"web-fetch": ["docs.rs"]},
+                "ordering": {"hooks": ["protect-paths"]},
+                "runtime": {"toolParallelism": 2, "continuation": {"maxIterations": 5}}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        std::fs::write(&p, json!({
+            "securityMode": {"mode": "allowlist", "allowlist": ["list"]},
+            "providers": {"scripted": {"script-file": "s.json"}, "anthropic": {"disable": true}},
+            "network": {"web-fetch": ["example.com"]},
+            "ordering": {"hooks": ["redact-secrets"]},
+            "runtime": {"continuation": {"maxIterations": 9}}
+        }).to_string()).unwrap();
+        let l = Layered::load(&g, Some(&p)).unwrap();
+        let s = &l.settings;
+        let mode = s.security_mode.as_ref().unwrap();
+        assert_eq!(mode.mode, "allowlist");
+        assert_eq!(mode.allowlist, ["read", "list"]);
+        assert_eq!(s.providers["scripted"], json!({"script-file": "s.json"}));
+        assert!(!s.providers.contains_key("anthropic"));
+        assert_eq!(s.network["web-fetch"], ["docs.rs", "example.com"]);
+        assert_eq!(s.ordering.hooks, ["protect-paths", "redact-secrets"]);
+        assert_eq!(s.runtime.tool_parallelism, Some(2));
+        assert_eq!(s.runtime.continuation.max_iterations, Some(9));
+        assert!(l.provenance["/runtime/toolParallelism"].starts_with("global"));
+        assert!(l.provenance["/runtime/continuation/maxIterations"].starts_with("project"));
+        assert!(l.provenance["/providers/scripted/script-file"].starts_with("project"));
+        assert!(!l.provenance.contains_key("/providers/scripted/model"));
+    }
+
+    #[test]
+    fn a_broken_project_file_falls_back_to_global() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = dir.path().join("global.json");
+        let p = dir.path().join("project.json");
+        std::fs::write(&g, r#"{"active": {"provider": "scripted"}}"#).unwrap();
+        std::fs::write(&p, r#"{"active": {"provider": 5}}"#).unwrap();
+        let l = Layered::load(&g, Some(&p)).unwrap();
+        assert_eq!(l.settings.active.provider.as_deref(), Some("scripted"));
+        assert!(l.warnings[0].contains("project.json"), "{:?}", l.warnings);
+        std::fs::write(&g, r#"{"theme": 1}"#).unwrap();
+        assert!(Layered::load(&g, None).is_err());
+    }
+}

@@ -1,0 +1,322 @@
+//! Extension lifecycle end to end with the `stud` binary: install from a
+//! folder, a .tar.gz and a loopback URL (each then listed and used by a
+//! session), integrity at load, consent for grown capabilities, project
+//! trust and settings scopes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::call;
+use common::http::{Reply, TestServer};
+use serde_json::{Value, json};
+
+struct Env {
+    home: tempfile::TempDir,
+    project: tempfile::TempDir,
+    work: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        let env = Env {
+            home: tempfile::tempdir().unwrap(),
+            project: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        };
+        env.script("script.json", "global answer: {{tool_results}}", true);
+        std::fs::write(
+            env.home.path().join("settings.json"),
+            json!({"providers": {"scripted": {"script-file": "script.json"}}}).to_string(),
+        )
+        .unwrap();
+        env
+    }
+
+    /// A script that calls `counter` (when asked) and answers with `text`.
+    fn script(&self, name: &str, text: &str, with_counter: bool) {
+        let mut turns = Vec::new();
+        if with_counter {
+            turns.push(json!({"text": "", "tool_calls": [call("counter", json!({}))]}));
+        }
+        turns.push(json!({"text": text}));
+        std::fs::write(
+            self.project.path().join(name),
+            json!({"turns": turns}).to_string(),
+        )
+        .unwrap();
+    }
+
+    fn stud(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stud"))
+            .args(args)
+            .env("STUD_HOME", self.home.path())
+            .env("STUD_CACHE_DIR", common::shared_cache())
+            .env_remove("RUST_BACKTRACE")
+            .current_dir(self.project.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+        child.wait_with_output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.stud(args, "");
+        assert!(
+            out.status.success(),
+            "stud {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// One headless turn; the answer text and stderr.
+    fn session(&self) -> (String, String) {
+        let out = self.stud(&["run", "-p", "--output-format", "json", "go"], "");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let v: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        (v["result"].as_str().unwrap_or_default().to_string(), stderr)
+    }
+
+    fn listed(&self, id: &str) -> Option<Value> {
+        let v: Value = serde_json::from_str(&self.ok(&["ext", "list", "--json"])).unwrap();
+        v["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id)
+            .cloned()
+    }
+
+    /// A folder holding one fixture (manifest + component).
+    fn folder(&self, fixture: &str) -> PathBuf {
+        let src = common::fixture_dir(fixture);
+        let dir = self.work.path().join(fixture);
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = std::fs::read_to_string(src.join("extension.toml")).unwrap();
+        let component = text
+            .lines()
+            .find_map(|l| l.strip_prefix("component = \""))
+            .and_then(|l| l.strip_suffix('"'))
+            .unwrap()
+            .to_string();
+        std::fs::write(dir.join("extension.toml"), &text).unwrap();
+        std::fs::copy(common::wasm(&component), dir.join(&component)).unwrap();
+        dir
+    }
+
+    /// `<fixture>.tar.gz` with the folder inside.
+    fn archive(&self, fixture: &str) -> PathBuf {
+        let dir = self.folder(fixture);
+        let path = self.work.path().join(format!("{fixture}.tar.gz"));
+        let file = std::fs::File::create(&path).unwrap();
+        let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+        let mut tar = tar::Builder::new(gz);
+        tar.append_dir_all(fixture, &dir).unwrap();
+        tar.into_inner().unwrap().finish().unwrap();
+        path
+    }
+
+    fn stored_component(&self) -> PathBuf {
+        let store = self.home.path().join("store");
+        let dir = std::fs::read_dir(&store)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        dir.join("fixture_counter.wasm")
+    }
+}
+
+fn sha256_hex(path: &Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+#[test]
+fn install_from_a_folder_then_list_and_use_it() {
+    let env = Env::new();
+    let out = env.ok(&[
+        "ext",
+        "install",
+        env.folder("counter").to_str().unwrap(),
+        "--yes",
+    ]);
+    assert!(
+        out.contains("counter 0.1.0 installed in the global scope"),
+        "{out}"
+    );
+    let entry = env.listed("counter").expect("listed");
+    assert_eq!(entry["scope"], "global");
+    assert_eq!(entry["pinned"], true);
+    let lock = std::fs::read_to_string(env.home.path().join("extensions.lock")).unwrap();
+    assert!(
+        lock.contains("[extensions.counter]") && lock.contains("component = \"sha256:"),
+        "{lock}"
+    );
+    let (answer, _) = env.session();
+    assert_eq!(answer, "global answer: v1 count=1");
+    // Installing the same bytes again changes nothing.
+    let again = env.ok(&["ext", "install", env.folder("counter").to_str().unwrap()]);
+    assert!(again.contains("unchanged"), "{again}");
+}
+
+#[test]
+fn install_from_an_archive_and_a_loopback_url() {
+    let env = Env::new();
+    let archive = env.archive("counter");
+    env.ok(&["ext", "install", archive.to_str().unwrap(), "--yes"]);
+    assert!(env.listed("counter").is_some());
+    assert_eq!(env.session().0, "global answer: v1 count=1");
+
+    let env = Env::new();
+    let bytes = std::fs::read(&archive).unwrap();
+    let digest = sha256_hex(&archive);
+    let server = TestServer::start(vec![Reply::new(200, bytes.clone()), Reply::new(200, bytes)]);
+    let url = format!("{}/counter.tar.gz", server.url());
+    // A wrong expected digest installs nothing.
+    let out = env.stud(
+        &["ext", "install", &url, "--yes", "--sha256", &"0".repeat(64)],
+        "",
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was installed"));
+    assert!(env.listed("counter").is_none());
+    env.ok(&["ext", "install", &url, "--yes", "--sha256", &digest]);
+    assert_eq!(env.listed("counter").unwrap()["version"], "0.1.0");
+    assert_eq!(env.session().0, "global answer: v1 count=1");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn a_tampered_component_is_refused_with_both_digests_and_the_session_goes_on() {
+    let env = Env::new();
+    env.ok(&[
+        "ext",
+        "install",
+        env.folder("counter").to_str().unwrap(),
+        "--yes",
+    ]);
+    let stored = env.stored_component();
+    let expected = sha256_hex(&stored);
+    let mut bytes = std::fs::read(&stored).unwrap();
+    bytes.extend_from_slice(b"tampered");
+    std::fs::write(&stored, &bytes).unwrap();
+    let actual = sha256_hex(&stored);
+    let (answer, stderr) = env.session();
+    assert!(
+        stderr.contains("`counter`")
+            && stderr.contains(&format!("sha256:{expected}"))
+            && stderr.contains(&format!("sha256:{actual}"))
+            && stderr.contains("stud ext install"),
+        "{stderr}"
+    );
+    assert!(answer.contains("unknown tool `counter`"), "{answer}");
+    let out = env.stud(&["ext", "verify"], "");
+    assert_eq!(out.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("MISMATCH  counter") && report.contains(&actual),
+        "{report}"
+    );
+}
+
+#[test]
+fn an_update_asking_for_a_new_host_needs_consent_again() {
+    let env = Env::new();
+    env.ok(&[
+        "ext",
+        "install",
+        env.folder("counter").to_str().unwrap(),
+        "--yes",
+    ]);
+    let v2 = env.folder("counter-v2");
+    let out = env.stud(&["ext", "install", v2.to_str().unwrap()], "n\n");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("connect to example.com") && stderr.contains("declined"),
+        "{stderr}"
+    );
+    assert_eq!(env.listed("counter").unwrap()["version"], "0.1.0");
+    assert_eq!(env.session().0, "global answer: v1 count=1");
+
+    let out = env.stud(&["ext", "install", v2.to_str().unwrap()], "y\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("updated from 0.1.0"));
+    assert_eq!(env.listed("counter").unwrap()["version"], "0.2.0");
+    env.ok(&["ext", "remove", "counter"]);
+    assert!(env.listed("counter").is_none());
+}
+
+#[test]
+fn an_untrusted_project_is_not_read_until_trusted() {
+    let env = Env::new();
+    let stud_dir = env.project.path().join(".stud");
+    std::fs::create_dir_all(stud_dir.join("extensions")).unwrap();
+    let marker = env.folder("marker");
+    let dest = stud_dir.join("extensions").join("marker");
+    std::fs::create_dir(&dest).unwrap();
+    for f in std::fs::read_dir(&marker).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), dest.join(f.file_name())).unwrap();
+    }
+    env.script("project-script.json", "project answer", false);
+    std::fs::write(
+        stud_dir.join("settings.json"),
+        json!({"providers": {"scripted": {"script-file": "project-script.json"}}}).to_string(),
+    )
+    .unwrap();
+
+    // Headless and even --yolo: skipped with a notice, nothing ran.
+    let out = env.stud(&["run", "-p", "--yolo", "go"], "");
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not trusted") && stderr.contains("stud trust grant"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("global answer"));
+    assert!(
+        !env.project.path().join("marker.txt").exists(),
+        "untrusted project code ran"
+    );
+    let shown = env.ok(&["config", "show"]);
+    assert!(!shown.contains("project-script.json"), "{shown}");
+
+    env.ok(&["trust", "grant"]);
+    assert!(env.ok(&["trust", "list"]).contains("trusted"));
+    let (answer, _) = env.session();
+    assert_eq!(answer, "project answer");
+    assert!(
+        env.project.path().join("marker.txt").exists(),
+        "trusted project extension did not run"
+    );
+    let shown = env.ok(&["config", "show"]);
+    assert!(
+        shown.contains("/providers/scripted/script-file = \"project-script.json\"")
+            && shown.contains("(project "),
+        "{shown}"
+    );
+    // Trust lives in the global scope, never in the project.
+    assert!(env.home.path().join("trust.json").is_file());
+    assert!(!stud_dir.join("trust.json").exists());
+
+    env.ok(&["trust", "revoke"]);
+    std::fs::remove_file(env.project.path().join("marker.txt")).unwrap();
+    assert!(env.session().0.contains("global answer"));
+    assert!(!env.project.path().join("marker.txt").exists());
+}
