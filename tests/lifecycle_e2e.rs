@@ -320,3 +320,93 @@ fn an_untrusted_project_is_not_read_until_trusted() {
     assert!(env.session().0.contains("global answer"));
     assert!(!env.project.path().join("marker.txt").exists());
 }
+
+/// Replace a file the way an installer or build does: write aside, rename
+/// over (so the watcher never sees half a file).
+fn replace(path: &Path, bytes: &[u8]) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+#[test]
+fn a_tool_replaced_during_a_session_answers_anew_and_keeps_its_state() {
+    use std::io::{BufRead, BufReader};
+    let env = Env::new();
+    let dir = common::install_fixture(env.home.path(), "counter");
+    let component = dir.join("fixture_counter.wasm");
+    let turns = json!({"turns": [
+        {"text": "", "tool_calls": [call("counter", json!({}))]},
+        {"text": "", "sleep_ms": 2500, "tool_calls": [call("counter", json!({}))]},
+        {"text": "", "sleep_ms": 2500, "tool_calls": [call("counter", json!({}))]},
+        {"text": "done"}
+    ]});
+    std::fs::write(env.project.path().join("script.json"), turns.to_string()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stud"))
+        .args(["run", "-p", "--output-format", "stream-json", "go"])
+        .env("STUD_HOME", env.home.path())
+        .env("STUD_CACHE_DIR", common::shared_cache())
+        .current_dir(env.project.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut events = Vec::new();
+    let mut outputs = Vec::new();
+    for line in lines {
+        let line = line.unwrap();
+        let Ok(ev) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if ev["event"] == "tool.succeeded" {
+            outputs.push(
+                ev["payload"]["output"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+            match outputs.len() {
+                // During the next request's wait: a new version, then a
+                // broken one.
+                1 => replace(
+                    &component,
+                    &std::fs::read(common::wasm("fixture_counter_v2.wasm")).unwrap(),
+                ),
+                2 => replace(&component, b"not a component"),
+                _ => {}
+            }
+        }
+        events.push(ev);
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert_eq!(
+        outputs,
+        ["v1 count=1", "v2 count=2", "v2 count=3"],
+        "{events:#?}"
+    );
+    let reloaded: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "extension.reloaded")
+        .collect();
+    assert_eq!(reloaded.len(), 1, "{reloaded:?}");
+    assert_eq!(reloaded[0]["payload"]["id"], "counter");
+    assert_ne!(
+        reloaded[0]["payload"]["boundary"], "",
+        "swapped at a named boundary"
+    );
+    let failed = events
+        .iter()
+        .find(|e| e["event"] == "extension.reload.failed")
+        .expect("the broken replacement is reported");
+    assert_eq!(failed["payload"]["id"], "counter");
+    assert!(
+        failed["payload"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("counter"),
+        "{failed}"
+    );
+}

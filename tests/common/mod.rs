@@ -115,6 +115,7 @@ pub fn load_fixture(
         dirs,
         network: Vec::new(),
         secrets: Default::default(),
+        state: None,
         services: Arc::new(Recorder::default()),
     })
 }

@@ -90,6 +90,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         home,
         cwd,
         project,
+        watch: true,
         headless,
         yolo: args.yolo,
         mode: args.mode,
@@ -127,6 +128,13 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
             None => break,
         };
         if text.trim().is_empty() {
+            continue;
+        }
+        if text.trim() == "/reload" {
+            launched.session.request_reload();
+            eprintln!(
+                "looking for changed extensions; they are swapped in at the next stage boundary"
+            );
             continue;
         }
         if let Some(rest) = text.trim().strip_prefix("/model") {

@@ -10,6 +10,7 @@ pub mod lockfile;
 pub mod registry;
 pub mod scope;
 pub mod trust;
+pub mod watch;
 
 pub use discovery::{Discovered, Discovery, DiscoveryProblem, ProjectScope};
 pub use grants::UserGrants;

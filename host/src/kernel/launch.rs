@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
 use super::interaction::{DEFAULT_TIMEOUT, Interactions};
 use super::redact::Redactor;
+use super::reload::Reloader;
 use super::retry::RetryPolicy;
 use super::services::{KernelServices, TerminalOut};
 use super::session::{
@@ -21,6 +22,7 @@ use super::{AllowPattern, Authority, Mode};
 use crate::config::{Layered, SettingsError};
 use crate::extensions::registry::project_dir;
 use crate::extensions::trust::recorded_scope;
+use crate::extensions::watch::{Watch, watch};
 use crate::extensions::{Discovery, ProjectScope, Registry, UserGrants};
 use crate::manifest::Kind;
 use crate::paths::StudHome;
@@ -48,6 +50,8 @@ pub struct LaunchOptions {
     pub terminal: TerminalOut,
     /// Whether the project's `.stud/` (settings, extensions) is read.
     pub project: ProjectScope,
+    /// Watch extension folders and reload changed extensions.
+    pub watch: bool,
 }
 
 impl LaunchOptions {
@@ -70,6 +74,7 @@ impl LaunchOptions {
             render: false,
             terminal: TerminalOut::Discard,
             project,
+            watch: false,
         }
     }
 }
@@ -100,6 +105,8 @@ pub struct Launched {
     pub warnings: Vec<String>,
     subscribers: Vec<JoinHandle<()>>,
     ui_subscriptions: Vec<Arc<Subscriber>>,
+    /// Extension folders being watched for hot reload.
+    _watch: Option<Watch>,
 }
 
 pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
@@ -241,9 +248,31 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         },
         cache_hints: settings.active.cache_hints.unwrap_or(false),
     };
-    let (session, tool_warnings) =
+    let (mut session, tool_warnings) =
         Session::start(&exts, config, authority, interactions, bus.clone()).await?;
     warnings.extend(tool_warnings);
+    let reloader = Reloader::new(
+        registry,
+        opts.home.clone(),
+        opts.project.clone(),
+        bus.clone(),
+        &exts,
+    );
+    let watch = if opts.watch {
+        let r = reloader.clone();
+        match watch(&reloader.roots(), move || r.rescan()) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                warnings.push(format!(
+                    "extension folders are not watched ({e}); use /reload after changing one"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    session.set_reloader(reloader);
     Ok(Launched {
         session,
         bus,
@@ -252,6 +281,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         warnings,
         subscribers,
         ui_subscriptions,
+        _watch: watch,
     })
 }
 

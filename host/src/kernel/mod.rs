@@ -10,6 +10,7 @@ pub mod interaction;
 pub mod launch;
 pub mod payloads;
 pub mod redact;
+pub mod reload;
 pub mod retry;
 pub mod services;
 pub mod session;

@@ -11,9 +11,10 @@ use super::capabilities::{MissingCapability, check_session};
 use super::events::Bus;
 use super::hooks::HookRunner;
 use super::interaction::Interactions;
+use super::reload::{Ready, Reloader};
 use super::retry::RetryPolicy;
 use super::tools::ToolTable;
-use crate::manifest::Kind;
+use crate::manifest::{Kind, ReloadBehavior};
 use crate::runtime::bindings::stud::extension::provider_types::{
     ModelCapabilities, ModelInfo, RequestParams, ThinkingLevel,
 };
@@ -82,6 +83,9 @@ pub struct Session {
     pub(crate) config: SessionConfig,
     pub(crate) turns: u64,
     pub usage: Usage,
+    pub(crate) reloader: Option<Arc<Reloader>>,
+    /// Reloads compiled and waiting for a boundary their behaviour allows.
+    pub(crate) pending_reloads: Vec<Ready>,
 }
 
 impl Session {
@@ -147,6 +151,8 @@ impl Session {
             history: Vec::new(),
             config,
             turns: 0,
+            reloader: None,
+            pending_reloads: Vec::new(),
             usage: Usage {
                 input_tokens: 0,
                 output_tokens: 0,
@@ -236,6 +242,72 @@ impl Session {
 
     pub fn provider_id(&self) -> &str {
         self.provider.id().as_str()
+    }
+
+    /// Watch for changed extensions from now on (see [`Reloader`]).
+    pub fn set_reloader(&mut self, reloader: Arc<Reloader>) {
+        self.reloader = Some(reloader);
+    }
+
+    /// `/reload`: look for changed extensions now; they are swapped in at
+    /// the next boundary their reload behaviour allows.
+    pub fn request_reload(&self) {
+        if let Some(r) = &self.reloader {
+            r.rescan();
+        }
+    }
+
+    /// Swap in finished reloads. `boundary` names the stage about to
+    /// start, or `between-turns`. Providers change only between turns (a
+    /// response in progress belongs to the old instance).
+    pub(crate) async fn apply_reloads(&mut self, boundary: &str) {
+        let Some(reloader) = self.reloader.clone() else {
+            return;
+        };
+        let mut ready = std::mem::take(&mut self.pending_reloads);
+        ready.extend(reloader.finished().await);
+        let between = boundary == "between-turns";
+        for item in ready {
+            let ext = item.ext.clone();
+            let allowed = match ext.manifest.reload {
+                ReloadBehavior::InTurn => between || ext.kind() != Kind::Provider,
+                ReloadBehavior::BetweenTurns => between,
+                ReloadBehavior::Never => false,
+            };
+            if !allowed {
+                self.pending_reloads.push(item);
+                continue;
+            }
+            match self.swap(&ext).await {
+                Ok(()) => reloader.swapped(&ext, &item.from, boundary),
+                Err(reason) => reloader.refuse(&ext, &reason),
+            }
+        }
+    }
+
+    async fn swap(&mut self, ext: &Arc<Extension>) -> Result<(), String> {
+        match ext.kind() {
+            Kind::Tool => self.tools.replace(ext).await,
+            Kind::Provider if ext.id() == self.provider.id() => {
+                let models = ext
+                    .provider_models()
+                    .await
+                    .map_err(|e| format!("the new version cannot list its models: {e}"))?;
+                if !models.iter().any(|m| m.id == self.model) {
+                    return Err(format!(
+                        "the new version no longer offers model `{}`",
+                        self.model
+                    ));
+                }
+                self.provider = ext.clone();
+                self.models = models;
+                Ok(())
+            }
+            Kind::Provider => Ok(()),
+            other => Err(format!(
+                "reloading {other} extensions in a running session is not supported; restart stud to use the new version"
+            )),
+        }
     }
 
     /// Let queued observer hooks finish and record the end.

@@ -99,6 +99,32 @@ impl ToolTable {
         (table, warnings)
     }
 
+    /// Serve the tools of `ext`'s id with `ext` (a reloaded version):
+    /// its tool is described again and replaces the old one.
+    pub async fn replace(&mut self, ext: &Arc<Extension>) -> Result<(), String> {
+        let (mut fresh, warnings) = ToolTable::build(std::slice::from_ref(ext)).await;
+        let Some((name, entry)) = fresh.tools.pop_first() else {
+            return Err(warnings.join("; "));
+        };
+        let old: Vec<String> = self
+            .tools
+            .iter()
+            .filter(|(_, e)| e.ext.id() == ext.id())
+            .map(|(n, _)| n.clone())
+            .collect();
+        if let Some(other) = self.tools.get(&name).filter(|e| e.ext.id() != ext.id()) {
+            return Err(format!(
+                "its tool is now called `{name}`, which extension `{}` already provides",
+                other.ext.id()
+            ));
+        }
+        for n in old {
+            self.tools.remove(&n);
+        }
+        self.tools.insert(name, entry);
+        Ok(())
+    }
+
     pub fn get(&self, name: &str) -> Option<&ToolEntry> {
         self.tools.get(name)
     }

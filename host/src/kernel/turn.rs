@@ -91,6 +91,7 @@ struct Assembled {
 
 impl Session {
     pub async fn run_turn(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
+        self.apply_reloads("between-turns").await;
         self.turns += 1;
         let turn_id = format!("{}-t{}", self.id, self.turns);
         self.bus.set_turn(Some(turn_id.clone()));
@@ -225,6 +226,7 @@ impl Session {
     }
 
     async fn receive_input(&mut self, input: &str) -> Result<(), TurnStatus> {
+        self.apply_reloads("receive-input").await;
         let rewritten = self
             .pre(Stage::ReceiveInput, || json!({"input": input}))
             .await?;
@@ -255,6 +257,7 @@ impl Session {
     }
 
     async fn compose_request(&mut self, iteration: u32) -> Result<Request, TurnStatus> {
+        self.apply_reloads("compose-request").await;
         let history = &self.history;
         let rewritten = self
             .pre(
@@ -304,6 +307,7 @@ impl Session {
         iteration: u32,
         cancel: &CancellationToken,
     ) -> Result<crate::runtime::kinds::ResponseStream, TurnStatus> {
+        self.apply_reloads("send-request").await;
         let info = json!({"provider": self.provider.id().as_str(), "model": self.model, "iteration": iteration});
         self.pre(Stage::SendRequest, || info.clone()).await?;
         if cancel.is_cancelled() {
@@ -368,6 +372,7 @@ impl Session {
         cancel: &CancellationToken,
         usage: &mut Usage,
     ) -> Result<Assembled, TurnStatus> {
+        self.apply_reloads("stream-response").await;
         let info = json!({"provider": self.provider.id().as_str(), "model": self.model});
         if let Err(stop) = self.pre(Stage::StreamResponse, || info).await {
             self.provider.provider_close(stream).await;
@@ -451,6 +456,7 @@ impl Session {
     }
 
     async fn render(&mut self, text: String) -> Result<String, TurnStatus> {
+        self.apply_reloads("render").await;
         let rewritten = self.pre(Stage::Render, || json!({"text": text})).await?;
         let text = rewritten
             .as_ref()
@@ -470,6 +476,7 @@ impl Session {
         calls: Vec<ToolCall>,
         cancel: &CancellationToken,
     ) -> Result<(), TurnStatus> {
+        self.apply_reloads("tool-call").await;
         self.stage_event(Stage::ToolCall, Phase::Pre, json!({"calls": calls.len()}));
         let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
         let mut runnable: Vec<(usize, Arc<crate::runtime::Extension>, ToolCall)> = Vec::new();

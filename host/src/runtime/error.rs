@@ -73,6 +73,11 @@ pub enum LoadError {
     #[error("extension `{id}`: compiling its component failed: {message}")]
     Compile { id: ExtensionId, message: String },
 
+    #[error(
+        "extension `{id}`: its state cannot be carried over to the new version: {message}; the old version keeps running"
+    )]
+    StateCarry { id: ExtensionId, message: String },
+
     #[error("extension `{id}`: linking failed: {message}")]
     Link { id: ExtensionId, message: String },
 

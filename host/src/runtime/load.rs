@@ -37,6 +37,9 @@ pub struct LoadSpec {
     pub network: Vec<HostPattern>,
     /// Secret values resolved from settings references, by name.
     pub secrets: HashMap<String, Result<String, String>>,
+    /// A state slot value to start with (a reload carries the old
+    /// version's state over; it must match the new state schema).
+    pub state: Option<String>,
     pub services: Arc<dyn Services>,
 }
 
@@ -91,6 +94,12 @@ impl Runtime {
         let info = verify(&spec.manifest, &spec.bytes, &spec.component_path)?;
         let config = validate_config(&spec.manifest, spec.config)?;
         let slot = state_slot(&spec.manifest)?;
+        if let Some(value) = spec.state {
+            slot.write(value).map_err(|message| LoadError::StateCarry {
+                id: id.clone(),
+                message,
+            })?;
+        }
 
         let (component, code_source) = self
             .cache

@@ -1,0 +1,186 @@
+//! Hot reload at stage boundaries. A change on disk (or `/reload`) makes
+//! the reloader look for loaded extensions whose component bytes changed;
+//! each is verified and compiled in the background with the old version's
+//! state slot carried over (checked against the new state schema). The
+//! session swaps finished ones in only at a stage boundary, honouring the
+//! extension's declared reload behaviour; a reload that fails keeps the
+//! old version and says why. Every step is an event.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use tokio::task::JoinHandle;
+
+use super::events::Bus;
+use crate::digest::Sha256Digest;
+use crate::extensions::{Discovery, ProjectScope, Registry};
+use crate::manifest::ReloadBehavior;
+use crate::paths::StudHome;
+use crate::runtime::{Extension, LoadError};
+
+/// A finished reload waiting for its boundary.
+pub struct Ready {
+    pub ext: Arc<Extension>,
+    pub from: Sha256Digest,
+}
+
+pub struct Reloader {
+    registry: Registry,
+    home: StudHome,
+    project: ProjectScope,
+    bus: Bus,
+    runtime: tokio::runtime::Handle,
+    /// What serves each id now.
+    loaded: Mutex<HashMap<String, Arc<Extension>>>,
+    /// Digests being compiled, so one change is compiled once.
+    in_flight: Mutex<Vec<Job>>,
+}
+
+/// A reload being compiled.
+struct Job {
+    id: String,
+    digest: Sha256Digest,
+    handle: JoinHandle<Result<Extension, LoadError>>,
+}
+
+impl Reloader {
+    pub fn new(
+        registry: Registry,
+        home: StudHome,
+        project: ProjectScope,
+        bus: Bus,
+        loaded: &[Arc<Extension>],
+    ) -> Arc<Self> {
+        Arc::new(Reloader {
+            registry,
+            home,
+            project,
+            bus,
+            runtime: tokio::runtime::Handle::current(),
+            loaded: Mutex::new(
+                loaded
+                    .iter()
+                    .map(|e| (e.id().to_string(), e.clone()))
+                    .collect(),
+            ),
+            in_flight: Mutex::default(),
+        })
+    }
+
+    /// The scope folders to watch.
+    pub fn roots(&self) -> Vec<std::path::PathBuf> {
+        let mut roots = vec![self.home.root().to_path_buf()];
+        if let ProjectScope::Trusted(root) = &self.project {
+            roots.push(root.clone());
+        }
+        roots
+    }
+
+    /// Look for changed components and start compiling them, each with
+    /// its current state slot value.
+    pub fn rescan(&self) {
+        let discovery = Discovery::scan(&self.home, &self.project);
+        let loaded = self
+            .loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        for d in &discovery.found {
+            let id = d.manifest.id.to_string();
+            let Some(current) = loaded.get(&id) else {
+                continue;
+            };
+            let digest = &current.digest;
+            let Ok(bytes) = d.read_bytes() else { continue };
+            let new = Sha256Digest::of(&bytes);
+            if &new == digest || in_flight.iter().any(|j| j.id == id && j.digest == new) {
+                continue;
+            }
+            if current.manifest.reload == ReloadBehavior::Never {
+                self.bus.record(
+                    "extension.reload.refused",
+                    json!({"id": id, "reason": "its manifest says reload = \"never\"; restart stud to use the new version"}),
+                );
+                continue;
+            }
+            self.bus.record(
+                "extension.reload.requested",
+                json!({"id": id, "from": digest.to_string(), "to": new.to_string()}),
+            );
+            let mut spec = match self
+                .registry
+                .spec(d, self.registry.configs.get(&id).cloned())
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    self.failed(&id, &e.to_string());
+                    continue;
+                }
+            };
+            spec.state = current.state();
+            let runtime = self.registry.runtime.clone();
+            let job = self.runtime.spawn_blocking(move || runtime.load(spec));
+            in_flight.push(Job {
+                id,
+                digest: new,
+                handle: job,
+            });
+        }
+    }
+
+    fn failed(&self, id: &str, error: &str) {
+        self.bus.record(
+            "extension.reload.failed",
+            json!({"id": id, "error": error, "kept": "the old version keeps running"}),
+        );
+    }
+
+    /// Finished reloads (waiting for compiles in progress), failures
+    /// reported. Their order is the order of the changes.
+    pub async fn finished(&self) -> Vec<Ready> {
+        let jobs = std::mem::take(&mut *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut ready = Vec::new();
+        for Job { id, handle, .. } in jobs {
+            match handle.await {
+                Ok(Ok(ext)) => {
+                    let from = self
+                        .loaded
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get(&id)
+                        .map(|l| l.digest.clone())
+                        .unwrap_or_else(|| ext.digest.clone());
+                    ready.push(Ready {
+                        ext: Arc::new(ext),
+                        from,
+                    })
+                }
+                Ok(Err(e)) => self.failed(&id, &e.to_string()),
+                Err(e) => self.failed(&id, &format!("the reload task failed: {e}")),
+            }
+        }
+        ready
+    }
+
+    /// Record that `ext` now serves its id.
+    pub fn swapped(&self, ext: &Arc<Extension>, from: &Sha256Digest, boundary: &str) {
+        self.loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(ext.id().to_string(), ext.clone());
+        self.bus.record(
+            "extension.reloaded",
+            json!({"id": ext.id().as_str(), "version": ext.manifest.version.to_string(), "from": from.to_string(), "to": ext.digest.to_string(), "boundary": boundary}),
+        );
+    }
+
+    /// A reload that compiled but cannot be swapped in.
+    pub fn refuse(&self, ext: &Extension, reason: &str) {
+        self.bus.record(
+            "extension.reload.refused",
+            json!({"id": ext.id().as_str(), "reason": reason}),
+        );
+    }
+}
