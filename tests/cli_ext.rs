@@ -28,12 +28,13 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 19] = [
+const BUNDLED: [&str; 20] = [
     "anthropic",
     "ask-user",
     "bash",
     "console",
     "edit",
+    "filesystem",
     "gemini",
     "glob",
     "grep",

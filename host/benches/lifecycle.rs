@@ -54,7 +54,10 @@ fn archive(manifest: &str, component: &Path, file: &str) -> Vec<u8> {
             tar.append_data(&mut h, name, bytes).expect("tar");
         };
         add("ext/extension.toml", manifest.as_bytes());
-        add(&format!("ext/{file}"), &std::fs::read(component).expect("wasm"));
+        add(
+            &format!("ext/{file}"),
+            &std::fs::read(component).expect("wasm"),
+        );
         tar.into_inner().expect("tar").finish().expect("gz");
     }
     out
@@ -96,7 +99,9 @@ async fn install_time() {
         };
         let source = Source::parse(&format!("{}/read.tar.gz", server.url())).expect("source");
         let t = Instant::now();
-        install(&source, &opts, &runtime, &mut Yes).await.expect("install");
+        install(&source, &opts, &runtime, &mut Yes)
+            .await
+            .expect("install");
         times.push(t.elapsed());
     }
     println!(
@@ -118,7 +123,11 @@ async fn verify_50() {
     for i in 0..50 {
         let dir = work.path().join(format!("e{i}"));
         std::fs::create_dir_all(&dir).expect("dir");
-        std::fs::write(dir.join("extension.toml"), read_manifest(&format!("read-{i}"))).expect("w");
+        std::fs::write(
+            dir.join("extension.toml"),
+            read_manifest(&format!("read-{i}")),
+        )
+        .expect("w");
         std::fs::copy(wasm("stud_read.wasm"), dir.join("stud_read.wasm")).expect("copy");
         let opts = InstallOptions {
             scope: Scope::Global,
@@ -152,7 +161,11 @@ async fn reload_latency() {
     let project = tempfile::tempdir().expect("tmp");
     let dir = home.path().join("extensions").join("counter");
     std::fs::create_dir_all(&dir).expect("dir");
-    std::fs::copy(fixture("counter").join("extension.toml"), dir.join("extension.toml")).expect("m");
+    std::fs::copy(
+        fixture("counter").join("extension.toml"),
+        dir.join("extension.toml"),
+    )
+    .expect("m");
     let component = dir.join("fixture_counter.wasm");
     std::fs::copy(wasm("fixture_counter.wasm"), &component).expect("c");
     std::fs::write(
@@ -168,7 +181,10 @@ async fn reload_latency() {
     .await
     .expect("launch");
     let sub = l.bus.subscribe("bench", 4096);
-    let versions = [wasm("fixture_counter_v2.wasm"), wasm("fixture_counter.wasm")];
+    let versions = [
+        wasm("fixture_counter_v2.wasm"),
+        wasm("fixture_counter.wasm"),
+    ];
     let cancel = CancellationToken::new();
     let (mut noticed, mut swapped) = (Vec::new(), Vec::new());
     for i in 0..10 {

@@ -3,6 +3,7 @@
 mod config;
 mod ext;
 mod run;
+mod session;
 mod trust;
 
 use std::process::ExitCode;
@@ -33,6 +34,9 @@ enum Command {
     /// Show settings.
     #[command(subcommand)]
     Config(config::ConfigCommand),
+    /// Kept sessions: list, show, delete.
+    #[command(subcommand)]
+    Session(session::SessionCommand),
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -42,5 +46,6 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(args),
         Command::Trust(cmd) => trust::run(cmd),
         Command::Config(cmd) => config::run(cmd),
+        Command::Session(cmd) => session::run(cmd),
     }
 }

@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::kernel::events::DEFAULT_QUEUE;
+use crate::kernel::persist::ResumeTarget;
 use crate::kernel::turn::usage_json;
 use crate::kernel::{
     Bus, LaunchOptions, Launched, Mode, Session, TerminalOut, TurnOutcome, TurnStatus, launch,
@@ -65,6 +66,12 @@ pub struct RunArgs {
     /// Offer no tools to the model (for models without tool calling).
     #[arg(long)]
     pub no_tools: bool,
+    /// Continue the latest session of this folder.
+    #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
+    pub continue_latest: bool,
+    /// Continue the session with this id (`stud session list`).
+    #[arg(long)]
+    pub resume: Option<String>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -91,6 +98,11 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         cwd,
         project,
         watch: true,
+        resume: match (&args.resume, args.continue_latest) {
+            (Some(id), _) => Some(ResumeTarget::Id(id.clone())),
+            (None, true) => Some(ResumeTarget::Latest),
+            (None, false) => None,
+        },
         headless,
         yolo: args.yolo,
         mode: args.mode,
@@ -281,7 +293,7 @@ fn spawn_ctrl_c(current: Arc<Mutex<CancellationToken>>) {
 }
 
 fn spawn_stdout(bus: &Bus) -> JoinHandle<()> {
-    let sub = bus.subscribe("stdout", DEFAULT_QUEUE * 64);
+    let sub = bus.subscribe_replaying("stdout", DEFAULT_QUEUE * 64);
     tokio::spawn(async move {
         while let Some(ev) = sub.next().await {
             let mut out = std::io::stdout().lock();

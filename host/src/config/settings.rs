@@ -131,6 +131,8 @@ pub struct Active {
     pub thinking: Option<String>,
     /// Ask providers to place prompt-cache breakpoints.
     pub cache_hints: Option<bool>,
+    /// The session store to use when several are loaded.
+    pub session_store: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

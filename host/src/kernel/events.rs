@@ -125,6 +125,10 @@ struct BusInner {
     subscribers: Mutex<Vec<Arc<Subscriber>>>,
     turn: Mutex<Option<String>>,
     redactor: RwLock<Redactor>,
+    /// The first records (the session's start), kept for one subscriber
+    /// that attaches after launch (`subscribe_replaying`); `None` once
+    /// taken. At most 256.
+    startup: Mutex<Option<Vec<Event>>>,
 }
 
 /// Cheap to clone; all clones publish to the same subscribers.
@@ -135,7 +139,25 @@ pub struct Bus {
 
 impl Bus {
     pub fn new() -> Self {
-        Self::default()
+        let bus = Self::default();
+        *bus.inner.startup.lock().unwrap_or_else(|p| p.into_inner()) = Some(Vec::new());
+        bus
+    }
+
+    /// Like [`Bus::subscribe`], but first hands over the records published
+    /// while the session started (`session.start`, `session.resumed`, ...).
+    pub fn subscribe_replaying(&self, name: &str, cap: usize) -> Arc<Subscriber> {
+        let startup = self
+            .inner
+            .startup
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let sub = self.subscribe(name, cap);
+        for ev in startup.unwrap_or_default() {
+            sub.offer(&ev);
+        }
+        sub
     }
 
     pub fn subscribe(&self, name: &str, cap: usize) -> Arc<Subscriber> {
@@ -214,6 +236,17 @@ impl Bus {
             payload,
             authoritative,
         };
+        if authoritative
+            && let Some(buf) = self
+                .inner
+                .startup
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_mut()
+            && buf.len() < 256
+        {
+            buf.push(ev.clone());
+        }
         for s in subs {
             s.offer(&ev);
         }

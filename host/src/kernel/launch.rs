@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 
 use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
 use super::interaction::{DEFAULT_TIMEOUT, Interactions};
+use super::persist::{self, Persistence, ResumeError, ResumeTarget};
 use super::redact::Redactor;
 use super::reload::Reloader;
 use super::retry::RetryPolicy;
@@ -52,6 +53,8 @@ pub struct LaunchOptions {
     pub project: ProjectScope,
     /// Watch extension folders and reload changed extensions.
     pub watch: bool,
+    /// Continue an earlier session instead of starting one.
+    pub resume: Option<ResumeTarget>,
 }
 
 impl LaunchOptions {
@@ -75,6 +78,7 @@ impl LaunchOptions {
             terminal: TerminalOut::Discard,
             project,
             watch: false,
+            resume: None,
         }
     }
 }
@@ -93,6 +97,8 @@ pub enum LaunchError {
     Runtime(#[from] RuntimeError),
     #[error(transparent)]
     Session(#[from] SessionError),
+    #[error(transparent)]
+    Resume(#[from] ResumeError),
 }
 
 /// A running session and what serves it.
@@ -207,6 +213,32 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         bus.clone(),
     ));
     services.set_interactions(interactions.clone());
+    let stores = of(Kind::SessionStore);
+    let store = match &settings.active.session_store {
+        Some(id) => Some(
+            stores
+                .iter()
+                .find(|s| s.id().as_str() == id)
+                .cloned()
+                .ok_or_else(|| {
+                    LaunchError::Setting(format!(
+                        "settings.json: active.sessionStore: `{id}` is not a loaded session store (loaded: {})",
+                        stores.iter().map(|s| s.id().to_string()).collect::<Vec<_>>().join(", ")
+                    ))
+                })?,
+        ),
+        None => stores.first().cloned(),
+    };
+    let project_root = project_dir(&opts.cwd).display().to_string();
+    let resumed = match (&opts.resume, &store) {
+        (None, _) => None,
+        (Some(_), None) => return Err(ResumeError::NoStore.into()),
+        (Some(target), Some(store)) => {
+            Some(persist::read(store, target, &project_root, &exts).await?)
+        }
+    };
+    // A resumed session keeps the security mode it was started with.
+    let mode = resumed.as_ref().and_then(|r| r.mode).unwrap_or(mode);
     let authority = Authority::new(mode, allowlist, bus.clone());
     let config = SessionConfig {
         provider: opts
@@ -273,6 +305,19 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         None
     };
     session.set_reloader(reloader);
+    if let Some(store) = store {
+        session.set_persistence(Persistence {
+            store,
+            created_ms: persist::now_ms(),
+            project_root,
+            loaded: exts.clone(),
+            title: String::new(),
+        });
+    }
+    if let Some(r) = resumed {
+        session.adopt(r).await;
+    }
+    session.save_manifest().await;
     Ok(Launched {
         session,
         bus,

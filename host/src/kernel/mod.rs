@@ -9,6 +9,7 @@ pub mod hooks;
 pub mod interaction;
 pub mod launch;
 pub mod payloads;
+pub mod persist;
 pub mod redact;
 pub mod reload;
 pub mod retry;

@@ -11,6 +11,7 @@ use super::capabilities::{MissingCapability, check_session};
 use super::events::Bus;
 use super::hooks::HookRunner;
 use super::interaction::Interactions;
+use super::persist::Persistence;
 use super::reload::{Ready, Reloader};
 use super::retry::RetryPolicy;
 use super::tools::ToolTable;
@@ -84,6 +85,7 @@ pub struct Session {
     pub(crate) turns: u64,
     pub usage: Usage,
     pub(crate) reloader: Option<Arc<Reloader>>,
+    pub(crate) persistence: Option<Persistence>,
     /// Reloads compiled and waiting for a boundary their behaviour allows.
     pub(crate) pending_reloads: Vec<Ready>,
 }
@@ -152,6 +154,7 @@ impl Session {
             config,
             turns: 0,
             reloader: None,
+            persistence: None,
             pending_reloads: Vec::new(),
             usage: Usage {
                 input_tokens: 0,

@@ -16,8 +16,7 @@ use super::authority::{Decision, Proposal};
 use super::capabilities::{MissingCapability, check_request};
 use super::hooks::SlotOutcome;
 use super::payloads::{
-    call_json, message_json, messages_from, messages_json, result_parts_from, result_parts_json,
-    result_text,
+    call_json, messages_from, messages_json, result_parts_from, result_parts_json, result_text,
 };
 use super::retry::RetryPolicy;
 use super::session::Session;
@@ -123,6 +122,7 @@ impl Session {
             json!({"turn_id": turn_id, "status": status.as_str(), "code": code, "message": message, "iterations": iterations, "usage": usage_json(&usage)}),
         );
         self.bus.set_turn(None);
+        self.save_manifest().await;
         TurnOutcome {
             turn_id,
             status,
@@ -168,7 +168,8 @@ impl Session {
             self.append(Message {
                 role: Role::Assistant,
                 content,
-            });
+            })
+            .await;
             if assembled.calls.is_empty() {
                 break assembled.text;
             }
@@ -176,11 +177,6 @@ impl Session {
             self.tool_call_stage(assembled.calls, cancel).await?;
         };
         self.render(final_text).await
-    }
-
-    fn append(&mut self, message: Message) {
-        self.bus.record("message.appended", message_json(&message));
-        self.history.push(message);
     }
 
     fn stage_event(&self, stage: Stage, phase: Phase, extra: Value) {
@@ -252,7 +248,8 @@ impl Session {
         self.append(Message {
             role: Role::User,
             content: vec![ContentPart::Text(text)],
-        });
+        })
+        .await;
         Ok(())
     }
 
@@ -533,7 +530,8 @@ impl Session {
         self.append(Message {
             role: Role::Tool,
             content: results.into_iter().map(ContentPart::ToolResult).collect(),
-        });
+        })
+        .await;
         self.stage_event(Stage::ToolCall, Phase::Post, json!({}));
         if cancel.is_cancelled() {
             return Err(TurnStatus::Cancelled);

@@ -172,6 +172,12 @@ impl Extension {
         Duration::from_millis(u64::from(self.ctx.limits.timeout_ms))
     }
 
+    /// Put a saved state slot value back (resume); it must match the
+    /// manifest's state schema.
+    pub fn restore_state(&self, json: String) -> Result<(), String> {
+        self.ctx.slot.write(json)
+    }
+
     /// Stop the call in progress at the next epoch tick.
     pub fn cancel(&self) {
         self.cancel

@@ -1,0 +1,117 @@
+//! `stud session list|show|delete`: sessions kept by the active session
+//! store (only the store extensions are loaded).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use clap::Subcommand;
+use serde_json::Value;
+
+use crate::config::Layered;
+use crate::extensions::registry::project_dir;
+use crate::extensions::trust::recorded_scope;
+use crate::extensions::{Discovery, ProjectScope, Registry, UserGrants};
+use crate::kernel::payloads::message_from;
+use crate::manifest::Kind;
+use crate::paths::StudHome;
+use crate::runtime::services::StderrServices;
+use crate::runtime::{Extension, Runtime, RuntimeOptions};
+
+#[derive(Subcommand)]
+pub enum SessionCommand {
+    /// Sessions, newest first (this folder's first).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One session's manifest and messages.
+    Show { id: String },
+    /// Delete a session for good.
+    Delete { id: String },
+}
+
+async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
+    let home = StudHome::resolve()?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let scope = recorded_scope(home.root(), &cwd);
+    let project = match &scope {
+        ProjectScope::Trusted(root) => Some(root.join("settings.json")),
+        _ => None,
+    };
+    let layered = Layered::load(&home.settings_file(), project.as_deref())?;
+    let mut discovery = Discovery::scan(&home, &scope);
+    discovery
+        .found
+        .retain(|d| d.manifest.kind == Kind::SessionStore);
+    let (grants, _) = UserGrants::from_settings(&layered.settings);
+    let registry = Registry {
+        runtime: Runtime::new(RuntimeOptions {
+            cache_dir: Some(home.compile_cache_dir()),
+            pooling: false,
+        })?,
+        home: home.clone(),
+        project_dir: project_dir(&cwd),
+        services: Arc::new(StderrServices),
+        configs: layered.settings.extension_configs(),
+        fallback_configs: layered.global_configs,
+        grants,
+    };
+    let report = registry.load_all(&discovery).await;
+    for (_, e) in &report.failed {
+        eprintln!("warning: {e}");
+    }
+    let wanted = layered.settings.active.session_store.clone();
+    let store = report
+        .loaded
+        .into_iter()
+        .find(|s| wanted.as_deref().is_none_or(|w| s.id().as_str() == w));
+    match store {
+        Some(s) => Ok((s, project_dir(&cwd).display().to_string())),
+        None => bail!("no session store is loaded; enable the `filesystem` store"),
+    }
+}
+
+pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    rt.block_on(async {
+        let (store, here) = store().await?;
+        match cmd {
+            SessionCommand::List { json } => {
+                let mut sessions = store.store_list().await?;
+                sessions.sort_by_key(|s| (s.project_root != here, std::cmp::Reverse(s.updated_ms)));
+                if json {
+                    let items: Vec<Value> = sessions
+                        .iter()
+                        .map(|s| serde_json::json!({"session_id": s.session_id, "project_root": s.project_root, "created_ms": s.created_ms, "updated_ms": s.updated_ms, "title": s.title}))
+                        .collect();
+                    println!("{}", serde_json::to_string_pretty(&items)?);
+                } else {
+                    for s in &sessions {
+                        println!("{}  {}  {}", s.session_id, s.project_root, s.title);
+                    }
+                    if sessions.is_empty() {
+                        println!("(no sessions)");
+                    }
+                }
+            }
+            SessionCommand::Show { id } => {
+                let data = store.store_read(&id).await?;
+                let manifest: Value = serde_json::from_str(&data.manifest)?;
+                println!("{}", serde_json::to_string_pretty(&manifest)?);
+                for r in &data.records {
+                    let Ok(v) = serde_json::from_str::<Value>(r) else { continue };
+                    if let Some(m) = message_from(&v["message"]) {
+                        println!("--- {:?}", m.role);
+                        println!("{}", v["message"]["content"]);
+                    }
+                }
+            }
+            SessionCommand::Delete { id } => {
+                store.store_delete(&id).await?;
+                println!("deleted {id}");
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}

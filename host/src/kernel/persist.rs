@@ -1,0 +1,378 @@
+//! Sessions on disk through the active session-store extension: every
+//! appended message is a log record, confirmed by the store before the
+//! kernel reports it persisted; the manifest snapshot (ids, times, mode,
+//! provider and model, the extension set with versions and digests, state
+//! slots, usage) is rewritten at start and after each turn, keys sorted.
+//! Resume reads both back, repairs a tool call left without its result,
+//! and reports drift in the extension set.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::authority::Mode;
+use super::payloads::{message_from, message_json};
+use super::session::Session;
+use crate::runtime::bindings::stud::extension::types::{
+    ContentPart, Message, ResultPart, Role, ToolResult, Usage,
+};
+use crate::runtime::{CallError, Extension};
+
+/// What `--continue` / `--resume` asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResumeTarget {
+    /// The most recently updated session of this project.
+    Latest,
+    Id(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error(
+        "no session store is loaded; enable the `filesystem` store (or another) to keep and resume sessions"
+    )]
+    NoStore,
+    #[error("the session store `{store}` failed: {source}")]
+    Store { store: String, source: CallError },
+    #[error("there is no earlier session for {project} (see `stud session list`)")]
+    NoneHere { project: String },
+    #[error(
+        "session `{id}` was written by the session store `{wrote}`, but the active store is `{active}`; resume it with `{wrote}` active (settings `active.sessionStore`)"
+    )]
+    StoreMismatch {
+        id: String,
+        wrote: String,
+        active: String,
+    },
+    #[error("session `{id}` cannot be resumed: its manifest is missing or unreadable ({detail})")]
+    BadManifest { id: String, detail: String },
+}
+
+/// A session read back from its store.
+pub struct Resumed {
+    pub session_id: String,
+    pub created_ms: u64,
+    pub mode: Option<Mode>,
+    pub history: Vec<Message>,
+    pub usage: Usage,
+    pub turns: u64,
+    /// Tool results added for calls that never finished.
+    pub repaired: Vec<Message>,
+    pub drift: Vec<String>,
+    pub title: String,
+}
+
+pub fn now_ms() -> u64 {
+    super::events::now_ms()
+}
+
+/// A JSON value with every object's keys in sorted order (files diff
+/// cleanly whatever the map implementation).
+pub fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let ordered: BTreeMap<String, Value> =
+                map.into_iter().map(|(k, v)| (k, sorted(v))).collect();
+            Value::Object(ordered.into_iter().collect::<Map<String, Value>>())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// One log record for a message.
+pub fn message_record(message: &Message) -> String {
+    json!({"type": "message", "message": message_json(message)}).to_string()
+}
+
+fn usage_from(v: &Value) -> Usage {
+    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        input_tokens: n("input_tokens"),
+        output_tokens: n("output_tokens"),
+        cache_read_tokens: n("cache_read_tokens"),
+        cache_write_tokens: n("cache_write_tokens"),
+    }
+}
+
+/// Read a session for resuming. `loaded` is this run's extension set
+/// (drift is reported against it; state slots of unchanged extensions
+/// are restored).
+pub async fn read(
+    store: &Arc<Extension>,
+    target: &ResumeTarget,
+    project_root: &str,
+    loaded: &[Arc<Extension>],
+) -> Result<Resumed, ResumeError> {
+    let store_id = store.id().to_string();
+    let failed = |source| ResumeError::Store {
+        store: store_id.clone(),
+        source,
+    };
+    let id = match target {
+        ResumeTarget::Id(id) => id.clone(),
+        ResumeTarget::Latest => store
+            .store_list()
+            .await
+            .map_err(failed)?
+            .into_iter()
+            .filter(|s| s.project_root == project_root)
+            .max_by_key(|s| s.updated_ms)
+            .map(|s| s.session_id)
+            .ok_or_else(|| ResumeError::NoneHere {
+                project: project_root.to_string(),
+            })?,
+    };
+    let data = store.store_read(&id).await.map_err(failed)?;
+    let manifest: Value =
+        serde_json::from_str(&data.manifest).map_err(|e| ResumeError::BadManifest {
+            id: id.clone(),
+            detail: e.to_string(),
+        })?;
+    let wrote = manifest["store"].as_str().unwrap_or_default().to_string();
+    if wrote != store_id {
+        return Err(ResumeError::StoreMismatch {
+            id,
+            wrote,
+            active: store_id,
+        });
+    }
+    let mut history = Vec::new();
+    for r in &data.records {
+        let Ok(v) = serde_json::from_str::<Value>(r) else {
+            continue;
+        };
+        if v["type"] == "message"
+            && let Some(m) = message_from(&v["message"])
+        {
+            history.push(m);
+        }
+    }
+    let repaired = repair(&mut history);
+    let mut drift = Vec::new();
+    let recorded: Vec<&Value> = manifest["extensions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    for e in &recorded {
+        let eid = e["id"].as_str().unwrap_or_default();
+        match loaded.iter().find(|x| x.id().as_str() == eid) {
+            None => drift.push(format!(
+                "extension `{eid}` {} is no longer available; the session goes on without it",
+                e["version"].as_str().unwrap_or("?")
+            )),
+            Some(x) if x.digest.to_string() != e["sha256"].as_str().unwrap_or_default() => drift
+                .push(format!(
+                    "extension `{eid}` changed since the session was saved ({} -> {}, {})",
+                    e["version"].as_str().unwrap_or("?"),
+                    x.manifest.version,
+                    x.digest
+                )),
+            Some(x) => {
+                if let Some(state) = manifest["state"].get(eid).filter(|s| !s.is_null()) {
+                    let _ = x.restore_state(state.to_string());
+                }
+            }
+        }
+    }
+    Ok(Resumed {
+        session_id: id,
+        created_ms: manifest["created_ms"].as_u64().unwrap_or_else(now_ms),
+        mode: manifest["security_mode"]
+            .as_str()
+            .and_then(|m| m.parse().ok()),
+        history,
+        usage: usage_from(&manifest["usage"]),
+        turns: manifest["turns"].as_u64().unwrap_or(0),
+        repaired,
+        drift,
+        title: manifest["title"].as_str().unwrap_or_default().to_string(),
+    })
+}
+
+/// Give every tool call a result: a call whose result never arrived (the
+/// process died mid-call) gets an explicit "interrupted" error result.
+/// Returns the messages it added at the end of the history (to persist).
+pub fn repair(history: &mut Vec<Message>) -> Vec<Message> {
+    let answered: std::collections::HashSet<String> = history
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|p| match p {
+            ContentPart::ToolResult(r) => Some(r.call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut added_at_end = Vec::new();
+    let len = history.len();
+    for (i, m) in std::mem::take(history).into_iter().enumerate() {
+        let missing: Vec<ContentPart> = m
+            .content
+            .iter()
+            .filter_map(|p| match p {
+                ContentPart::ToolCall(c) if !answered.contains(&c.id) => {
+                    Some(ContentPart::ToolResult(ToolResult {
+                        call_id: c.id.clone(),
+                        name: c.name.clone(),
+                        content: vec![ResultPart::Text(
+                            "interrupted: the session ended before this tool call finished; it may or may not have run"
+                                .into(),
+                        )],
+                        is_error: true,
+                    }))
+                }
+                _ => None,
+            })
+            .collect();
+        out.push(m);
+        if !missing.is_empty() {
+            let fix = Message {
+                role: Role::Tool,
+                content: missing,
+            };
+            if i + 1 == len {
+                added_at_end.push(fix.clone());
+            }
+            out.push(fix);
+        }
+    }
+    *history = out;
+    added_at_end
+}
+
+/// The session's link to its store.
+pub struct Persistence {
+    pub store: Arc<Extension>,
+    pub created_ms: u64,
+    pub project_root: String,
+    /// Every loaded extension, for the manifest's extension set and state.
+    pub loaded: Vec<Arc<Extension>>,
+    pub title: String,
+}
+
+impl Session {
+    /// Append to the history; with a store, the message is reported
+    /// persisted (`message.persisted`) only once the store confirmed it.
+    pub(crate) async fn append(&mut self, message: Message) {
+        self.bus.record("message.appended", message_json(&message));
+        if let Some(p) = self.persistence.as_mut()
+            && p.title.is_empty()
+            && message.role == Role::User
+            && let Some(ContentPart::Text(t)) = message.content.first()
+        {
+            p.title = t.chars().take(80).collect();
+        }
+        self.history.push(message);
+        let index = self.history.len() - 1;
+        self.persist(&[index]).await;
+    }
+
+    /// Store the messages at `indexes`.
+    pub(crate) async fn persist(&self, indexes: &[usize]) {
+        let Some(p) = &self.persistence else { return };
+        let records: Vec<String> = indexes
+            .iter()
+            .filter_map(|i| self.history.get(*i))
+            // Secrets never reach session files, whatever a tool printed.
+            .map(|m| self.bus.redact(&message_record(m)))
+            .collect();
+        match p.store.store_append(&self.id, &records).await {
+            Ok(()) => {
+                for i in indexes {
+                    self.bus.record(
+                        "message.persisted",
+                        json!({"session_id": self.id, "index": i, "store": p.store.id().as_str()}),
+                    );
+                }
+            }
+            Err(e) => self.bus.record(
+                "persistence.failed",
+                json!({"session_id": self.id, "store": p.store.id().as_str(), "error": e.to_string(), "indexes": indexes}),
+            ),
+        }
+    }
+
+    /// Rewrite the manifest snapshot (start, end of every turn). A
+    /// manifest that would contain a known secret value is not written.
+    pub async fn save_manifest(&self) {
+        let Some(p) = &self.persistence else { return };
+        let extensions: Vec<Value> = p
+            .loaded
+            .iter()
+            .map(|e| json!({"id": e.id().as_str(), "version": e.manifest.version.to_string(), "kind": e.kind().as_str(), "sha256": e.digest.to_string()}))
+            .collect();
+        let state: Map<String, Value> = p
+            .loaded
+            .iter()
+            .filter_map(|e| {
+                let v: Value = serde_json::from_str(&e.state()?).ok()?;
+                Some((e.id().to_string(), v))
+            })
+            .collect();
+        let manifest = sorted(json!({
+            "session_id": self.id,
+            "store": p.store.id().as_str(),
+            "created_ms": p.created_ms,
+            "updated_ms": now_ms(),
+            "project_root": p.project_root,
+            "security_mode": self.authority.mode().as_str(),
+            "provider": self.provider_id(),
+            "model": self.model,
+            "extensions": extensions,
+            "state": state,
+            "usage": super::turn::usage_json(&self.usage),
+            "turns": self.turns,
+            "messages": self.history.len(),
+            "title": p.title,
+        }));
+        let text = manifest.to_string();
+        if self.bus.redact(&text) != text {
+            self.bus.record(
+                "persistence.failed",
+                json!({"session_id": self.id, "error": "the manifest would contain a secret value; it was not written", "code": "secret-leak"}),
+            );
+            return;
+        }
+        if let Err(e) = p.store.store_write_manifest(&self.id, &text).await {
+            self.bus.record(
+                "persistence.failed",
+                json!({"session_id": self.id, "store": p.store.id().as_str(), "error": e.to_string()}),
+            );
+        }
+    }
+
+    /// Continue a session read back from its store.
+    pub async fn adopt(&mut self, resumed: Resumed) {
+        self.id = resumed.session_id;
+        self.history = resumed.history;
+        self.usage = resumed.usage;
+        self.turns = resumed.turns;
+        if let Some(p) = self.persistence.as_mut() {
+            p.created_ms = resumed.created_ms;
+            p.title = resumed.title;
+        }
+        let len = self.history.len();
+        let fixed = resumed.repaired.len();
+        if fixed > 0 {
+            let indexes: Vec<usize> = (len - fixed..len).collect();
+            self.persist(&indexes).await;
+        }
+        for d in &resumed.drift {
+            self.bus.record(
+                "session.drift",
+                json!({"session_id": self.id, "message": d}),
+            );
+        }
+        self.bus.record(
+            "session.resumed",
+            json!({"session_id": self.id, "messages": len, "repaired_tool_calls": fixed, "drift": resumed.drift, "mode": self.authority.mode().as_str()}),
+        );
+    }
+
+    /// Attach the store (before the first message).
+    pub fn set_persistence(&mut self, p: Persistence) {
+        self.persistence = Some(p);
+    }
+}

@@ -1,0 +1,169 @@
+//! `filesystem`: one folder per session in the store's data folder:
+//! `log.jsonl` (append-only, one record per line, synced before `append`
+//! returns) and `manifest.json` (written to a temporary file, synced, then
+//! renamed over the old one). A crash can at worst leave a torn last line
+//! in the log, which was never confirmed and is skipped on read.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use stud_sdk::prelude::*;
+
+const ROOT: &str = "/data";
+
+#[derive(Default)]
+struct Store {
+    /// Sync data to disk before confirming (default on).
+    fsync: bool,
+}
+
+fn dir(session_id: &str) -> Result<PathBuf, Error> {
+    let ok = !session_id.is_empty()
+        && session_id.len() <= 128
+        && session_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !ok {
+        return Err(Error::invalid_input(format!(
+            "`{session_id}` is not a session id (letters, digits, - and _)"
+        )));
+    }
+    Ok(Path::new(ROOT).join(session_id))
+}
+
+fn io(path: &Path, e: std::io::Error) -> Error {
+    Error::new(
+        ErrorClass::Session,
+        "store-io",
+        format!("`{}`: {e}", path.display()),
+    )
+}
+
+impl SessionStore for Store {
+    fn init(&mut self, config: &Value) -> Result<(), Error> {
+        self.fsync = config["fsync"].as_bool().unwrap_or(true);
+        Ok(())
+    }
+
+    fn append(&mut self, session_id: &str, records: Vec<String>) -> Result<(), Error> {
+        let dir = dir(session_id)?;
+        fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+        let path = dir.join("log.jsonl");
+        let mut text = String::new();
+        for r in records {
+            // One record per line: JSON text has no raw newlines once
+            // re-serialised compactly.
+            let v: Value = serde_json::from_str(&r)?;
+            text.push_str(&v.to_string());
+            text.push('\n');
+        }
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| io(&path, e))?;
+        f.write_all(text.as_bytes()).map_err(|e| io(&path, e))?;
+        if self.fsync {
+            f.sync_data().map_err(|e| io(&path, e))?;
+        }
+        Ok(())
+    }
+
+    fn write_manifest(&mut self, session_id: &str, manifest: String) -> Result<(), Error> {
+        let dir = dir(session_id)?;
+        fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+        let value: Value = serde_json::from_str(&manifest)?;
+        let text = serde_json::to_string_pretty(&value)?;
+        let tmp = dir.join("manifest.json.tmp");
+        let path = dir.join("manifest.json");
+        {
+            let mut f = fs::File::create(&tmp).map_err(|e| io(&tmp, e))?;
+            f.write_all(text.as_bytes()).map_err(|e| io(&tmp, e))?;
+            if self.fsync {
+                f.sync_all().map_err(|e| io(&tmp, e))?;
+            }
+        }
+        fs::rename(&tmp, &path).map_err(|e| io(&path, e))
+    }
+
+    fn read(&mut self, session_id: &str) -> Result<SessionData, Error> {
+        let dir = dir(session_id)?;
+        let path = dir.join("manifest.json");
+        let manifest = fs::read_to_string(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::new(
+                    ErrorClass::Session,
+                    "not-found",
+                    format!("no session `{session_id}` in this store (see `stud session list`)"),
+                )
+            } else {
+                io(&path, e)
+            }
+        })?;
+        let log = dir.join("log.jsonl");
+        let text = match fs::read_to_string(&log) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(io(&log, e)),
+        };
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let mut records = Vec::with_capacity(lines.len());
+        for (i, line) in lines.iter().enumerate() {
+            match serde_json::from_str::<Value>(line) {
+                Ok(_) => records.push(line.to_string()),
+                // A torn final line: written when the process died, never
+                // confirmed.
+                Err(_) if i + 1 == lines.len() => {}
+                Err(e) => {
+                    return Err(Error::new(
+                        ErrorClass::Session,
+                        "store-corrupt",
+                        format!("`{}` line {}: {e}", log.display(), i + 1),
+                    ));
+                }
+            }
+        }
+        Ok(SessionData { manifest, records })
+    }
+
+    fn list(&mut self) -> Result<Vec<SessionSummary>, Error> {
+        let root = Path::new(ROOT);
+        let mut out = Vec::new();
+        let Ok(entries) = fs::read_dir(root) else {
+            return Ok(out);
+        };
+        for entry in entries.flatten() {
+            let Ok(text) = fs::read_to_string(entry.path().join("manifest.json")) else {
+                continue;
+            };
+            let Ok(m) = serde_json::from_str::<Value>(&text) else {
+                continue;
+            };
+            let s = |k: &str| m[k].as_str().unwrap_or_default().to_string();
+            out.push(SessionSummary {
+                session_id: s("session_id"),
+                project_root: s("project_root"),
+                created_ms: m["created_ms"].as_u64().unwrap_or(0),
+                updated_ms: m["updated_ms"].as_u64().unwrap_or(0),
+                title: s("title"),
+            });
+        }
+        out.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
+        Ok(out)
+    }
+
+    fn delete(&mut self, session_id: &str) -> Result<(), Error> {
+        let dir = dir(session_id)?;
+        if !dir.is_dir() {
+            return Err(Error::new(
+                ErrorClass::Session,
+                "not-found",
+                format!("no session `{session_id}` in this store"),
+            ));
+        }
+        fs::remove_dir_all(&dir).map_err(|e| io(&dir, e))
+    }
+}
+
+stud_sdk::export_session_store!(Store);

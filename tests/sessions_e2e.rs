@@ -1,0 +1,302 @@
+//! Sessions end to end with the `stud` binary and the bundled
+//! `filesystem` store: resume with `--continue`, SIGKILL mid-turn, store
+//! mismatch, secrets kept out of session files.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::call;
+use serde_json::{Value, json};
+
+struct Env {
+    home: tempfile::TempDir,
+    project: tempfile::TempDir,
+}
+
+impl Env {
+    fn new(turns: Value, settings: Value) -> Self {
+        let env = Env {
+            home: tempfile::tempdir().unwrap(),
+            project: tempfile::tempdir().unwrap(),
+        };
+        std::fs::write(
+            env.project.path().join("script.json"),
+            json!({"turns": turns}).to_string(),
+        )
+        .unwrap();
+        env.settings(settings);
+        env
+    }
+
+    fn settings(&self, extra: Value) {
+        let mut s = json!({"providers": {"scripted": {"script-file": "script.json"}}});
+        if let (Some(o), Some(e)) = (s.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        std::fs::write(self.home.path().join("settings.json"), s.to_string()).unwrap();
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_stud"));
+        c.args(args)
+            .env("STUD_HOME", self.home.path())
+            .env("STUD_CACHE_DIR", common::shared_cache())
+            .env_remove("RUST_BACKTRACE")
+            .current_dir(self.project.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "stud {args:?}: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn sessions_dir(&self) -> std::path::PathBuf {
+        self.home.path().join("data").join("filesystem")
+    }
+
+    fn only_session(&self) -> String {
+        let ids: Vec<String> = std::fs::read_dir(self.sessions_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(ids.len(), 1, "{ids:?}");
+        ids[0].clone()
+    }
+}
+
+fn events(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("event").is_some())
+        .collect()
+}
+
+fn event<'a>(evs: &'a [Value], name: &str) -> &'a Value {
+    evs.iter()
+        .find(|e| e["event"] == name)
+        .unwrap_or_else(|| panic!("no {name} event"))
+}
+
+#[test]
+fn continue_resumes_the_full_history_and_keeps_the_mode() {
+    let env = Env::new(
+        json!([{"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "four"}]),
+        json!({"securityMode": {"mode": "allowlist", "allowlist": ["read"]}}),
+    );
+    assert_eq!(env.ok(&["run", "-p", "first"]).trim(), "one");
+    assert_eq!(env.ok(&["run", "-p", "-c", "second"]).trim(), "two");
+    assert_eq!(env.ok(&["run", "-p", "-c", "third"]).trim(), "three");
+    let id = env.only_session();
+    // Settings now say yolo; the resumed session keeps allowlist.
+    env.settings(json!({"securityMode": {"mode": "yolo"}}));
+    let out = env.ok(&[
+        "run",
+        "-p",
+        "-c",
+        "--output-format",
+        "stream-json",
+        "fourth",
+    ]);
+    let evs = events(&out);
+    let resumed = event(&evs, "session.resumed");
+    assert_eq!(resumed["payload"]["session_id"], id.as_str());
+    assert_eq!(resumed["payload"]["messages"], 6);
+    assert_eq!(resumed["payload"]["mode"], "allowlist");
+    assert_eq!(event(&evs, "session.start")["payload"]["mode"], "allowlist");
+    let shown = env.ok(&["session", "show", &id]);
+    for text in [
+        "first", "one", "second", "two", "third", "three", "fourth", "four",
+    ] {
+        assert!(
+            shown.contains(&format!("\"{text}\"")),
+            "{text} missing: {shown}"
+        );
+    }
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.sessions_dir().join(&id).join("manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["turns"], 4);
+    assert_eq!(manifest["security_mode"], "allowlist");
+    assert_eq!(manifest["store"], "filesystem");
+    // Keys are sorted so the file diffs cleanly.
+    let keys: Vec<&String> = manifest.as_object().unwrap().keys().collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    assert!(env.ok(&["session", "list"]).contains(&id));
+    env.ok(&["session", "delete", &id]);
+    assert!(!env.sessions_dir().join(&id).exists());
+}
+
+#[test]
+fn sigkill_mid_turn_loses_no_persisted_message_and_leaves_no_orphan_call() {
+    let env = Env::new(
+        json!([
+            {"text": "working", "tool_calls": [call("bash", json!({"command": "sleep 30"}))]},
+            {"text": "after resume: {{last_user}}"}
+        ]),
+        json!({}),
+    );
+    let mut child = env
+        .command(&[
+            "run",
+            "-p",
+            "--yolo",
+            "--output-format",
+            "stream-json",
+            "start",
+        ])
+        .spawn()
+        .unwrap();
+    let mut persisted = Vec::new();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines {
+        let line = line.unwrap();
+        let Ok(ev) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if ev["event"] == "message.persisted" {
+            persisted.push(ev["payload"]["index"].as_u64().unwrap());
+        }
+        if ev["event"] == "tool.started" {
+            break;
+        }
+    }
+    let killed = Command::new("kill")
+        .args(["-KILL", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let _ = child.wait();
+    assert_eq!(
+        persisted,
+        [0, 1],
+        "user and assistant messages confirmed before the kill"
+    );
+
+    let out = env.ok(&[
+        "run",
+        "-p",
+        "-c",
+        "--yolo",
+        "--output-format",
+        "stream-json",
+        "again",
+    ]);
+    let evs = events(&out);
+    let resumed = event(&evs, "session.resumed");
+    assert_eq!(resumed["payload"]["messages"], 3, "{resumed}");
+    assert_eq!(resumed["payload"]["repaired_tool_calls"], 1);
+    let id = env.only_session();
+    let shown = env.ok(&["session", "show", &id]);
+    assert!(shown.contains("interrupted"), "{shown}");
+    assert!(
+        shown.contains("\"start\"") && shown.contains("\"working\""),
+        "{shown}"
+    );
+    assert!(shown.contains("after resume: again"), "{shown}");
+}
+
+#[test]
+fn resuming_with_another_store_is_a_mismatch() {
+    let env = Env::new(json!([{"text": "one"}]), json!({}));
+    env.ok(&["run", "-p", "first"]);
+    let id = env.only_session();
+    // Another store (the same component under another id) that can see
+    // the session's files.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/filesystem-store");
+    let dest = env.home.path().join("extensions").join("other-store");
+    std::fs::create_dir_all(&dest).unwrap();
+    let manifest = std::fs::read_to_string(src.join("extension.toml"))
+        .unwrap()
+        .replace("id = \"filesystem\"", "id = \"other-store\"");
+    std::fs::write(dest.join("extension.toml"), manifest).unwrap();
+    std::fs::copy(
+        common::wasm("stud_filesystem_store.wasm"),
+        dest.join("stud_filesystem_store.wasm"),
+    )
+    .unwrap();
+    let other_data = env.home.path().join("data").join("other-store").join(&id);
+    std::fs::create_dir_all(&other_data).unwrap();
+    for f in ["manifest.json", "log.jsonl"] {
+        std::fs::copy(env.sessions_dir().join(&id).join(f), other_data.join(f)).unwrap();
+    }
+    env.settings(json!({"active": {"sessionStore": "other-store"}}));
+    let out = env.run(&["run", "-p", "--resume", &id, "next"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "session `{id}` was written by the session store `filesystem`"
+        )) && stderr.contains("`other-store`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn no_secret_value_reaches_session_files() {
+    let key = "sk-test-SESSION-0123456789abcdef";
+    let env = Env::new(
+        json!([
+            {"text": "", "tool_calls": [call("read", json!({"path": "creds.txt"}))]},
+            {"text": "done: {{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    std::fs::write(
+        env.project.path().join("creds.txt"),
+        format!("token={key}\n"),
+    )
+    .unwrap();
+    let out = env
+        .command(&["run", "-p", "--yolo", "go"])
+        .env("OPENAI_API_KEY", key)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = env.only_session();
+    let log = std::fs::read_to_string(env.sessions_dir().join(&id).join("log.jsonl")).unwrap();
+    assert!(
+        log.contains("token=") && log.contains("[REDACTED]"),
+        "{log}"
+    );
+    let mut hits = Vec::new();
+    fn walk(dir: &Path, key: &str, hits: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, key, hits);
+            } else if std::fs::read(&p)
+                .unwrap_or_default()
+                .windows(key.len())
+                .any(|w| w == key.as_bytes())
+            {
+                hits.push(p.display().to_string());
+            }
+        }
+    }
+    walk(env.home.path(), key, &mut hits);
+    assert!(hits.is_empty(), "{hits:?}");
+}
