@@ -28,7 +28,7 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 20] = [
+const BUNDLED: [&str; 22] = [
     "anthropic",
     "ask-user",
     "bash",
@@ -42,11 +42,13 @@ const BUNDLED: [&str; 20] = [
     "list",
     "multi-edit",
     "openai-compatible",
+    "project-instructions",
     "protect-paths",
     "read",
     "redact-secrets",
     "scripted",
     "stage-counter",
+    "system-prompt-file",
     "web-fetch",
     "write",
 ];

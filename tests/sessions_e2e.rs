@@ -300,3 +300,167 @@ fn no_secret_value_reaches_session_files() {
     walk(env.home.path(), key, &mut hits);
     assert!(hits.is_empty(), "{hits:?}");
 }
+
+#[test]
+fn a_long_session_warns_then_compacts_and_the_next_request_fits() {
+    let home = tempfile::tempdir().unwrap();
+    let env = Env {
+        home,
+        project: tempfile::tempdir().unwrap(),
+    };
+    std::fs::write(
+        env.home.path().join("settings.json"),
+        json!({"providers": {"scripted": {
+            "script": {"repeat": true, "turns": [{"text": "noted"}]},
+            "context-window": 4000
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let prompt = "lorem ipsum dolor sit amet ".repeat(45);
+    let (mut warned_at, mut compacted) = (None, None);
+    for turn in 1..=16 {
+        let mut args = vec!["run", "-p", "--no-tools", "--output-format", "stream-json"];
+        if turn > 1 {
+            args.push("-c");
+        }
+        args.push(&prompt);
+        let out = env.ok(&args);
+        let evs = events(&out);
+        if warned_at.is_none() && evs.iter().any(|e| e["event"] == "context.warning") {
+            warned_at = Some(turn);
+        }
+        if let Some(c) = evs.iter().find(|e| e["event"] == "context.compacted") {
+            compacted = Some((turn, c.clone()));
+            break;
+        }
+    }
+    let warned_at = warned_at.expect("a warning at 80 %");
+    let (turn, c) = compacted.expect("a compaction at 95 %");
+    assert!(
+        warned_at <= turn,
+        "warned at {warned_at}, compacted at {turn}"
+    );
+    let p = &c["payload"];
+    assert_eq!(p["window"], 4000);
+    let before = p["tokens_before"].as_u64().unwrap();
+    let after = p["tokens_after"].as_u64().unwrap();
+    assert!(before >= 3800, "{c}");
+    assert!(
+        after < 3200,
+        "the next request fits under the warning line: {c}"
+    );
+    assert!(p["removed"].as_str().unwrap().contains("summarized"), "{c}");
+    // The conversation goes on from the summary.
+    let out = env.ok(&["run", "-p", "--no-tools", "-c", "and now?"]);
+    assert_eq!(out.trim(), "noted");
+}
+
+#[test]
+fn project_instructions_reach_the_request_and_environment_values_do_not() {
+    use common::http::{Reply, TestServer};
+    let env_value = "tok-ENV-9f8e7d6c5b4a";
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/streams/openai-text.sse"),
+    )
+    .unwrap();
+    let server = TestServer::start(vec![Reply::sse(&text, 64)]);
+    let env = Env::new(json!([]), json!({}));
+    std::fs::write(
+        env.home.path().join("settings.json"),
+        json!({
+            "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+            "providers": {"openai-compatible": {"baseUrl": server.url()}},
+            "contextProviders": {"system-prompt-file": {"path": "leaky.md"}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        env.project.path().join("AGENTS.md"),
+        "Always run the linter before committing.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        env.project.path().join("leaky.md"),
+        format!("Use the token {env_value} for deploys.\n"),
+    )
+    .unwrap();
+    let out = env
+        .command(&[
+            "run",
+            "-p",
+            "--no-tools",
+            "--output-format",
+            "stream-json",
+            "hi",
+        ])
+        .env("DEPLOY_TOKEN", env_value)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let body = String::from_utf8_lossy(&requests[0].body);
+    assert!(
+        body.contains("Always run the linter before committing."),
+        "{body}"
+    );
+    assert!(
+        !body.contains(env_value),
+        "an environment value reached the model: {body}"
+    );
+    let evs = events(&String::from_utf8_lossy(&out.stdout));
+    let blocked = event(&evs, "context.blocked");
+    assert_eq!(blocked["payload"]["extension"], "system-prompt-file");
+    assert!(
+        blocked["payload"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("DEPLOY_TOKEN")
+    );
+}
+
+#[test]
+fn usage_is_priced_and_the_budget_stops_the_session() {
+    let env = Env::new(
+        json!([{"text": "one"}, {"text": "two"}]),
+        json!({"pricing": {"scripted": {"input": 1000.0, "output": 2000.0}}}),
+    );
+    let out = env.ok(&[
+        "run",
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--max-cost",
+        "0.001",
+        "first",
+    ]);
+    let evs = events(&out);
+    let end = event(&evs, "turn.end");
+    let cost = end["payload"]["cost_usd"].as_f64().unwrap();
+    let usage = &end["payload"]["usage"];
+    let expected = usage["input_tokens"].as_f64().unwrap() * 1000.0 / 1e6
+        + usage["output_tokens"].as_f64().unwrap() * 2000.0 / 1e6;
+    assert!((cost - expected).abs() < 1e-9 && cost > 0.001, "{end}");
+    // The budget is spent: the next turn stops before any request.
+    let out = env.run(&[
+        "run",
+        "-p",
+        "-c",
+        "--output-format",
+        "json",
+        "--max-cost",
+        "0.001",
+        "second",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let r: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(r["error_code"], "budget-exceeded", "{r}");
+    assert!(r["error"].as_str().unwrap().contains("--max-cost"), "{r}");
+}

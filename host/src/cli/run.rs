@@ -72,6 +72,10 @@ pub struct RunArgs {
     /// Continue the session with this id (`stud session list`).
     #[arg(long)]
     pub resume: Option<String>,
+    /// Stop the session cleanly once it has cost this much (USD; needs
+    /// `pricing` for the model in settings).
+    #[arg(long)]
+    pub max_cost: Option<f64>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -98,6 +102,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         cwd,
         project,
         watch: true,
+        max_cost_usd: args.max_cost,
         resume: match (&args.resume, args.continue_latest) {
             (Some(id), _) => Some(ResumeTarget::Id(id.clone())),
             (None, true) => Some(ResumeTarget::Latest),

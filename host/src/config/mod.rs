@@ -5,4 +5,6 @@ mod layers;
 mod settings;
 
 pub use layers::Layered;
-pub use settings::{Retries, SecretRef, Settings, SettingsError};
+pub use settings::{
+    Budget, CompactionSettings, Price, Retries, SecretRef, Settings, SettingsError,
+};

@@ -61,6 +61,45 @@ pub struct Settings {
     /// of the same name.
     #[serde(default)]
     pub secrets: HashMap<String, HashMap<String, SecretRef>>,
+    /// Prices per model id, USD per million tokens.
+    #[serde(default)]
+    pub pricing: HashMap<String, Price>,
+    #[serde(default)]
+    pub budget: Budget,
+    #[serde(default)]
+    pub compaction: CompactionSettings,
+}
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Price {
+    #[serde(default)]
+    pub input: f64,
+    #[serde(default)]
+    pub output: f64,
+    #[serde(default)]
+    pub cache_read: f64,
+    #[serde(default)]
+    pub cache_write: f64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Budget {
+    /// Stop the session cleanly once its cost reaches this (USD).
+    pub max_cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CompactionSettings {
+    /// Fraction of the context window that raises a warning (0.8).
+    pub warn_at: Option<f64>,
+    /// Fraction that triggers compaction (0.95).
+    pub compact_at: Option<f64>,
+    /// Recent messages never shortened or dropped (6).
+    pub keep_recent: Option<usize>,
 }
 
 /// A reference to a secret value; the value itself never goes in

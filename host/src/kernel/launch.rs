@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
+use super::compaction::CompactionConfig;
 use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
 use super::interaction::{DEFAULT_TIMEOUT, Interactions};
 use super::persist::{self, Persistence, ResumeError, ResumeTarget};
@@ -55,6 +56,8 @@ pub struct LaunchOptions {
     pub watch: bool,
     /// Continue an earlier session instead of starting one.
     pub resume: Option<ResumeTarget>,
+    /// `--max-cost`: the session's budget in USD.
+    pub max_cost_usd: Option<f64>,
 }
 
 impl LaunchOptions {
@@ -79,6 +82,7 @@ impl LaunchOptions {
             project,
             watch: false,
             resume: None,
+            max_cost_usd: None,
         }
     }
 }
@@ -279,6 +283,9 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             }
         },
         cache_hints: settings.active.cache_hints.unwrap_or(false),
+        compaction: CompactionConfig::from_settings(&settings.compaction),
+        pricing: settings.pricing.clone(),
+        max_cost_usd: opts.max_cost_usd.or(settings.budget.max_cost_usd),
     };
     let (mut session, tool_warnings) =
         Session::start(&exts, config, authority, interactions, bus.clone()).await?;

@@ -4,6 +4,8 @@
 
 pub mod authority;
 pub mod capabilities;
+pub mod compaction;
+pub mod context;
 pub mod events;
 pub mod hooks;
 pub mod interaction;
@@ -17,6 +19,7 @@ pub mod services;
 pub mod session;
 pub mod tools;
 pub mod turn;
+pub mod usage;
 
 pub use authority::{AllowPattern, Authority, Mode};
 pub use events::{Bus, Event, Subscriber};

@@ -57,6 +57,7 @@ pub struct Resumed {
     pub history: Vec<Message>,
     pub usage: Usage,
     pub turns: u64,
+    pub cost_usd: f64,
     /// Tool results added for calls that never finished.
     pub repaired: Vec<Message>,
     pub drift: Vec<String>,
@@ -186,6 +187,7 @@ pub async fn read(
         history,
         usage: usage_from(&manifest["usage"]),
         turns: manifest["turns"].as_u64().unwrap_or(0),
+        cost_usd: manifest["cost_usd"].as_f64().unwrap_or(0.0),
         repaired,
         drift,
         title: manifest["title"].as_str().unwrap_or_default().to_string(),
@@ -323,6 +325,7 @@ impl Session {
             "extensions": extensions,
             "state": state,
             "usage": super::turn::usage_json(&self.usage),
+            "cost_usd": self.cost_usd,
             "turns": self.turns,
             "messages": self.history.len(),
             "title": p.title,
@@ -349,6 +352,7 @@ impl Session {
         self.history = resumed.history;
         self.usage = resumed.usage;
         self.turns = resumed.turns;
+        self.cost_usd = resumed.cost_usd;
         if let Some(p) = self.persistence.as_mut() {
             p.created_ms = resumed.created_ms;
             p.title = resumed.title;

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::authority::Authority;
 use super::capabilities::{MissingCapability, check_session};
+use super::compaction::CompactionConfig;
 use super::events::Bus;
 use super::hooks::HookRunner;
 use super::interaction::Interactions;
@@ -43,6 +44,11 @@ pub struct SessionConfig {
     /// Offer the loaded tools to the model (`--no-tools` turns it off).
     pub tools_enabled: bool,
     pub retry: RetryPolicy,
+    pub compaction: CompactionConfig,
+    /// Prices per model id (settings `pricing`).
+    pub pricing: std::collections::HashMap<String, crate::config::Price>,
+    /// Stop before a request once the session cost reached this (USD).
+    pub max_cost_usd: Option<f64>,
     /// Request parameters from settings (`active.*`).
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
@@ -86,6 +92,12 @@ pub struct Session {
     pub usage: Usage,
     pub(crate) reloader: Option<Arc<Reloader>>,
     pub(crate) persistence: Option<Persistence>,
+    pub(crate) context_providers: Vec<Arc<Extension>>,
+    /// Provider tokens per estimated token (calibrated from usage).
+    pub(crate) token_ratio: f64,
+    pub(crate) warned_this_turn: bool,
+    /// What the session has cost so far (USD), when prices are known.
+    pub cost_usd: f64,
     /// Reloads compiled and waiting for a boundary their behaviour allows.
     pub(crate) pending_reloads: Vec<Ready>,
 }
@@ -155,6 +167,10 @@ impl Session {
             turns: 0,
             reloader: None,
             persistence: None,
+            context_providers: of(Kind::ContextProvider).collect(),
+            token_ratio: 1.0,
+            warned_this_turn: false,
+            cost_usd: 0.0,
             pending_reloads: Vec::new(),
             usage: Usage {
                 input_tokens: 0,

@@ -18,9 +18,10 @@ use super::hooks::SlotOutcome;
 use super::payloads::{
     call_json, messages_from, messages_json, result_parts_from, result_parts_json, result_text,
 };
-use super::retry::RetryPolicy;
+use super::retry::{CONTEXT_OVERFLOW, RetryPolicy};
 use super::session::Session;
 use super::tools::ToolEntry;
+use super::usage::{BudgetExceeded, cost};
 use crate::manifest::{Phase, Stage};
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::provider_types::{
@@ -106,6 +107,9 @@ impl Session {
             Err(s) => (s, String::new()),
         };
         add_usage(&mut self.usage, &usage);
+        let turn_cost = self.turn_cost(&usage);
+        self.cost_usd += turn_cost;
+        self.warned_this_turn = false;
         let message = match &status {
             TurnStatus::Failed { message, .. } => message.clone(),
             TurnStatus::Halted { tool, key } => {
@@ -119,7 +123,7 @@ impl Session {
         };
         self.bus.record(
             "turn.end",
-            json!({"turn_id": turn_id, "status": status.as_str(), "code": code, "message": message, "iterations": iterations, "usage": usage_json(&usage)}),
+            json!({"turn_id": turn_id, "status": status.as_str(), "code": code, "message": message, "iterations": iterations, "usage": usage_json(&usage), "session_usage": usage_json(&self.usage), "cost_usd": turn_cost, "session_cost_usd": self.cost_usd}),
         );
         self.bus.set_turn(None);
         self.save_manifest().await;
@@ -153,10 +157,47 @@ impl Session {
                     ),
                 ));
             }
+            if let Some(budget) = self.config.max_cost_usd {
+                let spent = self.cost_usd + self.turn_cost(usage);
+                if spent >= budget {
+                    let e = BudgetExceeded { spent, budget };
+                    self.bus.record(
+                        "budget.exceeded",
+                        json!({"spent_usd": spent, "budget_usd": budget}),
+                    );
+                    return Err(fail("budget-exceeded", e.to_string()));
+                }
+            }
             *iterations += 1;
-            let request = self.compose_request(*iterations).await?;
-            let stream = self.send_request(request, *iterations, cancel).await?;
+            let mut request = self.compose_request(*iterations).await?;
+            if self.fit_context(&request, false).await {
+                request = self.compose_request(*iterations).await?;
+            }
+            let raw = super::compaction::raw_estimate(
+                request.system.as_deref(),
+                &request.messages,
+                request
+                    .tools
+                    .iter()
+                    .map(|t| t.name.len() + t.description.len() + t.parameters.len())
+                    .sum(),
+            );
+            let stream = match self.send_request(request, *iterations, cancel).await {
+                Err(TurnStatus::Failed { code, .. })
+                    if code == format!("provider-{CONTEXT_OVERFLOW}") =>
+                {
+                    // The provider counted more than we estimated: compact
+                    // harder and try once more.
+                    let request = self.compose_request(*iterations).await?;
+                    self.fit_context(&request, true).await;
+                    let request = self.compose_request(*iterations).await?;
+                    self.send_request(request, *iterations, cancel).await?
+                }
+                other => other?,
+            };
+            let input_before = usage.input_tokens;
             let assembled = self.stream_response(stream, cancel, usage).await?;
+            self.calibrate(raw, usage.input_tokens - input_before);
             let mut content = Vec::new();
             if let Some(t) = assembled.thinking.clone() {
                 content.push(ContentPart::Thinking(t));
@@ -268,17 +309,24 @@ impl Session {
             .and_then(messages_from)
             .unwrap_or_else(|| self.history.clone());
         let tools = self.tools.definitions();
+        let base_system = match (
+            self.config.system_prompt.clone(),
+            self.context_fragments(iteration).await,
+        ) {
+            (Some(s), Some(f)) => Some(format!("{s}\n\n{f}")),
+            (s, f) => s.or(f),
+        };
         let rewritten = self
             .post(Stage::ComposeRequest, || {
                 json!({
-                    "system": self.config.system_prompt,
+                    "system": base_system,
                     "messages": messages_json(&messages),
                     "tools": tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
                     "model": self.model,
                 })
             })
             .await;
-        let mut system = self.config.system_prompt.clone();
+        let mut system = base_system;
         let mut messages = messages;
         if let Some(p) = rewritten {
             if let Some(m) = p.get("messages").and_then(messages_from) {
@@ -847,6 +895,17 @@ fn clip(text: &str) -> String {
     }
     let cut: String = text.chars().take(EVENT_OUTPUT_CHARS).collect();
     format!("{cut}... [truncated]")
+}
+
+impl Session {
+    /// The cost of `usage` at the current model's price (0 without one).
+    fn turn_cost(&self, usage: &Usage) -> f64 {
+        self.config
+            .pricing
+            .get(&self.model)
+            .map(|p| cost(usage, p))
+            .unwrap_or(0.0)
+    }
 }
 
 fn zero_usage() -> Usage {

@@ -14,6 +14,7 @@ use stud_sdk::wit::stud::extension::provider_types::ThinkingDelta;
 struct Scripted {
     script: Script,
     model: String,
+    context_window: u32,
 }
 
 #[derive(serde::Serialize, serde::Deserialize, Default)]
@@ -28,6 +29,11 @@ impl Provider for Scripted {
             .and_then(Value::as_str)
             .unwrap_or("scripted")
             .to_string();
+        self.context_window = config
+            .get("context-window")
+            .and_then(Value::as_u64)
+            .map(|w| w.min(u64::from(u32::MAX)) as u32)
+            .unwrap_or(200_000);
         self.script = if let Some(inline) = config.get("script") {
             Script::from_value(inline.clone())?
         } else if let Some(file) = config.get("script-file").and_then(Value::as_str) {
@@ -48,7 +54,7 @@ impl Provider for Scripted {
                 vision: true,
                 thinking: true,
                 prompt_caching: false,
-                context_window: 200_000,
+                context_window: self.context_window,
                 max_output: 32_000,
             },
         }]

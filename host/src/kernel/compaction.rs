@@ -1,0 +1,243 @@
+//! Keeping the conversation inside the model's context window. Before each
+//! request the kernel estimates its size (about 4 bytes a token, calibrated
+//! by the provider's reported input tokens); at `compaction.warnAt` (80 %)
+//! it warns, at `compaction.compactAt` (95 %) it compacts, in tiers, until
+//! the request is back under the warning line:
+//! 1. shorten old tool outputs;
+//! 2. summarize the old turns with the session's own provider;
+//! 3. drop the middle, keeping the first message and the recent ones.
+//!
+//! The system prompt and context-provider fragments are rebuilt for every
+//! request, so they are pinned. The recent messages (`keepRecent`) and a
+//! tool call's pairing with its result are never broken. A
+//! context-overflow error from the provider compacts and retries once.
+//! Every compaction is an event saying what was removed.
+
+use serde_json::json;
+
+use super::context::estimate_tokens;
+use super::payloads::messages_json;
+use super::session::Session;
+use crate::config::CompactionSettings;
+use crate::runtime::bindings::stud::extension::provider_types::{Request, StreamEvent};
+use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, ResultPart, Role};
+
+/// Longest old tool output kept by tier 1 (characters).
+const SHORT_RESULT: usize = 200;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompactionConfig {
+    pub warn_at: f64,
+    pub compact_at: f64,
+    pub keep_recent: usize,
+}
+
+impl CompactionConfig {
+    pub fn from_settings(s: &CompactionSettings) -> Self {
+        CompactionConfig {
+            warn_at: s.warn_at.unwrap_or(0.8).clamp(0.05, 1.0),
+            compact_at: s.compact_at.unwrap_or(0.95).clamp(0.05, 1.0),
+            keep_recent: s.keep_recent.unwrap_or(6),
+        }
+    }
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        Self::from_settings(&CompactionSettings::default())
+    }
+}
+
+/// The raw estimate of a request (before calibration).
+pub fn raw_estimate(system: Option<&str>, messages: &[Message], tools_json: usize) -> u64 {
+    estimate_tokens(system.unwrap_or_default())
+        + estimate_tokens(&messages_json(messages).to_string())
+        + (tools_json as u64).div_ceil(4)
+}
+
+impl Session {
+    fn window(&self) -> Option<u64> {
+        self.capabilities()
+            .map(|c| u64::from(c.context_window))
+            .filter(|w| *w > 0)
+    }
+
+    fn tools_json_len(request: &Request) -> usize {
+        request
+            .tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.len())
+            .sum()
+    }
+
+    /// Calibrated tokens of `request` with `messages` in place of its own.
+    fn tokens_with(&self, request: &Request, messages: &[Message]) -> u64 {
+        let raw = raw_estimate(
+            request.system.as_deref(),
+            messages,
+            Self::tools_json_len(request),
+        );
+        (raw as f64 * self.token_ratio).ceil() as u64
+    }
+
+    /// Learn how the provider counts: `reported` input tokens for a
+    /// request we estimated at `raw`.
+    pub(crate) fn calibrate(&mut self, raw: u64, reported: u64) {
+        if raw > 0 && reported > 0 {
+            self.token_ratio = (reported as f64 / raw as f64).clamp(0.25, 4.0);
+        }
+    }
+
+    /// Warn or compact before `request` is sent. Returns true when the
+    /// history changed (the request must be composed again). `force`
+    /// compacts whatever the estimate (the provider said it overflowed).
+    pub(crate) async fn fit_context(&mut self, request: &Request, force: bool) -> bool {
+        let Some(window) = self.window() else {
+            return false;
+        };
+        let cfg = self.config.compaction;
+        let before = self.tokens_with(request, &request.messages);
+        let pct = before as f64 / window as f64;
+        if pct >= cfg.warn_at && !self.warned_this_turn {
+            self.warned_this_turn = true;
+            self.bus.record(
+                "context.warning",
+                json!({"tokens": before, "window": window, "percent": (pct * 100.0).round()}),
+            );
+        }
+        if pct < cfg.compact_at && !force {
+            return false;
+        }
+        let target = (cfg.warn_at * window as f64) as u64;
+        let mut changed = false;
+        for tier in 1..=3u8 {
+            let tokens = self.tokens_with(request, &self.history);
+            // Forced (the provider overflowed): at least one tier runs.
+            if tokens < target && (changed || !force) {
+                break;
+            }
+            let removed = match tier {
+                1 => self.shorten_old_results(),
+                2 => self.summarize_old().await,
+                _ => self.drop_middle(),
+            };
+            if let Some(what) = removed {
+                changed = true;
+                let after = self.tokens_with(request, &self.history);
+                self.bus.record(
+                    "context.compacted",
+                    json!({"tier": tier, "removed": what, "tokens_before": tokens, "tokens_after": after, "window": window}),
+                );
+                if let Some(p) = &self.persistence {
+                    let record =
+                        json!({"type": "compaction", "tier": tier, "removed": what}).to_string();
+                    let _ = p.store.store_append(&self.id, &[record]).await;
+                }
+            }
+        }
+        changed
+    }
+
+    /// Where the protected recent part starts: `keep_recent` messages from
+    /// the end, moved back to the start of a user turn so no tool call is
+    /// separated from its result.
+    fn recent_start(&self) -> usize {
+        let len = self.history.len();
+        let mut i = len.saturating_sub(self.config.compaction.keep_recent);
+        while i > 0 && !is_turn_start(&self.history[i]) {
+            i -= 1;
+        }
+        i
+    }
+
+    fn shorten_old_results(&mut self) -> Option<String> {
+        let end = self.recent_start();
+        let (mut count, mut chars) = (0, 0);
+        for m in &mut self.history[..end] {
+            for part in &mut m.content {
+                let ContentPart::ToolResult(r) = part else {
+                    continue;
+                };
+                for c in &mut r.content {
+                    if let ResultPart::Text(t) = c
+                        && t.chars().count() > SHORT_RESULT + 100
+                    {
+                        let keep: String = t.chars().take(SHORT_RESULT).collect();
+                        let cut = t.len() - keep.len();
+                        *t = format!(
+                            "{keep}\n[older tool output shortened by compaction: {cut} bytes removed; run the tool again if you need it]"
+                        );
+                        count += 1;
+                        chars += cut;
+                    }
+                }
+            }
+        }
+        (count > 0).then(|| format!("shortened {count} old tool outputs ({chars} bytes)"))
+    }
+
+    async fn summarize_old(&mut self) -> Option<String> {
+        let end = self.recent_start();
+        if end < 2 {
+            return None;
+        }
+        let mut messages = self.history[..end].to_vec();
+        messages.push(Message {
+            role: Role::User,
+            content: vec![ContentPart::Text(
+                "Summarize the conversation above so it can be continued without it: the goal, decisions, files touched and what is still open. Be concise.".into(),
+            )],
+        });
+        let request = Request {
+            system: Some("You write faithful, concise summaries of coding sessions.".into()),
+            messages,
+            tools: Vec::new(),
+            params: self.request_params(),
+        };
+        let mut stream = self.provider.provider_send(&request).await.ok()?;
+        let mut text = String::new();
+        while let Ok(Some(batch)) = self.provider.provider_next(&mut stream).await {
+            for ev in batch {
+                if let StreamEvent::TextDelta(d) = ev {
+                    text.push_str(&d);
+                }
+            }
+        }
+        if text.trim().is_empty() {
+            return None;
+        }
+        let summary = Message {
+            role: Role::User,
+            content: vec![ContentPart::Text(format!(
+                "[Summary of the earlier conversation]\n{}",
+                text.trim()
+            ))],
+        };
+        self.history.splice(..end, [summary]);
+        Some(format!("summarized {end} old messages"))
+    }
+
+    fn drop_middle(&mut self) -> Option<String> {
+        let end = self.recent_start();
+        if end <= 1 {
+            return None;
+        }
+        let dropped = end - 1;
+        let note = Message {
+            role: Role::User,
+            content: vec![ContentPart::Text(format!(
+                "[{dropped} earlier messages were dropped to fit the context window]"
+            ))],
+        };
+        self.history.splice(1..end, [note]);
+        Some(format!("dropped {dropped} messages from the middle"))
+    }
+}
+
+fn is_turn_start(m: &Message) -> bool {
+    m.role == Role::User
+        && !m
+            .content
+            .iter()
+            .any(|p| matches!(p, ContentPart::ToolResult(_)))
+}
