@@ -1,0 +1,116 @@
+//! Session persistence benchmarks (a bench binary; numbers are printed,
+//! not asserted), with the bundled `filesystem` store component:
+//! - append latency of one message record, without and with fsync;
+//! - resume time of a 10,000-message session (store read, parse, orphan
+//!   check).
+//!
+//! Run: `cargo bench -p stud --bench sessions`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use stud::extensions::{Discovery, ProjectScope, Registry};
+use stud::kernel::persist::{ResumeTarget, message_record, read};
+use stud::manifest::Kind;
+use stud::paths::StudHome;
+use stud::runtime::bindings::stud::extension::types::{ContentPart, Message, Role};
+use stud::runtime::services::StderrServices;
+use stud::runtime::{Extension, Runtime, RuntimeOptions};
+
+async fn store(home: &std::path::Path, fsync: bool) -> Arc<Extension> {
+    let home = StudHome::at(home);
+    let mut discovery = Discovery::scan(&home, &ProjectScope::None);
+    discovery
+        .found
+        .retain(|d| d.manifest.kind == Kind::SessionStore);
+    let registry = Registry {
+        runtime: Runtime::new(RuntimeOptions {
+            cache_dir: None,
+            pooling: false,
+        })
+        .expect("runtime"),
+        home: home.clone(),
+        project_dir: home.root().to_path_buf(),
+        services: Arc::new(StderrServices),
+        configs: [("filesystem".to_string(), json!({"fsync": fsync}))].into(),
+        fallback_configs: Default::default(),
+        grants: Default::default(),
+    };
+    let report = registry.load_all(&discovery).await;
+    report.loaded.into_iter().next().expect("filesystem store")
+}
+
+fn message(i: usize) -> Message {
+    Message {
+        role: if i.is_multiple_of(2) {
+            Role::User
+        } else {
+            Role::Assistant
+        },
+        content: vec![ContentPart::Text(format!(
+            "message {i}: {}",
+            "some ordinary conversation text ".repeat(6)
+        ))],
+    }
+}
+
+fn pct(mut v: Vec<Duration>, p: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 - 1.0) * p) as usize]
+}
+
+async fn append_latency(fsync: bool) {
+    let home = tempfile::tempdir().expect("tmp");
+    let s = store(home.path(), fsync).await;
+    let mut times = Vec::new();
+    for i in 0..if fsync { 200 } else { 2000 } {
+        let record = message_record(&message(i));
+        let t = Instant::now();
+        s.store_append("bench", &[record]).await.expect("append");
+        times.push(t.elapsed());
+    }
+    println!(
+        "sessions/append_one_message fsync={fsync:<5}  p50 {:>8.1} us  p99 {:>8.1} us",
+        pct(times.clone(), 0.5).as_secs_f64() * 1e6,
+        pct(times, 0.99).as_secs_f64() * 1e6
+    );
+}
+
+async fn resume_10k() {
+    let home = tempfile::tempdir().expect("tmp");
+    let s = store(home.path(), false).await;
+    let records: Vec<String> = (0..10_000).map(|i| message_record(&message(i))).collect();
+    for chunk in records.chunks(500) {
+        s.store_append("big", chunk).await.expect("append");
+    }
+    let manifest = json!({"session_id": "big", "store": "filesystem", "created_ms": 1, "updated_ms": 2, "project_root": "/p", "security_mode": "ask", "extensions": [], "state": {}, "usage": {}, "turns": 5000, "title": "bench"});
+    s.store_write_manifest("big", &manifest.to_string())
+        .await
+        .expect("manifest");
+    let mut times = Vec::new();
+    for _ in 0..10 {
+        let t = Instant::now();
+        let r = read(&s, &ResumeTarget::Id("big".into()), "/p", &[])
+            .await
+            .expect("resume");
+        times.push(t.elapsed());
+        assert_eq!(r.history.len(), 10_000);
+    }
+    println!(
+        "sessions/resume_10000_messages               median {:>8.1} ms",
+        pct(times, 0.5).as_secs_f64() * 1e3
+    );
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        append_latency(false).await;
+        append_latency(true).await;
+        resume_10k().await;
+    });
+}
