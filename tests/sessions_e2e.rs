@@ -464,3 +464,47 @@ fn usage_is_priced_and_the_budget_stops_the_session() {
     assert_eq!(r["error_code"], "budget-exceeded", "{r}");
     assert!(r["error"].as_str().unwrap().contains("--max-cost"), "{r}");
 }
+
+#[test]
+fn a_context_overflow_from_the_provider_compacts_and_retries_once() {
+    use common::http::{Reply, TestServer};
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/streams/openai-text.sse"),
+    )
+    .unwrap();
+    let server = TestServer::start(vec![
+        Reply::new(
+            400,
+            r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
+        ),
+        Reply::sse(&text, 64),
+    ]);
+    let env = Env::new(json!([]), json!({}));
+    std::fs::write(
+        env.home.path().join("settings.json"),
+        json!({
+            "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+            "providers": {"openai-compatible": {"baseUrl": server.url()}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = env.ok(&[
+        "run",
+        "-p",
+        "--no-tools",
+        "--output-format",
+        "stream-json",
+        "hi",
+    ]);
+    let evs = events(&out);
+    let failed = event(&evs, "provider.request.failed");
+    assert_eq!(failed["payload"]["code"], "context-overflow", "{failed}");
+    assert!(
+        evs.iter().all(|e| e["event"] != "provider.retry"),
+        "an overflow is not retried by backoff"
+    );
+    assert_eq!(server.requests().len(), 2, "compacted and sent once more");
+    let r: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(r["status"], "ok", "{r}");
+}
