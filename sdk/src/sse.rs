@@ -4,7 +4,9 @@
 //! they arrive, so each event is handed out as soon as its blank line is
 //! read.
 
+use std::cell::Cell;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use eventsource_stream::{EventStream, EventStreamError, Eventsource};
@@ -15,16 +17,21 @@ use crate::host::http::Response;
 
 pub use eventsource_stream::Event;
 
-/// Body chunks of a response as a `Stream`; each poll blocks in the host
-/// until a chunk arrives, so it is always ready.
+/// Body chunks of a response as a `Stream`; a poll blocks in the host
+/// until a chunk arrives, unless `wait` is off: then it reports `Pending`
+/// instead, so events already buffered can be drained without waiting.
 struct Chunks {
     response: Option<Response>,
+    wait: Rc<Cell<bool>>,
 }
 
 impl Stream for Chunks {
     type Item = Result<Vec<u8>, Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if !self.wait.get() {
+            return Poll::Pending;
+        }
         let Some(response) = self.response.as_ref() else {
             return Poll::Ready(None);
         };
@@ -46,16 +53,20 @@ impl Stream for Chunks {
 /// The events of an SSE response, one at a time.
 pub struct SseStream {
     events: EventStream<Chunks>,
+    wait: Rc<Cell<bool>>,
 }
 
 impl SseStream {
     /// Read `response`'s body as `text/event-stream`.
     pub fn new(response: Response) -> Self {
+        let wait = Rc::new(Cell::new(true));
         SseStream {
             events: Chunks {
                 response: Some(response),
+                wait: wait.clone(),
             }
             .eventsource(),
+            wait,
         }
     }
 
@@ -63,21 +74,42 @@ impl SseStream {
     /// keep their class (a dropped connection is transient); malformed
     /// streams are protocol errors.
     pub fn next_event(&mut self) -> Result<Option<Event>, Error> {
-        let mut cx = Context::from_waker(Waker::noop());
+        self.wait.set(true);
         loop {
-            match Pin::new(&mut self.events).poll_next(&mut cx) {
-                Poll::Ready(None) => return Ok(None),
-                Poll::Ready(Some(Ok(event))) => return Ok(Some(event)),
-                Poll::Ready(Some(Err(EventStreamError::Transport(e)))) => return Err(e),
-                Poll::Ready(Some(Err(e))) => {
-                    return Err(Error::transient(
-                        "protocol",
-                        format!("the event stream is malformed: {e}"),
-                    ));
-                }
-                // `Chunks` never waits, so neither does the parser; poll again.
-                Poll::Pending => continue,
+            if let Some(next) = self.poll()? {
+                return Ok(next);
             }
+        }
+    }
+
+    /// The next event (waiting for it) plus every further event already
+    /// received, so a provider hands the kernel one batch per network
+    /// chunk instead of one call per token. `None` at the end of the body.
+    pub fn next_batch(&mut self) -> Result<Option<Vec<Event>>, Error> {
+        let Some(first) = self.next_event()? else {
+            return Ok(None);
+        };
+        let mut batch = vec![first];
+        self.wait.set(false);
+        while let Some(Some(event)) = self.poll()? {
+            batch.push(event);
+        }
+        self.wait.set(true);
+        Ok(Some(batch))
+    }
+
+    /// One poll: `None` when the parser needs data it may not wait for.
+    fn poll(&mut self) -> Result<Option<Option<Event>>, Error> {
+        let mut cx = Context::from_waker(Waker::noop());
+        match Pin::new(&mut self.events).poll_next(&mut cx) {
+            Poll::Ready(None) => Ok(Some(None)),
+            Poll::Ready(Some(Ok(event))) => Ok(Some(Some(event))),
+            Poll::Ready(Some(Err(EventStreamError::Transport(e)))) => Err(e),
+            Poll::Ready(Some(Err(e))) => Err(Error::transient(
+                "protocol",
+                format!("the event stream is malformed: {e}"),
+            )),
+            Poll::Pending => Ok(None),
         }
     }
 }

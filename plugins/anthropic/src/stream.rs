@@ -14,6 +14,8 @@ pub struct MessageStream {
     sse: SseStream,
     finish: Option<FinishReason>,
     done: bool,
+    /// An error met after events that were handed over first.
+    failed: Option<Error>,
 }
 
 impl MessageStream {
@@ -22,6 +24,7 @@ impl MessageStream {
             sse: SseStream::new(response),
             finish: None,
             done: false,
+            failed: None,
         }
     }
 
@@ -147,28 +150,43 @@ impl MessageStream {
 
 impl EventStream for MessageStream {
     fn next(&mut self) -> Result<Option<Vec<StreamEvent>>, Error> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         if self.done {
             return Ok(None);
         }
         let mut out = Vec::new();
         while out.is_empty() && !self.done {
-            let Some(event) = self.sse.next_event()? else {
+            let Some(batch) = self.sse.next_batch()? else {
                 return Err(Error::transient(
                     "stream-truncated",
                     "the connection closed before message_stop",
                 ));
             };
-            if event.data.trim().is_empty() {
-                continue;
+            for event in batch {
+                if event.data.trim().is_empty() || self.done {
+                    continue;
+                }
+                let handled = serde_json::from_str::<Value>(&event.data)
+                    .map_err(|e| Error::transient("protocol", format!("an event is not JSON: {e}")))
+                    .and_then(|data| {
+                        let kind = if event.event.is_empty() || event.event == "message" {
+                            data["type"].as_str().unwrap_or_default().to_string()
+                        } else {
+                            event.event.clone()
+                        };
+                        self.event(&kind, &data, &mut out)
+                    });
+                if let Err(e) = handled {
+                    // Hand over what arrived before the error first.
+                    if out.is_empty() {
+                        return Err(e);
+                    }
+                    self.failed = Some(e);
+                    return Ok(Some(out));
+                }
             }
-            let data: Value = serde_json::from_str(&event.data)
-                .map_err(|e| Error::transient("protocol", format!("an event is not JSON: {e}")))?;
-            let kind = if event.event.is_empty() || event.event == "message" {
-                data["type"].as_str().unwrap_or_default().to_string()
-            } else {
-                event.event.clone()
-            };
-            self.event(&kind, &data, &mut out)?;
         }
         Ok(Some(out))
     }

@@ -15,6 +15,8 @@ pub struct GeminiStream {
     usage: Option<Usage>,
     finish: Option<FinishReason>,
     done: bool,
+    /// An error met after events that were handed over first.
+    failed: Option<Error>,
 }
 
 impl GeminiStream {
@@ -25,6 +27,7 @@ impl GeminiStream {
             usage: None,
             finish: None,
             done: false,
+            failed: None,
         }
     }
 
@@ -118,12 +121,15 @@ impl GeminiStream {
 
 impl EventStream for GeminiStream {
     fn next(&mut self) -> Result<Option<Vec<StreamEvent>>, Error> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         if self.done {
             return Ok(None);
         }
         let mut out = Vec::new();
         while out.is_empty() {
-            let Some(event) = self.sse.next_event()? else {
+            let Some(batch) = self.sse.next_batch()? else {
                 if self.finish.is_none() {
                     return Err(Error::transient(
                         "stream-truncated",
@@ -139,13 +145,24 @@ impl EventStream for GeminiStream {
                 ));
                 return Ok(Some(out));
             };
-            if event.data.trim().is_empty() {
-                continue;
+            for event in batch {
+                if event.data.trim().is_empty() {
+                    continue;
+                }
+                let handled = serde_json::from_str::<Value>(&event.data)
+                    .map_err(|e| {
+                        Error::transient("protocol", format!("a stream chunk is not JSON: {e}"))
+                    })
+                    .and_then(|data| self.chunk(&data, &mut out));
+                if let Err(e) = handled {
+                    // Hand over what arrived before the error first.
+                    if out.is_empty() {
+                        return Err(e);
+                    }
+                    self.failed = Some(e);
+                    return Ok(Some(out));
+                }
             }
-            let data: Value = serde_json::from_str(&event.data).map_err(|e| {
-                Error::transient("protocol", format!("a stream chunk is not JSON: {e}"))
-            })?;
-            self.chunk(&data, &mut out)?;
         }
         Ok(Some(out))
     }

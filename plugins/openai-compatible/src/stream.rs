@@ -15,6 +15,8 @@ pub struct ChatStream {
     open_calls: BTreeSet<u32>,
     finish: Option<FinishReason>,
     done: bool,
+    /// An error met after events that were handed over first.
+    failed: Option<Error>,
 }
 
 impl ChatStream {
@@ -24,6 +26,7 @@ impl ChatStream {
             open_calls: BTreeSet::new(),
             finish: None,
             done: false,
+            failed: None,
         }
     }
 
@@ -135,12 +138,15 @@ impl ChatStream {
 
 impl EventStream for ChatStream {
     fn next(&mut self) -> Result<Option<Vec<StreamEvent>>, Error> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         if self.done {
             return Ok(None);
         }
         let mut out = Vec::new();
         while out.is_empty() {
-            let Some(event) = self.sse.next_event()? else {
+            let Some(batch) = self.sse.next_batch()? else {
                 // Some servers end without `[DONE]`; a finish reason means
                 // the answer was complete.
                 if self.finish.is_none() {
@@ -151,14 +157,24 @@ impl EventStream for ChatStream {
                 }
                 return Ok(Some(self.end()));
             };
-            let data = event.data.trim();
-            if data.is_empty() {
-                continue;
+            for event in batch {
+                let data = event.data.trim();
+                if data.is_empty() {
+                    continue;
+                }
+                if data == "[DONE]" {
+                    out.extend(self.end());
+                    return Ok(Some(out));
+                }
+                if let Err(e) = self.chunk(data, &mut out) {
+                    // Hand over what arrived before the error first.
+                    if out.is_empty() {
+                        return Err(e);
+                    }
+                    self.failed = Some(e);
+                    return Ok(Some(out));
+                }
             }
-            if data == "[DONE]" {
-                return Ok(Some(self.end()));
-            }
-            self.chunk(data, &mut out)?;
         }
         Ok(Some(out))
     }
