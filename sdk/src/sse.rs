@@ -23,12 +23,33 @@ pub use eventsource_stream::Event;
 struct Chunks {
     response: Option<Response>,
     wait: Rc<Cell<bool>>,
+    /// The last host chunk, handed to the parser in pieces from `at`.
+    rest: Vec<u8>,
+    at: usize,
+}
+
+/// Largest piece handed to the parser at once. `eventsource-stream` moves
+/// its unparsed buffer after every line, so feeding it a whole 16 KB
+/// network chunk would copy that chunk once per line; small pieces keep
+/// parsing linear.
+const PIECE: usize = 512;
+
+impl Chunks {
+    fn piece(&mut self) -> Vec<u8> {
+        let end = (self.at + PIECE).min(self.rest.len());
+        let piece = self.rest[self.at..end].to_vec();
+        self.at = end;
+        piece
+    }
 }
 
 impl Stream for Chunks {
     type Item = Result<Vec<u8>, Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.at < self.rest.len() {
+            return Poll::Ready(Some(Ok(self.piece())));
+        }
         if !self.wait.get() {
             return Poll::Pending;
         }
@@ -36,7 +57,11 @@ impl Stream for Chunks {
             return Poll::Ready(None);
         };
         let next = match response.next_chunk() {
-            Ok(Some(chunk)) => Some(Ok(chunk)),
+            Ok(Some(chunk)) => {
+                self.rest = chunk;
+                self.at = 0;
+                Some(Ok(self.piece()))
+            }
             Ok(None) => {
                 self.response = None;
                 None
@@ -64,6 +89,8 @@ impl SseStream {
             events: Chunks {
                 response: Some(response),
                 wait: wait.clone(),
+                rest: Vec::new(),
+                at: 0,
             }
             .eventsource(),
             wait,

@@ -45,6 +45,8 @@ pub struct Subscriber {
     closed: AtomicBool,
     /// Events handed out by `next` and not yet acknowledged.
     outstanding: AtomicU64,
+    /// Event names this subscriber does not want (never queued).
+    skip: Option<fn(&str) -> bool>,
 }
 
 impl Subscriber {
@@ -102,6 +104,9 @@ impl Subscriber {
     }
 
     fn offer(&self, ev: &Event) {
+        if self.skip.is_some_and(|skip| skip(&ev.name)) {
+            return;
+        }
         {
             let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
             if q.len() >= self.cap && !ev.authoritative {
@@ -161,6 +166,17 @@ impl Bus {
     }
 
     pub fn subscribe(&self, name: &str, cap: usize) -> Arc<Subscriber> {
+        self.subscribe_except(name, cap, None)
+    }
+
+    /// A subscriber that never receives the events `skip` names (so they
+    /// cost it nothing, not even a queue slot).
+    pub fn subscribe_except(
+        &self,
+        name: &str,
+        cap: usize,
+        skip: Option<fn(&str) -> bool>,
+    ) -> Arc<Subscriber> {
         let sub = Arc::new(Subscriber {
             name: name.to_string(),
             queue: Mutex::new(VecDeque::new()),
@@ -169,6 +185,7 @@ impl Bus {
             notify: Notify::new(),
             closed: AtomicBool::new(false),
             outstanding: AtomicU64::new(0),
+            skip,
         });
         self.inner
             .subscribers
