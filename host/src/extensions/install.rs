@@ -63,9 +63,10 @@ pub enum Source {
 
 impl Source {
     pub fn parse(text: &str) -> Result<Self, InstallError> {
-        if let Some(rest) = text.strip_prefix("http://") {
-            let host = rest.split(['/', ':']).next().unwrap_or_default();
-            if !matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
+        if text.starts_with("http://") {
+            let url = reqwest::Url::parse(text)
+                .map_err(|e| InstallError::Source(format!("`{text}` is not a URL: {e}")))?;
+            if !is_loopback_url(&url) {
                 return Err(InstallError::Source(format!(
                     "`{text}`: plain http is only allowed from this machine (127.0.0.1); use https://"
                 )));
@@ -395,14 +396,35 @@ fn manifest_folder(root: &Path) -> Result<PathBuf, InstallError> {
     }
 }
 
+/// `http://127.0.0.1`, `http://localhost`, `http://[::1]`.
+fn is_loopback_url(url: &reqwest::Url) -> bool {
+    matches!(
+        url.host_str(),
+        Some("127.0.0.1" | "localhost" | "[::1]" | "::1")
+    )
+}
+
 /// GET `url` into memory, hashing as it streams, up to the size limit.
 async fn download(url: &str) -> Result<(Vec<u8>, Sha256Digest), InstallError> {
     let fail = |message: String| InstallError::Download {
         url: url.to_string(),
         message,
     };
+    // Redirects may not downgrade to plain http (except on loopback).
+    let redirects = reqwest::redirect::Policy::custom(|attempt| {
+        if attempt.previous().len() >= 10 {
+            attempt.error("too many redirects")
+        } else if attempt.url().scheme() == "https" || is_loopback_url(attempt.url()) {
+            attempt.follow()
+        } else {
+            attempt.error("a redirect to plain http is refused; use https")
+        }
+    });
     let client = reqwest::Client::builder()
         .no_proxy()
+        .redirect(redirects)
+        .connect_timeout(std::time::Duration::from_secs(30))
+        .timeout(std::time::Duration::from_secs(600))
         .build()
         .map_err(|e| fail(e.to_string()))?;
     let mut response = client

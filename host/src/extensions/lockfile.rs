@@ -137,10 +137,25 @@ impl Lockfile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lockfile::default()),
             Err(source) => return Err(LockError::Read { path, source }),
         };
-        toml::from_str(&text).map_err(|e| LockError::Parse {
-            path,
+        let lock: Lockfile = toml::from_str(&text).map_err(|e| LockError::Parse {
+            path: path.clone(),
             message: e.to_string(),
-        })
+        })?;
+        // Entries point into this scope's store only: a hand-edited path
+        // must not make `remove` or discovery touch anything else.
+        for (id, e) in &lock.extensions {
+            let ok = e
+                .path
+                .strip_prefix("store/")
+                .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+            if !ok {
+                return Err(LockError::Parse {
+                    path,
+                    message: format!("`{id}`: path `{}` is not `store/<sha256 hex>`", e.path),
+                });
+            }
+        }
+        Ok(lock)
     }
 
     /// Write atomically (temp file, fsync, rename).
@@ -186,7 +201,7 @@ mod tests {
                     version: "1.0.0".into(),
                     kind: "tool".into(),
                     source: "/src".into(),
-                    path: "store/abc".into(),
+                    path: format!("store/{}", "ab".repeat(32)),
                     component: "sha256:00".into(),
                     manifest: "sha256:11".into(),
                     installed_at: 1,

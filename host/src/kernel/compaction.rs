@@ -37,7 +37,7 @@ impl CompactionConfig {
         CompactionConfig {
             warn_at: s.warn_at.unwrap_or(0.8).clamp(0.05, 1.0),
             compact_at: s.compact_at.unwrap_or(0.95).clamp(0.05, 1.0),
-            keep_recent: s.keep_recent.unwrap_or(6),
+            keep_recent: s.keep_recent.unwrap_or(6).max(1),
         }
     }
 }
@@ -62,7 +62,7 @@ impl Session {
             .filter(|w| *w > 0)
     }
 
-    fn tools_json_len(request: &Request) -> usize {
+    pub(crate) fn tools_json_len(request: &Request) -> usize {
         request
             .tools
             .iter()

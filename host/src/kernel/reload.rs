@@ -35,6 +35,8 @@ pub struct Reloader {
     loaded: Mutex<HashMap<String, Arc<Extension>>>,
     /// Digests being compiled, so one change is compiled once.
     in_flight: Mutex<Vec<Job>>,
+    /// Compiled and waiting for their boundary, by id.
+    waiting: Mutex<HashMap<String, Sha256Digest>>,
 }
 
 /// A reload being compiled.
@@ -65,6 +67,7 @@ impl Reloader {
                     .collect(),
             ),
             in_flight: Mutex::default(),
+            waiting: Mutex::default(),
         })
     }
 
@@ -86,6 +89,11 @@ impl Reloader {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
+        let waiting = self
+            .waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
         for d in &discovery.found {
             let id = d.manifest.id.to_string();
@@ -95,7 +103,10 @@ impl Reloader {
             let digest = &current.digest;
             let Ok(bytes) = d.read_bytes() else { continue };
             let new = Sha256Digest::of(&bytes);
-            if &new == digest || in_flight.iter().any(|j| j.id == id && j.digest == new) {
+            if &new == digest
+                || waiting.get(&id) == Some(&new)
+                || in_flight.iter().any(|j| j.id == id && j.digest == new)
+            {
                 continue;
             }
             if current.manifest.reload == ReloadBehavior::Never {
@@ -145,6 +156,10 @@ impl Reloader {
         for Job { id, handle, .. } in jobs {
             match handle.await {
                 Ok(Ok(ext)) => {
+                    self.waiting
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(id.clone(), ext.digest.clone());
                     let from = self
                         .loaded
                         .lock()
@@ -164,8 +179,21 @@ impl Reloader {
         ready
     }
 
+    /// The version serving `id` now.
+    pub fn current(&self, id: &str) -> Option<Arc<Extension>> {
+        self.loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+    }
+
     /// Record that `ext` now serves its id.
     pub fn swapped(&self, ext: &Arc<Extension>, from: &Sha256Digest, boundary: &str) {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(ext.id().as_str());
         self.loaded
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -178,6 +206,10 @@ impl Reloader {
 
     /// A reload that compiled but cannot be swapped in.
     pub fn refuse(&self, ext: &Extension, reason: &str) {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(ext.id().as_str());
         self.bus.record(
             "extension.reload.refused",
             json!({"id": ext.id().as_str(), "reason": reason}),

@@ -297,6 +297,16 @@ impl Session {
                 self.pending_reloads.push(item);
                 continue;
             }
+            // The old version may have written its state since the new one
+            // was compiled: carry the latest value over.
+            if let Some(state) = reloader
+                .current(ext.id().as_str())
+                .and_then(|old| old.state())
+                && let Err(e) = ext.restore_state(state)
+            {
+                reloader.refuse(&ext, &e);
+                continue;
+            }
             match self.swap(&ext).await {
                 Ok(()) => reloader.swapped(&ext, &item.from, boundary),
                 Err(reason) => reloader.refuse(&ext, &reason),

@@ -173,15 +173,14 @@ impl Session {
             if self.fit_context(&request, false).await {
                 request = self.compose_request(*iterations).await?;
             }
-            let raw = super::compaction::raw_estimate(
-                request.system.as_deref(),
-                &request.messages,
-                request
-                    .tools
-                    .iter()
-                    .map(|t| t.name.len() + t.description.len() + t.parameters.len())
-                    .sum(),
-            );
+            let estimate = |r: &Request| {
+                super::compaction::raw_estimate(
+                    r.system.as_deref(),
+                    &r.messages,
+                    Session::tools_json_len(r),
+                )
+            };
+            let mut raw = estimate(&request);
             let stream = match self.send_request(request, *iterations, cancel).await {
                 Err(TurnStatus::Failed { code, .. })
                     if code == format!("provider-{CONTEXT_OVERFLOW}") =>
@@ -191,6 +190,7 @@ impl Session {
                     let request = self.compose_request(*iterations).await?;
                     self.fit_context(&request, true).await;
                     let request = self.compose_request(*iterations).await?;
+                    raw = estimate(&request);
                     self.send_request(request, *iterations, cancel).await?
                 }
                 other => other?,

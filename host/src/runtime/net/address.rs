@@ -30,11 +30,19 @@ fn v4_internal(ip: Ipv4Addr) -> bool {
 }
 
 fn v6_internal(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
+    let seg = ip.segments();
+    let first = seg[0];
+    // IPv4 embedded by NAT64 (64:ff9b::/96), 6to4 (2002::/16) or the old
+    // IPv4-compatible form (::a.b.c.d) reaches that IPv4 address.
+    let embedded = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    let nat64 = seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
+    let compat = seg[..6] == [0, 0, 0, 0, 0, 0];
     ip.is_loopback()
         || ip.is_unspecified()
         || (first & 0xfe00) == 0xfc00
         || (first & 0xffc0) == 0xfe80
+        || ((nat64 || compat) && v4_internal(embedded(seg[6], seg[7])))
+        || (first == 0x2002 && v4_internal(embedded(seg[1], seg[2])))
 }
 
 #[cfg(test)]
@@ -55,6 +63,9 @@ mod tests {
             "fd00::1",
             "fe80::1",
             "::ffff:127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "2002:a00:1::1",
+            "::10.0.0.1",
         ] {
             assert!(is_internal(ip.parse().unwrap()), "{ip}");
         }
