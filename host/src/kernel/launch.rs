@@ -387,15 +387,8 @@ fn spawn_ui(sub: Arc<Subscriber>, bus: &Bus, ui: Arc<Extension>) -> JoinHandle<(
     })
 }
 
-/// Per-token deltas are not logged: the assembled text is
-/// (`provider.request.completed`, or `partial_text` of a failure), and a
-/// logger call per token would cost more than the token.
-fn is_delta(name: &str) -> bool {
-    matches!(name, "provider.tokens" | "provider.reasoning")
-}
-
 fn spawn_logger(bus: &Bus, logger: Arc<Extension>) -> JoinHandle<()> {
-    let sub = bus.subscribe_except(logger.id().as_str(), DEFAULT_QUEUE, Some(is_delta));
+    let sub = bus.subscribe(logger.id().as_str(), DEFAULT_QUEUE);
     let diag = bus.clone();
     tokio::spawn(async move {
         while let Some(ev) = sub.next().await {
