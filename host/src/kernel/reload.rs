@@ -33,10 +33,14 @@ pub struct Reloader {
     runtime: tokio::runtime::Handle,
     /// What serves each id now.
     loaded: Mutex<HashMap<String, Arc<Extension>>>,
-    /// Digests being compiled, so one change is compiled once.
+    /// Compiles started and not yet finished.
     in_flight: Mutex<Vec<Job>>,
-    /// Compiled and waiting for their boundary, by id.
-    waiting: Mutex<HashMap<String, Sha256Digest>>,
+    /// The digest each id is moving to, from the moment its compile starts
+    /// until it is swapped in, refused or fails. A change is compiled once
+    /// however many file events announce it.
+    pending: Mutex<HashMap<String, Sha256Digest>>,
+    /// Bytes that failed to load, so the same broken file is reported once.
+    failed: Mutex<HashMap<String, Sha256Digest>>,
 }
 
 /// A reload being compiled.
@@ -67,7 +71,8 @@ impl Reloader {
                     .collect(),
             ),
             in_flight: Mutex::default(),
-            waiting: Mutex::default(),
+            pending: Mutex::default(),
+            failed: Mutex::default(),
         })
     }
 
@@ -89,12 +94,13 @@ impl Reloader {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let waiting = self
-            .waiting
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let failed = self
+            .failed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
         for d in &discovery.found {
             let id = d.manifest.id.to_string();
             let Some(current) = loaded.get(&id) else {
@@ -103,10 +109,7 @@ impl Reloader {
             let digest = &current.digest;
             let Ok(bytes) = d.read_bytes() else { continue };
             let new = Sha256Digest::of(&bytes);
-            if &new == digest
-                || waiting.get(&id) == Some(&new)
-                || in_flight.iter().any(|j| j.id == id && j.digest == new)
-            {
+            if &new == digest || pending.get(&id) == Some(&new) || failed.get(&id) == Some(&new) {
                 continue;
             }
             if current.manifest.reload == ReloadBehavior::Never {
@@ -126,13 +129,14 @@ impl Reloader {
             {
                 Ok(s) => s,
                 Err(e) => {
-                    self.failed(&id, &e.to_string());
+                    self.failed(&id, &new, &e.to_string());
                     continue;
                 }
             };
             spec.state = current.state();
             let runtime = self.registry.runtime.clone();
             let job = self.runtime.spawn_blocking(move || runtime.load(spec));
+            pending.insert(id.clone(), new.clone());
             in_flight.push(Job {
                 id,
                 digest: new,
@@ -141,7 +145,16 @@ impl Reloader {
         }
     }
 
-    fn failed(&self, id: &str, error: &str) {
+    fn failed(&self, id: &str, digest: &Sha256Digest, error: &str) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if pending.get(id) == Some(digest) {
+            pending.remove(id);
+        }
+        drop(pending);
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_string(), digest.clone());
         self.bus.record(
             "extension.reload.failed",
             json!({"id": id, "error": error, "kept": "the old version keeps running"}),
@@ -153,13 +166,9 @@ impl Reloader {
     pub async fn finished(&self) -> Vec<Ready> {
         let jobs = std::mem::take(&mut *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()));
         let mut ready = Vec::new();
-        for Job { id, handle, .. } in jobs {
+        for Job { id, digest, handle } in jobs {
             match handle.await {
                 Ok(Ok(ext)) => {
-                    self.waiting
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(id.clone(), ext.digest.clone());
                     let from = self
                         .loaded
                         .lock()
@@ -172,8 +181,8 @@ impl Reloader {
                         from,
                     })
                 }
-                Ok(Err(e)) => self.failed(&id, &e.to_string()),
-                Err(e) => self.failed(&id, &format!("the reload task failed: {e}")),
+                Ok(Err(e)) => self.failed(&id, &digest, &e.to_string()),
+                Err(e) => self.failed(&id, &digest, &format!("the reload task failed: {e}")),
             }
         }
         ready
@@ -190,10 +199,7 @@ impl Reloader {
 
     /// Record that `ext` now serves its id.
     pub fn swapped(&self, ext: &Arc<Extension>, from: &Sha256Digest, boundary: &str) {
-        self.waiting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(ext.id().as_str());
+        self.settle(ext);
         self.loaded
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -206,13 +212,18 @@ impl Reloader {
 
     /// A reload that compiled but cannot be swapped in.
     pub fn refuse(&self, ext: &Extension, reason: &str) {
-        self.waiting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(ext.id().as_str());
+        self.settle(ext);
         self.bus.record(
             "extension.reload.refused",
             json!({"id": ext.id().as_str(), "reason": reason}),
         );
+    }
+
+    /// `ext` is no longer on its way in (a newer change may be).
+    pub fn settle(&self, ext: &Extension) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if pending.get(ext.id().as_str()) == Some(&ext.digest) {
+            pending.remove(ext.id().as_str());
+        }
     }
 }

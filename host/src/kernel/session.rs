@@ -297,11 +297,15 @@ impl Session {
                 self.pending_reloads.push(item);
                 continue;
             }
+            let current = reloader.current(ext.id().as_str());
+            if current.as_ref().is_some_and(|c| c.digest == ext.digest) {
+                // Already serving these bytes.
+                reloader.settle(&ext);
+                continue;
+            }
             // The old version may have written its state since the new one
             // was compiled: carry the latest value over.
-            if let Some(state) = reloader
-                .current(ext.id().as_str())
-                .and_then(|old| old.state())
+            if let Some(state) = current.and_then(|old| old.state())
                 && let Err(e) = ext.restore_state(state)
             {
                 reloader.refuse(&ext, &e);
