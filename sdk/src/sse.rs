@@ -17,6 +17,9 @@ use crate::host::http::Response;
 
 pub use eventsource_stream::Event;
 
+mod decode;
+pub use decode::{SseDecoder, SseEvents};
+
 /// Body chunks of a response as a `Stream`; a poll blocks in the host
 /// until a chunk arrives, unless `wait` is off: then it reports `Pending`
 /// instead, so events already buffered can be drained without waiting.

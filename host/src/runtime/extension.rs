@@ -4,7 +4,7 @@
 //! `InstancePre`) that sees the same state slot.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Mutex, MutexGuard};
@@ -14,6 +14,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 use super::Runtime;
 use super::bindings::exports::stud::extension as ex;
 use super::cache::CodeSource;
+use super::cancel::CancelFlag;
 use super::error::CallError;
 use super::host_state::{ExtensionContext, HostState, Interrupted};
 use super::inspect::ComponentInfo;
@@ -118,7 +119,7 @@ pub struct Extension {
     indices: KindIndices,
     lifecycle: ex::lifecycle::GuestIndices,
     live: Mutex<Option<Instance>>,
-    cancel: std::sync::Mutex<Arc<AtomicBool>>,
+    cancel: std::sync::Mutex<CancelFlag>,
     instantiations: AtomicU64,
 }
 
@@ -145,7 +146,7 @@ impl Extension {
             indices,
             lifecycle,
             live: Mutex::new(None),
-            cancel: std::sync::Mutex::new(Arc::default()),
+            cancel: std::sync::Mutex::new(CancelFlag::default()),
             instantiations: AtomicU64::new(0),
         }
     }
@@ -183,7 +184,7 @@ impl Extension {
         self.cancel
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .store(true, Ordering::Relaxed);
+            .cancel();
     }
 
     /// Create the instance now (and run `init`), if there is none.
@@ -265,7 +266,7 @@ impl Extension {
 
     /// Arm the deadline and a fresh cancellation flag for one call.
     fn arm(&self, store: &mut Store<HostState>) {
-        let flag = Arc::new(AtomicBool::new(false));
+        let flag = CancelFlag::default();
         *self.cancel.lock().unwrap_or_else(|p| p.into_inner()) = flag.clone();
         store.data_mut().deadline.arm(self.timeout(), flag);
         store.set_epoch_deadline(1);

@@ -5,13 +5,13 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use super::cancel::CancelFlag;
 use super::caps::http::NetAccess;
 use super::limits::MemoryLimiter;
 use super::services::Services;
@@ -106,12 +106,12 @@ pub enum Interrupted {
 #[derive(Debug, Default)]
 pub struct CallDeadline {
     at: Option<Instant>,
-    pub cancel: Arc<AtomicBool>,
+    pub cancel: CancelFlag,
     pub fired: Option<Interrupted>,
 }
 
 impl CallDeadline {
-    pub fn arm(&mut self, timeout: Duration, cancel: Arc<AtomicBool>) {
+    pub fn arm(&mut self, timeout: Duration, cancel: CancelFlag) {
         self.at = Some(Instant::now() + timeout);
         self.cancel = cancel;
         self.fired = None;
@@ -130,7 +130,7 @@ impl CallDeadline {
 
     /// Checked at every epoch tick while the guest runs.
     pub fn check(&mut self) -> Option<Interrupted> {
-        let hit = if self.cancel.load(Ordering::Relaxed) {
+        let hit = if self.cancel.is_cancelled() {
             Some(Interrupted::Cancelled)
         } else if self.at.is_some_and(|at| Instant::now() >= at) {
             Some(Interrupted::Deadline)
@@ -144,18 +144,13 @@ impl CallDeadline {
     }
 
     pub fn is_cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
+        self.cancel.is_cancelled()
     }
 
     /// Resolves once the call is cancelled, for host imports that wait
     /// (processes, network) to race against.
     pub fn cancelled(&self) -> impl Future<Output = ()> + Send + 'static {
-        let cancel = self.cancel.clone();
-        async move {
-            while !cancel.load(Ordering::Relaxed) {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
+        self.cancel.cancelled()
     }
 }
 

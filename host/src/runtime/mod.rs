@@ -4,6 +4,7 @@
 
 pub mod bindings;
 pub mod cache;
+pub mod cancel;
 pub mod caps;
 pub mod engine;
 pub mod error;

@@ -9,6 +9,7 @@ mod stream;
 use stud_sdk::kinds::provider::{ModelConfig, models_from_config};
 use stud_sdk::llm_http::{header, post_json};
 use stud_sdk::prelude::*;
+use stud_sdk::sse::SseEvents;
 
 const DEFAULT_BASE: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
@@ -92,7 +93,10 @@ impl Provider for Anthropic {
         let key_hint = format!("check {SECRET} (or `secrets.anthropic.{SECRET}` in settings.json)");
         let url = format!("{}/v1/messages", self.base);
         let response = post_json(&url, headers, &body, &key_hint)?;
-        Ok(Box::new(stream::MessageStream::new(response)))
+        Ok(Box::new(SseEvents::new(
+            response,
+            stream::MessageDecoder::default(),
+        )))
     }
 }
 

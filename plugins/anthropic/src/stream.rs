@@ -7,28 +7,22 @@
 use stud_sdk::kinds::provider::{FinishReason, ToolCallDelta, ToolCallStart};
 use stud_sdk::llm_http::{CONTEXT_OVERFLOW, is_context_overflow};
 use stud_sdk::prelude::*;
-use stud_sdk::sse::SseStream;
+use stud_sdk::sse::{Event, SseDecoder};
 use stud_sdk::wit::stud::extension::provider_types::ThinkingDelta;
 
-pub struct MessageStream {
-    sse: SseStream,
+#[derive(Default)]
+pub struct MessageDecoder {
     finish: Option<FinishReason>,
     done: bool,
-    /// An error met after events that were handed over first.
-    failed: Option<Error>,
 }
 
-impl MessageStream {
-    pub fn new(response: stud_sdk::host::http::Response) -> Self {
-        MessageStream {
-            sse: SseStream::new(response),
-            finish: None,
-            done: false,
-            failed: None,
-        }
-    }
-
-    fn event(&mut self, kind: &str, data: &Value, out: &mut Vec<StreamEvent>) -> Result<(), Error> {
+impl MessageDecoder {
+    fn handle(
+        &mut self,
+        kind: &str,
+        data: &Value,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), Error> {
         let n = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
         match kind {
             "message_start" => {
@@ -148,46 +142,26 @@ impl MessageStream {
     }
 }
 
-impl EventStream for MessageStream {
-    fn next(&mut self) -> Result<Option<Vec<StreamEvent>>, Error> {
-        if let Some(e) = self.failed.take() {
-            return Err(e);
-        }
-        if self.done {
-            return Ok(None);
-        }
-        let mut out = Vec::new();
-        while out.is_empty() && !self.done {
-            let Some(batch) = self.sse.next_batch()? else {
-                return Err(Error::transient(
-                    "stream-truncated",
-                    "the connection closed before message_stop",
-                ));
-            };
-            for event in batch {
-                if event.data.trim().is_empty() || self.done {
-                    continue;
-                }
-                let handled = serde_json::from_str::<Value>(&event.data)
-                    .map_err(|e| Error::transient("protocol", format!("an event is not JSON: {e}")))
-                    .and_then(|data| {
-                        let kind = if event.event.is_empty() || event.event == "message" {
-                            data["type"].as_str().unwrap_or_default().to_string()
-                        } else {
-                            event.event.clone()
-                        };
-                        self.event(&kind, &data, &mut out)
-                    });
-                if let Err(e) = handled {
-                    // Hand over what arrived before the error first.
-                    if out.is_empty() {
-                        return Err(e);
-                    }
-                    self.failed = Some(e);
-                    return Ok(Some(out));
-                }
-            }
-        }
-        Ok(Some(out))
+impl SseDecoder for MessageDecoder {
+    fn event(&mut self, event: &Event, out: &mut Vec<StreamEvent>) -> Result<(), Error> {
+        let data: Value = serde_json::from_str(&event.data)
+            .map_err(|e| Error::transient("protocol", format!("an event is not JSON: {e}")))?;
+        let kind = if event.event.is_empty() || event.event == "message" {
+            data["type"].as_str().unwrap_or_default().to_string()
+        } else {
+            event.event.clone()
+        };
+        self.handle(&kind, &data, out)
+    }
+
+    fn done(&self) -> bool {
+        self.done
+    }
+
+    fn closed(&mut self, _out: &mut Vec<StreamEvent>) -> Result<(), Error> {
+        Err(Error::transient(
+            "stream-truncated",
+            "the connection closed before message_stop",
+        ))
     }
 }

@@ -3,6 +3,9 @@
 //! returns) and `manifest.json` (written to a temporary file, synced, then
 //! renamed over the old one). A crash can at worst leave a torn last line
 //! in the log, which was never confirmed and is skipped on read.
+//!
+//! The log of the session being written stays open between appends, so an
+//! append costs one write (and one sync) rather than an open and a seek.
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -16,6 +19,13 @@ const ROOT: &str = "/data";
 struct Store {
     /// Sync data to disk before confirming (default on).
     fsync: bool,
+    /// The log appended to last.
+    open: Option<OpenLog>,
+}
+
+struct OpenLog {
+    session_id: String,
+    file: fs::File,
 }
 
 fn dir(session_id: &str) -> Result<PathBuf, Error> {
@@ -45,6 +55,22 @@ fn ends_torn(f: &mut fs::File) -> std::io::Result<bool> {
     Ok(last[0] != b'\n')
 }
 
+/// Open a session's log for appending (creating its folder), and say
+/// whether its last line was torn.
+fn open_log(path: &Path) -> Result<(fs::File, bool), Error> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    }
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(path)
+        .map_err(|e| io(path, e))?;
+    let torn = ends_torn(&mut file).map_err(|e| io(path, e))?;
+    Ok((file, torn))
+}
+
 fn io(path: &Path, e: std::io::Error) -> Error {
     Error::new(
         ErrorClass::Session,
@@ -60,9 +86,7 @@ impl SessionStore for Store {
     }
 
     fn append(&mut self, session_id: &str, records: Vec<String>) -> Result<(), Error> {
-        let dir = dir(session_id)?;
-        fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
-        let path = dir.join("log.jsonl");
+        let path = dir(session_id)?.join("log.jsonl");
         let mut text = String::new();
         for r in records {
             // One record per line: compact JSON has no raw newlines.
@@ -72,20 +96,27 @@ impl SessionStore for Store {
             text.push_str(&r);
             text.push('\n');
         }
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .open(&path)
-            .map_err(|e| io(&path, e))?;
-        // A line torn by a crash must not swallow the next record.
-        if ends_torn(&mut f).map_err(|e| io(&path, e))? {
-            text.insert(0, '\n');
-        }
-        f.write_all(text.as_bytes()).map_err(|e| io(&path, e))?;
+        // Taken out, and put back only after a good write: after a failed
+        // one the next append reopens the file and checks its last line.
+        let mut file = match self.open.take() {
+            Some(log) if log.session_id == session_id => log.file,
+            _ => {
+                let (file, torn) = open_log(&path)?;
+                // A line torn by a crash must not swallow the next record.
+                if torn {
+                    text.insert(0, '\n');
+                }
+                file
+            }
+        };
+        file.write_all(text.as_bytes()).map_err(|e| io(&path, e))?;
         if self.fsync {
-            f.sync_data().map_err(|e| io(&path, e))?;
+            file.sync_data().map_err(|e| io(&path, e))?;
         }
+        self.open = Some(OpenLog {
+            session_id: session_id.to_string(),
+            file,
+        });
         Ok(())
     }
 
@@ -166,6 +197,13 @@ impl SessionStore for Store {
 
     fn delete(&mut self, session_id: &str) -> Result<(), Error> {
         let dir = dir(session_id)?;
+        if self
+            .open
+            .as_ref()
+            .is_some_and(|log| log.session_id == session_id)
+        {
+            self.open = None;
+        }
         if !dir.is_dir() {
             return Err(Error::new(
                 ErrorClass::Session,

@@ -9,6 +9,7 @@ mod stream;
 use stud_sdk::kinds::provider::{ModelConfig, models_from_config};
 use stud_sdk::llm_http::{header, post_json};
 use stud_sdk::prelude::*;
+use stud_sdk::sse::SseEvents;
 
 const DEFAULT_BASE: &str = "https://generativelanguage.googleapis.com/v1beta";
 const SECRET: &str = "GEMINI_API_KEY";
@@ -70,7 +71,10 @@ impl Provider for Gemini {
         ];
         let key_hint = format!("check {SECRET} (or `secrets.gemini.{SECRET}` in settings.json)");
         let response = post_json(&url, headers, &body, &key_hint)?;
-        Ok(Box::new(stream::GeminiStream::new(response)))
+        Ok(Box::new(SseEvents::new(
+            response,
+            stream::GeminiDecoder::default(),
+        )))
     }
 }
 

@@ -6,31 +6,19 @@
 use stud_sdk::kinds::provider::{FinishReason, ToolCallDelta, ToolCallStart};
 use stud_sdk::llm_http::{CONTEXT_OVERFLOW, classify, is_context_overflow};
 use stud_sdk::prelude::*;
-use stud_sdk::sse::SseStream;
+use stud_sdk::sse::{Event, SseDecoder};
 use stud_sdk::wit::stud::extension::provider_types::ThinkingDelta;
 
-pub struct GeminiStream {
-    sse: SseStream,
+/// Gemini has no end marker: the body ends after the chunk with a finish
+/// reason.
+#[derive(Default)]
+pub struct GeminiDecoder {
     calls: u32,
     usage: Option<Usage>,
     finish: Option<FinishReason>,
-    done: bool,
-    /// An error met after events that were handed over first.
-    failed: Option<Error>,
 }
 
-impl GeminiStream {
-    pub fn new(response: stud_sdk::host::http::Response) -> Self {
-        GeminiStream {
-            sse: SseStream::new(response),
-            calls: 0,
-            usage: None,
-            finish: None,
-            done: false,
-            failed: None,
-        }
-    }
-
+impl GeminiDecoder {
     fn chunk(&mut self, data: &Value, out: &mut Vec<StreamEvent>) -> Result<(), Error> {
         if let Some(err) = data.get("error") {
             let message = err["message"].as_str().unwrap_or("unknown error");
@@ -119,51 +107,27 @@ impl GeminiStream {
     }
 }
 
-impl EventStream for GeminiStream {
-    fn next(&mut self) -> Result<Option<Vec<StreamEvent>>, Error> {
-        if let Some(e) = self.failed.take() {
-            return Err(e);
-        }
-        if self.done {
-            return Ok(None);
-        }
-        let mut out = Vec::new();
-        while out.is_empty() {
-            let Some(batch) = self.sse.next_batch()? else {
-                if self.finish.is_none() {
-                    return Err(Error::transient(
-                        "stream-truncated",
-                        "the connection closed before a finish reason",
-                    ));
-                }
-                self.done = true;
-                if let Some(u) = self.usage.take() {
-                    out.push(StreamEvent::Usage(u));
-                }
-                out.push(StreamEvent::Finish(
-                    self.finish.unwrap_or(FinishReason::Stop),
-                ));
-                return Ok(Some(out));
-            };
-            for event in batch {
-                if event.data.trim().is_empty() {
-                    continue;
-                }
-                let handled = serde_json::from_str::<Value>(&event.data)
-                    .map_err(|e| {
-                        Error::transient("protocol", format!("a stream chunk is not JSON: {e}"))
-                    })
-                    .and_then(|data| self.chunk(&data, &mut out));
-                if let Err(e) = handled {
-                    // Hand over what arrived before the error first.
-                    if out.is_empty() {
-                        return Err(e);
-                    }
-                    self.failed = Some(e);
-                    return Ok(Some(out));
-                }
-            }
-        }
-        Ok(Some(out))
+impl SseDecoder for GeminiDecoder {
+    fn event(&mut self, event: &Event, out: &mut Vec<StreamEvent>) -> Result<(), Error> {
+        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+            Error::transient("protocol", format!("a stream chunk is not JSON: {e}"))
+        })?;
+        self.chunk(&data, out)
+    }
+
+    fn done(&self) -> bool {
+        false
+    }
+
+    fn closed(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), Error> {
+        let Some(finish) = self.finish else {
+            return Err(Error::transient(
+                "stream-truncated",
+                "the connection closed before a finish reason",
+            ));
+        };
+        out.extend(self.usage.take().map(StreamEvent::Usage));
+        out.push(StreamEvent::Finish(finish));
+        Ok(())
     }
 }

@@ -10,6 +10,7 @@ mod stream;
 use stud_sdk::kinds::provider::{ModelConfig, models_from_config};
 use stud_sdk::llm_http::{header, post_json};
 use stud_sdk::prelude::*;
+use stud_sdk::sse::SseEvents;
 
 const DEFAULT_BASE: &str = "https://api.openai.com/v1";
 const SECRET: &str = "OPENAI_API_KEY";
@@ -123,7 +124,10 @@ impl Provider for OpenAi {
         let key_hint =
             format!("check {SECRET} (or `secrets.openai-compatible.{SECRET}` in settings.json)");
         let response = post_json(&url, headers, &body, &key_hint)?;
-        Ok(Box::new(stream::ChatStream::new(response)))
+        Ok(Box::new(SseEvents::new(
+            response,
+            stream::ChatDecoder::default(),
+        )))
     }
 }
 

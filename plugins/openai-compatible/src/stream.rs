@@ -7,29 +7,17 @@ use std::collections::BTreeSet;
 
 use stud_sdk::kinds::provider::{FinishReason, ToolCallDelta, ToolCallStart};
 use stud_sdk::prelude::*;
-use stud_sdk::sse::SseStream;
+use stud_sdk::sse::{Event, SseDecoder};
 use stud_sdk::wit::stud::extension::provider_types::ThinkingDelta;
 
-pub struct ChatStream {
-    sse: SseStream,
+#[derive(Default)]
+pub struct ChatDecoder {
     open_calls: BTreeSet<u32>,
     finish: Option<FinishReason>,
     done: bool,
-    /// An error met after events that were handed over first.
-    failed: Option<Error>,
 }
 
-impl ChatStream {
-    pub fn new(response: stud_sdk::host::http::Response) -> Self {
-        ChatStream {
-            sse: SseStream::new(response),
-            open_calls: BTreeSet::new(),
-            finish: None,
-            done: false,
-            failed: None,
-        }
-    }
-
+impl ChatDecoder {
     fn end(&mut self) -> Vec<StreamEvent> {
         self.done = true;
         let mut out: Vec<StreamEvent> = std::mem::take(&mut self.open_calls)
@@ -136,46 +124,30 @@ impl ChatStream {
     }
 }
 
-impl EventStream for ChatStream {
-    fn next(&mut self) -> Result<Option<Vec<StreamEvent>>, Error> {
-        if let Some(e) = self.failed.take() {
-            return Err(e);
+impl SseDecoder for ChatDecoder {
+    fn event(&mut self, event: &Event, out: &mut Vec<StreamEvent>) -> Result<(), Error> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            out.extend(self.end());
+            return Ok(());
         }
-        if self.done {
-            return Ok(None);
+        self.chunk(data, out)
+    }
+
+    fn done(&self) -> bool {
+        self.done
+    }
+
+    fn closed(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), Error> {
+        // Some servers end without `[DONE]`; a finish reason means the
+        // answer was complete.
+        if self.finish.is_none() {
+            return Err(Error::transient(
+                "stream-truncated",
+                "the connection closed before the answer was complete",
+            ));
         }
-        let mut out = Vec::new();
-        while out.is_empty() {
-            let Some(batch) = self.sse.next_batch()? else {
-                // Some servers end without `[DONE]`; a finish reason means
-                // the answer was complete.
-                if self.finish.is_none() {
-                    return Err(Error::transient(
-                        "stream-truncated",
-                        "the connection closed before the answer was complete",
-                    ));
-                }
-                return Ok(Some(self.end()));
-            };
-            for event in batch {
-                let data = event.data.trim();
-                if data.is_empty() {
-                    continue;
-                }
-                if data == "[DONE]" {
-                    out.extend(self.end());
-                    return Ok(Some(out));
-                }
-                if let Err(e) = self.chunk(data, &mut out) {
-                    // Hand over what arrived before the error first.
-                    if out.is_empty() {
-                        return Err(e);
-                    }
-                    self.failed = Some(e);
-                    return Ok(Some(out));
-                }
-            }
-        }
-        Ok(Some(out))
+        out.extend(self.end());
+        Ok(())
     }
 }
