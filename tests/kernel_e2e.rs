@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::call;
+use common::{StudEnv, call};
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -11,80 +11,6 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-/// A temporary STUD_HOME and project folder.
-struct Env {
-    home: tempfile::TempDir,
-    project: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Self {
-        Env {
-            home: tempfile::tempdir().unwrap(),
-            project: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    /// Play these turns; `settings` is merged into the settings file.
-    fn script(&self, turns: Value, settings: Value) {
-        std::fs::write(
-            self.project.path().join("script.json"),
-            json!({"turns": turns}).to_string(),
-        )
-        .unwrap();
-        let mut s = json!({"providers": {"scripted": {"script-file": "script.json"}}});
-        merge(&mut s, settings);
-        std::fs::write(self.home.path().join("settings.json"), s.to_string()).unwrap();
-    }
-
-    fn file(&self, name: &str, text: &str) {
-        std::fs::write(self.project.path().join(name), text).unwrap();
-    }
-
-    fn install(&self, fixture: &str) -> PathBuf {
-        common::install_fixture(self.home.path(), fixture)
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_stud"));
-        c.arg("run")
-            .args(args)
-            .env("STUD_HOME", self.home.path())
-            .env("STUD_CACHE_DIR", common::shared_cache())
-            .env_remove("RUST_BACKTRACE")
-            .current_dir(self.project.path());
-        c
-    }
-
-    fn run(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = self
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    }
-}
-
-fn merge(a: &mut Value, b: Value) {
-    match (a, b) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in b {
-                merge(a.entry(k).or_insert(Value::Null), v);
-            }
-        }
-        (a, b) => *a = b,
-    }
-}
 
 /// stream-json stdout: the events and the final result object.
 fn events(out: &Output) -> (Vec<Value>, Value) {
@@ -113,7 +39,7 @@ fn stderr(out: &Output) -> String {
 
 #[test]
 fn tool_call_cycle_with_two_continuation_rounds() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.file("a.txt", "alpha\n");
     env.script(
         json!([
@@ -123,7 +49,10 @@ fn tool_call_cycle_with_two_continuation_rounds() {
         ]),
         json!({}),
     );
-    let out = env.run(&["-p", "--output-format", "stream-json", "look around"], "");
+    let out = env.run(
+        &["run", "-p", "--output-format", "stream-json", "look around"],
+        "",
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let (events, result) = events(&out);
     assert_eq!(result["status"], "ok");
@@ -152,13 +81,13 @@ fn tool_call_cycle_with_two_continuation_rounds() {
     assert_eq!(stages.iter().filter(|s| *s == "tool-call").count(), 2);
     assert_eq!(stages.last().unwrap(), "render");
     // Headless text output is the final answer.
-    let out = env.run(&["-p"], "again");
+    let out = env.run(&["run", "-p"], "again");
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[test]
 fn guard_deny_at_tool_call_pre_becomes_an_error_result_and_is_audited() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.file(".env", "SECRET=1\n");
     env.install("recorder");
     env.script(
@@ -168,7 +97,10 @@ fn guard_deny_at_tool_call_pre_becomes_an_error_result_and_is_audited() {
         ]),
         json!({}),
     );
-    let out = env.run(&["-p", "--output-format", "stream-json", "show env"], "");
+    let out = env.run(
+        &["run", "-p", "--output-format", "stream-json", "show env"],
+        "",
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let (events, result) = events(&out);
     let text = result["result"].as_str().unwrap();
@@ -214,7 +146,7 @@ fn guard_deny_at_tool_call_pre_becomes_an_error_result_and_is_audited() {
 
 #[test]
 fn transform_hook_rewrites_tool_arguments() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.file("wanted.txt", "the real content\n");
     env.install("path-rewriter");
     env.script(
@@ -224,7 +156,7 @@ fn transform_hook_rewrites_tool_arguments() {
         ]),
         json!({"hooks": {"path-rewriter": {"from": "typo.txt", "to": "wanted.txt"}}}),
     );
-    let out = env.run(&["-p", "--output-format", "json", "read it"], "");
+    let out = env.run(&["run", "-p", "--output-format", "json", "read it"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     let (_, result) = events(&out);
     assert!(
@@ -238,13 +170,13 @@ fn transform_hook_rewrites_tool_arguments() {
 
 #[test]
 fn observer_sees_every_stage_in_order() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.install("recorder");
     env.script(
         json!([{"text": "", "tool_calls": [call("list", json!({}))]}, {"text": "ok"}]),
         json!({}),
     );
-    let out = env.run(&["-p", "--output-format", "stream-json", "go"], "");
+    let out = env.run(&["run", "-p", "--output-format", "stream-json", "go"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     let (events, _) = events(&out);
     let seen = named(&events, "ext.recorder.seen");
@@ -267,19 +199,12 @@ fn observer_sees_every_stage_in_order() {
 
 #[test]
 fn max_iterations_ends_the_turn_with_a_clear_error() {
-    let env = Env::new();
-    std::fs::write(
-        env.project.path().join("script.json"),
-        json!({"repeat": true, "turns": [{"text": "again", "tool_calls": [call("list", json!({}))]}]}).to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        env.home.path().join("settings.json"),
-        json!({"providers": {"scripted": {"script-file": "script.json"}}}).to_string(),
-    )
-    .unwrap();
+    let env = StudEnv::new();
+    env.file("script.json", &json!({"repeat": true, "turns": [{"text": "again", "tool_calls": [call("list", json!({}))]}]}).to_string());
+    env.scripted_settings(json!({}));
     let out = env.run(
         &[
+            "run",
             "-p",
             "--output-format",
             "json",
@@ -304,7 +229,7 @@ fn max_iterations_ends_the_turn_with_a_clear_error() {
 
 #[test]
 fn parallel_calls_ask_in_order_and_answer_in_order() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.install("hostile");
     let calls: Vec<Value> = (1..=3).map(|i| json!({"id": format!("c{i}"), "name": "hostile", "arguments": {"mode": "ok", "tag": format!("t{i}")}})).collect();
     env.script(
@@ -313,7 +238,7 @@ fn parallel_calls_ask_in_order_and_answer_in_order() {
     );
     // Not headless: the console UI asks on the terminal (stderr with JSON output) and reads stdin.
     let out = env.run(
-        &["--output-format", "stream-json", "three at once"],
+        &["run", "--output-format", "stream-json", "three at once"],
         "y\ny\nyes\n",
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -355,10 +280,10 @@ fn parallel_calls_ask_in_order_and_answer_in_order() {
 
 #[test]
 fn headless_halts_on_a_needed_approval_and_yolo_passes_it() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.install("hostile");
     env.script(json!([{"text": "", "tool_calls": [call("hostile", json!({"mode": "ok"}))]}, {"text": "{{tool_results}}"}]), json!({}));
-    let out = env.run(&["-p", "--output-format", "json", "do it"], "");
+    let out = env.run(&["run", "-p", "--output-format", "json", "do it"], "");
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let (_, result) = events(&out);
     assert_eq!(result["status"], "halted");
@@ -371,7 +296,10 @@ fn headless_halts_on_a_needed_approval_and_yolo_passes_it() {
     assert_eq!(v["tool"], "hostile");
     assert!(v["hint"].as_str().unwrap().contains("--yolo"));
 
-    let out = env.run(&["-p", "--yolo", "--output-format", "json", "do it"], "");
+    let out = env.run(
+        &["run", "-p", "--yolo", "--output-format", "json", "do it"],
+        "",
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let (_, result) = events(&out);
     assert_eq!(result["result"], "alive");
@@ -379,7 +307,7 @@ fn headless_halts_on_a_needed_approval_and_yolo_passes_it() {
 
 #[test]
 fn allowlist_approves_a_match_and_asks_for_another() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.file("a.txt", "A\n");
     env.file("b.txt", "B\n");
     env.script(
@@ -388,6 +316,7 @@ fn allowlist_approves_a_match_and_asks_for_another() {
     );
     let out = env.run(
         &[
+            "run",
             "--mode",
             "allowlist",
             "--allow",
@@ -430,7 +359,7 @@ fn allowlist_approves_a_match_and_asks_for_another() {
 
 #[test]
 fn ctrl_c_cancels_a_turn_stuck_in_a_tool() {
-    let env = Env::new();
+    let env = StudEnv::new();
     let dir = env.install("hostile");
     let manifest = std::fs::read_to_string(dir.join("extension.toml"))
         .unwrap()
@@ -438,10 +367,14 @@ fn ctrl_c_cancels_a_turn_stuck_in_a_tool() {
     std::fs::write(dir.join("extension.toml"), manifest).unwrap();
     env.script(json!([{"text": "working", "tool_calls": [call("hostile", json!({"mode": "loop"}))]}, {"text": "never"}]), json!({}));
     let mut child = env
-        .command(&["-p", "--yolo", "--output-format", "stream-json", "spin"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .command(&[
+            "run",
+            "-p",
+            "--yolo",
+            "--output-format",
+            "stream-json",
+            "spin",
+        ])
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
@@ -494,20 +427,15 @@ fn ctrl_c_cancels_a_turn_stuck_in_a_tool() {
 
 #[test]
 fn a_slow_observer_loses_events_without_slowing_the_turn() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.install("slow-logger");
     let long = "word ".repeat(800);
-    std::fs::write(
-        env.project.path().join("script.json"),
-        json!({"chunk": 1, "turns": [{"text": long}]}).to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        env.home.path().join("settings.json"),
-        json!({"providers": {"scripted": {"script-file": "script.json"}}}).to_string(),
-    )
-    .unwrap();
-    let out = env.run(&["-p", "--output-format", "stream-json", "talk"], "");
+    env.file(
+        "script.json",
+        &json!({"chunk": 1, "turns": [{"text": long}]}).to_string(),
+    );
+    env.scripted_settings(json!({}));
+    let out = env.run(&["run", "-p", "--output-format", "stream-json", "talk"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     let (events, _) = events(&out);
     let tokens = named(&events, "provider.tokens").len();
@@ -539,19 +467,19 @@ fn data_file(home: &Path, id: &str, file: &str) -> PathBuf {
 
 #[test]
 fn jsonl_logger_writes_every_turn_with_secrets_redacted() {
-    let env = Env::new();
+    let env = StudEnv::new();
     let key = "sk-abcdefghijklmnopqrstuvwxyz0123456789";
     env.file("creds.txt", &format!("OPENAI_API_KEY={key}\n"));
     env.script(
         json!([{"text": "", "tool_calls": [call("read", json!({"path": "creds.txt"}))]}, {"text": "{{tool_results}}"}]),
         json!({}),
     );
-    let out = env.run(&["-p", "show the creds"], "");
+    let out = env.run(&["run", "-p", "show the creds"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     // The transform hook already redacted what the model saw.
     assert!(!String::from_utf8_lossy(&out.stdout).contains(key));
     // One file per session, named by its id.
-    let (_, result) = events(&env.run(&["-p", "--output-format", "json", "again"], ""));
+    let (_, result) = events(&env.run(&["run", "-p", "--output-format", "json", "again"], ""));
     let id = result["session_id"].as_str().unwrap();
     let logs: Vec<PathBuf> = std::fs::read_dir(env.home.path().join("data").join("jsonl"))
         .unwrap()
@@ -596,7 +524,7 @@ fn jsonl_logger_writes_every_turn_with_secrets_redacted() {
 
 #[test]
 fn unknown_tools_and_bad_arguments_become_error_results() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.script(
         json!([
             {"text": "", "tool_calls": [call("nope", json!({})), call("read", json!({"path": 5})), call("read", json!({"path": "missing.txt"}))]},
@@ -604,7 +532,7 @@ fn unknown_tools_and_bad_arguments_become_error_results() {
         ]),
         json!({}),
     );
-    let out = env.run(&["-p", "--output-format", "json", "try"], "");
+    let out = env.run(&["run", "-p", "--output-format", "json", "try"], "");
     assert!(out.status.success(), "{}", stderr(&out));
     let (_, result) = events(&out);
     let text = result["result"].as_str().unwrap();
@@ -624,7 +552,7 @@ fn unknown_tools_and_bad_arguments_become_error_results() {
 
 #[test]
 fn without_a_prompt_on_a_terminal_it_runs_a_loop_of_turns() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.file("a.txt", "x\n");
     // `script` gives stud a pseudo-terminal, as a person's shell would.
     let cmd = format!("{} run", env!("CARGO_BIN_EXE_stud"));
@@ -659,15 +587,9 @@ fn without_a_prompt_on_a_terminal_it_runs_a_loop_of_turns() {
 }
 
 /// Run with stdin held open (a terminal nobody types into), stream-json out.
-fn run_with_idle_stdin(env: &Env, args: &[&str]) -> (Vec<Value>, Value, std::time::Duration) {
+fn run_with_idle_stdin(env: &StudEnv, args: &[&str]) -> (Vec<Value>, Value, std::time::Duration) {
     let started = Instant::now();
-    let mut child = env
-        .command(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = env.command(args).stdin(Stdio::piped()).spawn().unwrap();
     let stdin = child.stdin.take();
     let mut stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
@@ -689,7 +611,7 @@ fn run_with_idle_stdin(env: &Env, args: &[&str]) -> (Vec<Value>, Value, std::tim
     (events, result, took)
 }
 
-fn install_auto_ui(env: &Env, id: &str, accept: bool, delay_ms: u64) {
+fn install_auto_ui(env: &StudEnv, id: &str, accept: bool, delay_ms: u64) {
     let dir = env.install("auto-ui");
     let target = env.home.path().join("extensions").join(id);
     std::fs::rename(&dir, &target).unwrap();
@@ -702,18 +624,18 @@ fn install_auto_ui(env: &Env, id: &str, accept: bool, delay_ms: u64) {
     )
     .unwrap();
     settings["ui"][id] = json!({"accept": accept, "delay-ms": delay_ms});
-    std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
+    env.settings(settings);
 }
 
 #[test]
 fn the_first_interactor_to_answer_wins() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.install("hostile");
     env.script(json!([{"text": "", "tool_calls": [call("hostile", json!({"mode": "ok"}))]}, {"text": "{{tool_results}}"}]), json!({}));
     install_auto_ui(&env, "fast-yes", true, 0);
     install_auto_ui(&env, "slow-no", false, 20_000);
     let (events, result, took) =
-        run_with_idle_stdin(&env, &["--output-format", "stream-json", "go"]);
+        run_with_idle_stdin(&env, &["run", "--output-format", "stream-json", "go"]);
     assert_eq!(result["result"], "alive");
     let answered = named(&events, "interaction.answered");
     assert_eq!(answered[0]["payload"]["by"], "fast-yes");
@@ -726,7 +648,7 @@ fn the_first_interactor_to_answer_wins() {
 
 #[test]
 fn an_unanswered_approval_times_out_as_a_denial() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.install("hostile");
     env.script(
         json!([{"text": "", "tool_calls": [call("hostile", json!({"mode": "ok"}))]}, {"text": "{{tool_results}}"}]),
@@ -734,7 +656,7 @@ fn an_unanswered_approval_times_out_as_a_denial() {
     );
     install_auto_ui(&env, "slow-no", false, 20_000);
     let (events, result, took) =
-        run_with_idle_stdin(&env, &["--output-format", "stream-json", "go"]);
+        run_with_idle_stdin(&env, &["run", "--output-format", "stream-json", "go"]);
     let decided = named(&events, "approval.decided");
     assert_eq!(decided[0]["payload"]["decision"], "deny");
     assert_eq!(decided[0]["payload"]["reason"], "timed out");
@@ -751,14 +673,21 @@ fn an_unanswered_approval_times_out_as_a_denial() {
 
 #[test]
 fn tool_progress_streams_as_events_tied_to_the_call() {
-    let env = Env::new();
+    let env = StudEnv::new();
     env.install("hostile");
     env.script(
         json!([{"text": "", "tool_calls": [{"id": "p1", "name": "hostile", "arguments": {"mode": "progress"}}]}, {"text": "{{tool_results}}"}]),
         json!({}),
     );
     let out = env.run(
-        &["-p", "--yolo", "--output-format", "stream-json", "go"],
+        &[
+            "run",
+            "-p",
+            "--yolo",
+            "--output-format",
+            "stream-json",
+            "go",
+        ],
         "",
     );
     assert!(out.status.success(), "{}", stderr(&out));

@@ -6,79 +6,48 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
-use common::call;
 use common::http::{Reply, TestServer};
+use common::{StudEnv, call};
 use serde_json::{Value, json};
 
+/// A home and project, plus a folder outside both for install sources.
 struct Env {
-    home: tempfile::TempDir,
-    project: tempfile::TempDir,
+    base: StudEnv,
     work: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Env {
+    type Target = StudEnv;
+    fn deref(&self) -> &StudEnv {
+        &self.base
+    }
 }
 
 impl Env {
     fn new() -> Self {
         let env = Env {
-            home: tempfile::tempdir().unwrap(),
-            project: tempfile::tempdir().unwrap(),
+            base: StudEnv::new(),
             work: tempfile::tempdir().unwrap(),
         };
-        env.script("script.json", "global answer: {{tool_results}}", true);
-        std::fs::write(
-            env.home.path().join("settings.json"),
-            json!({"providers": {"scripted": {"script-file": "script.json"}}}).to_string(),
-        )
-        .unwrap();
+        env.counter_script("script.json", "global answer: {{tool_results}}", true);
+        env.scripted_settings(json!({}));
         env
     }
 
     /// A script that calls `counter` (when asked) and answers with `text`.
-    fn script(&self, name: &str, text: &str, with_counter: bool) {
+    fn counter_script(&self, name: &str, text: &str, with_counter: bool) {
         let mut turns = Vec::new();
         if with_counter {
             turns.push(json!({"text": "", "tool_calls": [call("counter", json!({}))]}));
         }
         turns.push(json!({"text": text}));
-        std::fs::write(
-            self.project.path().join(name),
-            json!({"turns": turns}).to_string(),
-        )
-        .unwrap();
-    }
-
-    fn stud(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_stud"))
-            .args(args)
-            .env("STUD_HOME", self.home.path())
-            .env("STUD_CACHE_DIR", common::shared_cache())
-            .env_remove("RUST_BACKTRACE")
-            .current_dir(self.project.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
-        child.wait_with_output().unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.stud(args, "");
-        assert!(
-            out.status.success(),
-            "stud {args:?} failed: {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        self.file(name, &json!({"turns": turns}).to_string());
     }
 
     /// One headless turn; the answer text and stderr.
     fn session(&self) -> (String, String) {
-        let out = self.stud(&["run", "-p", "--output-format", "json", "go"], "");
+        let out = self.run(&["run", "-p", "--output-format", "json", "go"], "");
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{stderr}");
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -184,7 +153,7 @@ fn install_from_an_archive_and_a_loopback_url() {
     let server = TestServer::start(vec![Reply::new(200, bytes.clone()), Reply::new(200, bytes)]);
     let url = format!("{}/counter.tar.gz", server.url());
     // A wrong expected digest installs nothing.
-    let out = env.stud(
+    let out = env.run(
         &["ext", "install", &url, "--yes", "--sha256", &"0".repeat(64)],
         "",
     );
@@ -221,7 +190,7 @@ fn a_tampered_component_is_refused_with_both_digests_and_the_session_goes_on() {
         "{stderr}"
     );
     assert!(answer.contains("unknown tool `counter`"), "{answer}");
-    let out = env.stud(&["ext", "verify"], "");
+    let out = env.run(&["ext", "verify"], "");
     assert_eq!(out.status.code(), Some(1));
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -240,7 +209,7 @@ fn an_update_asking_for_a_new_host_needs_consent_again() {
         "--yes",
     ]);
     let v2 = env.folder("counter-v2");
-    let out = env.stud(&["ext", "install", v2.to_str().unwrap()], "n\n");
+    let out = env.run(&["ext", "install", v2.to_str().unwrap()], "n\n");
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -250,7 +219,7 @@ fn an_update_asking_for_a_new_host_needs_consent_again() {
     assert_eq!(env.listed("counter").unwrap()["version"], "0.1.0");
     assert_eq!(env.session().0, "global answer: v1 count=1");
 
-    let out = env.stud(&["ext", "install", v2.to_str().unwrap()], "y\n");
+    let out = env.run(&["ext", "install", v2.to_str().unwrap()], "y\n");
     assert!(
         out.status.success(),
         "{}",
@@ -274,7 +243,7 @@ fn an_untrusted_project_is_not_read_until_trusted() {
         let f = f.unwrap();
         std::fs::copy(f.path(), dest.join(f.file_name())).unwrap();
     }
-    env.script("project-script.json", "project answer", false);
+    env.counter_script("project-script.json", "project answer", false);
     std::fs::write(
         stud_dir.join("settings.json"),
         json!({"providers": {"scripted": {"script-file": "project-script.json"}}}).to_string(),
@@ -282,7 +251,7 @@ fn an_untrusted_project_is_not_read_until_trusted() {
     .unwrap();
 
     // Headless and even --yolo: skipped with a notice, nothing ran.
-    let out = env.stud(&["run", "-p", "--yolo", "go"], "");
+    let out = env.run(&["run", "-p", "--yolo", "go"], "");
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -341,15 +310,9 @@ fn a_tool_replaced_during_a_session_answers_anew_and_keeps_its_state() {
         {"text": "", "sleep_ms": 2500, "tool_calls": [call("counter", json!({}))]},
         {"text": "done"}
     ]});
-    std::fs::write(env.project.path().join("script.json"), turns.to_string()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stud"))
-        .args(["run", "-p", "--output-format", "stream-json", "go"])
-        .env("STUD_HOME", env.home.path())
-        .env("STUD_CACHE_DIR", common::shared_cache())
-        .current_dir(env.project.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    env.file("script.json", &turns.to_string());
+    let mut child = env
+        .command(&["run", "-p", "--output-format", "stream-json", "go"])
         .spawn()
         .unwrap();
     let lines = BufReader::new(child.stdout.take().unwrap()).lines();

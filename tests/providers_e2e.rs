@@ -6,8 +6,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
+use common::StudEnv;
 use common::http::{Received, Reply, TestServer};
 use serde_json::{Value, json};
 
@@ -22,74 +23,35 @@ fn stream(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-struct Env {
-    home: tempfile::TempDir,
-    project: tempfile::TempDir,
+/// A home with these settings and a project holding `notes.txt`.
+struct Env(StudEnv);
+
+impl std::ops::Deref for Env {
+    type Target = StudEnv;
+    fn deref(&self) -> &StudEnv {
+        &self.0
+    }
 }
 
 impl Env {
     fn new(settings: Value) -> Self {
-        let env = Env {
-            home: tempfile::tempdir().unwrap(),
-            project: tempfile::tempdir().unwrap(),
-        };
-        std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
-        std::fs::write(env.project.path().join("notes.txt"), format!("{NOTE}\n")).unwrap();
-        env
+        let env = StudEnv::new();
+        env.settings(settings);
+        env.file("notes.txt", &format!("{NOTE}\n"));
+        Env(env)
     }
 
+    /// `stud run ARGS` with extra environment variables.
     fn stud(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_stud"));
-        c.arg("run")
-            .args(args)
-            .env("STUD_HOME", self.home.path())
-            .env("STUD_CACHE_DIR", common::shared_cache())
-            .env_remove("RUST_BACKTRACE")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("GEMINI_API_KEY")
-            .current_dir(self.project.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for (k, v) in vars {
-            c.env(k, v);
-        }
-        c.spawn().unwrap().wait_with_output().unwrap()
-    }
-
-    /// Every file under the home and the project that contains `needle`.
-    fn files_containing(&self, needle: &str) -> Vec<String> {
-        let mut hits = Vec::new();
-        for root in [self.home.path(), self.project.path()] {
-            walk(root, &mut |p| {
-                if p.to_string_lossy().contains("stud-compile-cache") {
-                    return;
-                }
-                let bytes = std::fs::read(p).unwrap_or_default();
-                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
-                    hits.push(p.display().to_string());
-                }
-            });
-        }
-        hits
+        let mut c = self.command(&[&["run"], args].concat());
+        c.envs(vars.iter().copied());
+        c.output().unwrap()
     }
 
     fn files_written(&self) -> usize {
         let mut n = 0;
-        walk(self.home.path(), &mut |_| n += 1);
+        common::walk(self.home.path(), &mut |_| n += 1);
         n
-    }
-}
-
-fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = entry.path();
-        if p.is_dir() {
-            walk(&p, f);
-        } else {
-            f(&p);
-        }
     }
 }
 
@@ -251,7 +213,7 @@ fn gemini_streams_text_and_function_calls() {
         "providers": {"gemini": {"baseUrl": format!("{}/v1beta", server.url())}},
         "secrets": {"gemini": {"GEMINI_API_KEY": {"file": key_file}}}
     });
-    std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
+    env.settings(settings);
     let out = env.stud(
         &[
             "-p",
@@ -441,7 +403,7 @@ fn a_provider_cannot_reach_a_host_it_was_not_granted() {
         "active": {"provider": "net-probe"},
         "providers": {"net-probe": {"target": format!("{}/ok", granted.url())}}
     });
-    std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
+    env.settings(settings);
     let out = env.stud(&["-p", "--output-format", "json", "hi"], &[]);
     assert_ok(&out);
     assert_eq!(result(&out)["result"], "status 200: hello");
@@ -549,15 +511,9 @@ fn ctrl_c_stops_a_stalled_stream_at_once() {
         "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
         "providers": {"openai-compatible": {"baseUrl": server.url()}}
     }));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stud"))
-        .args(["run", "-p", "--output-format", "stream-json", "hi"])
-        .env("STUD_HOME", env.home.path())
-        .env("STUD_CACHE_DIR", common::shared_cache())
+    let mut child = env
+        .command(&["run", "-p", "--output-format", "stream-json", "hi"])
         .env("OPENAI_API_KEY", KEY)
-        .current_dir(env.project.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();

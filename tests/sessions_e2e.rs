@@ -6,65 +6,26 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
-use common::call;
+use common::{StudEnv, call};
 use serde_json::{Value, json};
 
-struct Env {
-    home: tempfile::TempDir,
-    project: tempfile::TempDir,
+/// A project whose scripted provider plays these turns.
+struct Env(StudEnv);
+
+impl std::ops::Deref for Env {
+    type Target = StudEnv;
+    fn deref(&self) -> &StudEnv {
+        &self.0
+    }
 }
 
 impl Env {
     fn new(turns: Value, settings: Value) -> Self {
-        let env = Env {
-            home: tempfile::tempdir().unwrap(),
-            project: tempfile::tempdir().unwrap(),
-        };
-        std::fs::write(
-            env.project.path().join("script.json"),
-            json!({"turns": turns}).to_string(),
-        )
-        .unwrap();
-        env.settings(settings);
-        env
-    }
-
-    fn settings(&self, extra: Value) {
-        let mut s = json!({"providers": {"scripted": {"script-file": "script.json"}}});
-        if let (Some(o), Some(e)) = (s.as_object_mut(), extra.as_object()) {
-            o.extend(e.clone());
-        }
-        std::fs::write(self.home.path().join("settings.json"), s.to_string()).unwrap();
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_stud"));
-        c.args(args)
-            .env("STUD_HOME", self.home.path())
-            .env("STUD_CACHE_DIR", common::shared_cache())
-            .env_remove("RUST_BACKTRACE")
-            .current_dir(self.project.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "stud {args:?}: {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        let env = StudEnv::new();
+        env.script(turns, settings);
+        Env(env)
     }
 
     fn sessions_dir(&self) -> std::path::PathBuf {
@@ -105,7 +66,7 @@ fn continue_resumes_the_full_history_and_keeps_the_mode() {
     assert_eq!(env.ok(&["run", "-p", "-c", "third"]).trim(), "three");
     let id = env.only_session();
     // Settings now say yolo; the resumed session keeps allowlist.
-    env.settings(json!({"securityMode": {"mode": "yolo"}}));
+    env.scripted_settings(json!({"securityMode": {"mode": "yolo"}}));
     let out = env.ok(&[
         "run",
         "-p",
@@ -239,8 +200,8 @@ fn resuming_with_another_store_is_a_mismatch() {
     for f in ["manifest.json", "log.jsonl"] {
         std::fs::copy(env.sessions_dir().join(&id).join(f), other_data.join(f)).unwrap();
     }
-    env.settings(json!({"active": {"sessionStore": "other-store"}}));
-    let out = env.run(&["run", "-p", "--resume", &id, "next"]);
+    env.scripted_settings(json!({"active": {"sessionStore": "other-store"}}));
+    let out = env.run(&["run", "-p", "--resume", &id, "next"], "");
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -261,11 +222,7 @@ fn no_secret_value_reaches_session_files() {
         ]),
         json!({}),
     );
-    std::fs::write(
-        env.project.path().join("creds.txt"),
-        format!("token={key}\n"),
-    )
-    .unwrap();
+    env.file("creds.txt", &format!("token={key}\n"));
     let out = env
         .command(&["run", "-p", "--yolo", "go"])
         .env("OPENAI_API_KEY", key)
@@ -282,41 +239,19 @@ fn no_secret_value_reaches_session_files() {
         log.contains("token=") && log.contains("[REDACTED]"),
         "{log}"
     );
-    let mut hits = Vec::new();
-    fn walk(dir: &Path, key: &str, hits: &mut Vec<String>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, key, hits);
-            } else if std::fs::read(&p)
-                .unwrap_or_default()
-                .windows(key.len())
-                .any(|w| w == key.as_bytes())
-            {
-                hits.push(p.display().to_string());
-            }
-        }
-    }
-    walk(env.home.path(), key, &mut hits);
-    assert!(hits.is_empty(), "{hits:?}");
+    // Only the file the test itself wrote may hold it.
+    let hits = env.files_containing(key);
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert!(hits[0].ends_with("creds.txt"), "{hits:?}");
 }
 
 #[test]
 fn a_long_session_warns_then_compacts_and_the_next_request_fits() {
-    let home = tempfile::tempdir().unwrap();
-    let env = Env {
-        home,
-        project: tempfile::tempdir().unwrap(),
-    };
-    std::fs::write(
-        env.home.path().join("settings.json"),
-        json!({"providers": {"scripted": {
-            "script": {"repeat": true, "turns": [{"text": "noted"}]},
-            "context-window": 4000
-        }}})
-        .to_string(),
-    )
-    .unwrap();
+    let env = StudEnv::new();
+    env.settings(json!({"providers": {"scripted": {
+        "script": {"repeat": true, "turns": [{"text": "noted"}]},
+        "context-window": 4000
+    }}}));
     let prompt = "lorem ipsum dolor sit amet ".repeat(45);
     let (mut warned_at, mut compacted) = (None, None);
     for turn in 1..=16 {
@@ -365,27 +300,17 @@ fn project_instructions_reach_the_request_and_environment_values_do_not() {
     )
     .unwrap();
     let server = TestServer::start(vec![Reply::sse(&text, 64)]);
-    let env = Env::new(json!([]), json!({}));
-    std::fs::write(
-        env.home.path().join("settings.json"),
-        json!({
-            "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
-            "providers": {"openai-compatible": {"baseUrl": server.url()}},
-            "contextProviders": {"system-prompt-file": {"path": "leaky.md"}}
-        })
-        .to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        env.project.path().join("AGENTS.md"),
-        "Always run the linter before committing.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        env.project.path().join("leaky.md"),
-        format!("Use the token {env_value} for deploys.\n"),
-    )
-    .unwrap();
+    let env = StudEnv::new();
+    env.settings(json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+        "providers": {"openai-compatible": {"baseUrl": server.url()}},
+        "contextProviders": {"system-prompt-file": {"path": "leaky.md"}}
+    }));
+    env.file("AGENTS.md", "Always run the linter before committing.\n");
+    env.file(
+        "leaky.md",
+        &format!("Use the token {env_value} for deploys.\n"),
+    );
     let out = env
         .command(&[
             "run",
@@ -448,16 +373,19 @@ fn usage_is_priced_and_the_budget_stops_the_session() {
         + usage["output_tokens"].as_f64().unwrap() * 2000.0 / 1e6;
     assert!((cost - expected).abs() < 1e-9 && cost > 0.001, "{end}");
     // The budget is spent: the next turn stops before any request.
-    let out = env.run(&[
-        "run",
-        "-p",
-        "-c",
-        "--output-format",
-        "json",
-        "--max-cost",
-        "0.001",
-        "second",
-    ]);
+    let out = env.run(
+        &[
+            "run",
+            "-p",
+            "-c",
+            "--output-format",
+            "json",
+            "--max-cost",
+            "0.001",
+            "second",
+        ],
+        "",
+    );
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let r: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
@@ -479,16 +407,11 @@ fn a_context_overflow_from_the_provider_compacts_and_retries_once() {
         ),
         Reply::sse(&text, 64),
     ]);
-    let env = Env::new(json!([]), json!({}));
-    std::fs::write(
-        env.home.path().join("settings.json"),
-        json!({
-            "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
-            "providers": {"openai-compatible": {"baseUrl": server.url()}}
-        })
-        .to_string(),
-    )
-    .unwrap();
+    let env = StudEnv::new();
+    env.settings(json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+        "providers": {"openai-compatible": {"baseUrl": server.url()}}
+    }));
     let out = env.ok(&[
         "run",
         "-p",

@@ -3,56 +3,34 @@
 
 mod common;
 
-use common::call;
-
-use std::process::{Command, Output, Stdio};
+use common::{StudEnv, call};
 
 use serde_json::{Value, json};
 
-struct Env {
-    home: tempfile::TempDir,
-    project: tempfile::TempDir,
+/// A project whose scripted provider plays these turns.
+struct Env(StudEnv);
+
+impl std::ops::Deref for Env {
+    type Target = StudEnv;
+    fn deref(&self) -> &StudEnv {
+        &self.0
+    }
 }
 
 impl Env {
     fn new(turns: Value) -> Self {
-        let env = Env {
-            home: tempfile::tempdir().unwrap(),
-            project: tempfile::tempdir().unwrap(),
-        };
-        std::fs::write(
-            env.project.path().join("script.json"),
-            json!({"turns": turns}).to_string(),
-        )
-        .unwrap();
-        let settings = json!({"providers": {"scripted": {"script-file": "script.json"}}});
-        std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
-        env
+        let env = StudEnv::new();
+        env.script(turns, json!({}));
+        Env(env)
     }
 
-    fn file(&self, name: &str, text: &str) {
-        std::fs::write(self.project.path().join(name), text).unwrap();
-    }
-
-    fn read(&self, name: &str) -> String {
-        std::fs::read_to_string(self.project.path().join(name)).unwrap()
-    }
-
-    /// Headless, yolo, JSON result.
-    fn run(&self, extra_env: &[(&str, &str)]) -> Value {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_stud"));
-        c.args(["run", "-p", "--yolo", "--output-format", "json", "go"])
-            .env("STUD_HOME", self.home.path())
-            .env("STUD_CACHE_DIR", common::shared_cache())
-            .env_remove("RUST_BACKTRACE")
-            .current_dir(self.project.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for (k, v) in extra_env {
-            c.env(k, v);
-        }
-        let out: Output = c.spawn().unwrap().wait_with_output().unwrap();
+    /// One headless yolo turn; its JSON result.
+    fn turn(&self, extra_env: &[(&str, &str)]) -> Value {
+        let out = self
+            .command(&["run", "-p", "--yolo", "--output-format", "json", "go"])
+            .envs(extra_env.iter().copied())
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "stud failed: {}",
@@ -82,7 +60,7 @@ fn the_model_reads_and_edits_a_file_and_the_disk_changes_exactly() {
     ]));
     std::fs::create_dir(env.project.path().join("src")).unwrap();
     env.file("src/lib.rs", "fn old() -> i32 {\n    1 + 1\n}\n// end\n");
-    let result = env.run(&[]);
+    let result = env.turn(&[]);
     assert_eq!(
         env.read("src/lib.rs"),
         "fn renamed() -> i32 {\n    2\n}\n// done\n"
@@ -110,7 +88,7 @@ fn grep_and_glob_respect_gitignore() {
     env.file("src/deep/b.rs", "// no\n// NEEDLE\nneedle();\n");
     env.file("src/c.txt", "needle in a text file\n");
     env.file("target/gen.rs", "needle in ignored output\n");
-    let result = env.run(&[]);
+    let result = env.turn(&[]);
     let text = answer(&result);
     assert!(text.contains("src/a.rs:1:let needle = 1;"), "{text}");
     assert!(text.contains("src/deep/b.rs:3:needle();"), "{text}");
@@ -129,7 +107,7 @@ fn an_ambiguous_edit_lists_both_places_and_changes_nothing() {
         {"text": "{{tool_results}}"}
     ]));
     env.file("a.txt", "x = 1\ny = 0\nx = 1\n");
-    let result = env.run(&[]);
+    let result = env.turn(&[]);
     let text = answer(&result);
     assert!(
         text.contains("ambiguous-match") && text.contains("line 1, line 3"),
@@ -152,7 +130,7 @@ fn paths_outside_the_project_are_refused() {
         {"text": "{{tool_results}}"}
     ]));
     std::os::unix::fs::symlink(outside.path(), env.project.path().join("link")).unwrap();
-    let result = env.run(&[]);
+    let result = env.turn(&[]);
     let text = answer(&result);
     assert_eq!(
         text.matches("error [forbidden]").count() + text.matches("error [io]").count(),
@@ -178,7 +156,7 @@ fn a_tool_without_the_write_grant_cannot_write_even_through_wasi() {
         {"text": "{{tool_results}}"}
     ]));
     common::install_fixture(env.home.path(), "hostile");
-    let result = env.run(&[]);
+    let result = env.turn(&[]);
     let text = answer(&result);
     assert!(text.starts_with("error [forbidden]"), "{text}");
     assert!(!env.project.path().join("hacked.txt").exists());
@@ -192,7 +170,7 @@ fn bash_runs_in_the_project_with_a_clean_environment_and_a_timeout() {
         {"text": "still going: {{tool_results}}"}
     ]));
     env.file("here.txt", "");
-    let result = env.run(&[("OPENAI_API_KEY", "sk-test-must-not-leak-1234567890")]);
+    let result = env.turn(&[("OPENAI_API_KEY", "sk-test-must-not-leak-1234567890")]);
     let text = answer(&result);
     let project = env.project.path().canonicalize().unwrap();
     assert!(text.contains(project.to_str().unwrap()), "{text}");
@@ -214,22 +192,8 @@ fn ask_user_in_a_headless_run_tells_the_model() {
         {"text": "{{tool_results}}"}
     ]));
     // --yolo answers questions in headless runs; without it the tool errors.
-    let mut c = Command::new(env!("CARGO_BIN_EXE_stud"));
-    let out = c
-        .args(["run", "-p", "--output-format", "json", "go"])
-        .env("STUD_HOME", env.home.path())
-        .env("STUD_CACHE_DIR", common::shared_cache())
-        .current_dir(env.project.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value =
-        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    let out = env.ok(&["run", "-p", "--output-format", "json", "go"]);
+    let v: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert!(answer(&v).contains("headless"), "{v}");
 }
 
@@ -240,8 +204,8 @@ fn long_tool_output_is_cut_with_a_marker() {
         {"text": "{{tool_results}}"}
     ]));
     let settings = json!({"providers": {"scripted": {"script-file": "script.json"}}, "runtime": {"toolOutputLimit": 2000}});
-    std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
-    let result = env.run(&[]);
+    env.settings(settings);
+    let result = env.turn(&[]);
     let text = answer(&result);
     assert!(text.starts_with("1\n2\n3\n"), "{text}");
     assert!(!text.contains("\n4999\n"), "not cut: {}", text.len());
@@ -269,8 +233,8 @@ fn web_fetch_reaches_granted_hosts_only() {
         "providers": {"scripted": {"script-file": "script.json"}},
         "network": {"web-fetch": ["127.0.0.1"]}
     });
-    std::fs::write(env.home.path().join("settings.json"), settings.to_string()).unwrap();
-    let result = env.run(&[]);
+    env.settings(settings);
+    let result = env.turn(&[]);
     let text = answer(&result);
     assert!(
         text.contains("Release notes") && text.contains("2.0") && text.contains("is out."),

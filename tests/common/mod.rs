@@ -2,6 +2,11 @@
 #![allow(dead_code)]
 
 pub mod http;
+mod stud_env;
+
+// Not every test file uses every helper.
+#[allow(unused_imports)]
+pub use stud_env::{StudEnv, merge, walk};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

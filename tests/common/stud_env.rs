@@ -1,0 +1,156 @@
+//! A fresh `~/.stud` and project folder, and the `stud` binary run in them
+//! the way a user would: the end-to-end tests build on this.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+pub struct StudEnv {
+    pub home: tempfile::TempDir,
+    pub project: tempfile::TempDir,
+}
+
+impl Default for StudEnv {
+    fn default() -> Self {
+        StudEnv::new()
+    }
+}
+
+impl StudEnv {
+    pub fn new() -> Self {
+        StudEnv {
+            home: tempfile::tempdir().expect("tempdir"),
+            project: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// `stud ARGS` in the project with this home and the shared compile
+    /// cache; no backtraces or provider keys inherited from the caller.
+    /// Stdin is empty and output captured unless the caller says otherwise.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_stud"));
+        c.args(args)
+            .env("STUD_HOME", self.home.path())
+            .env("STUD_CACHE_DIR", super::shared_cache())
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("GEMINI_API_KEY")
+            .current_dir(self.project.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Run to the end with `stdin` as its input.
+    pub fn run(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("start stud");
+        // A run that exits without reading its input is fine.
+        let _ = child
+            .stdin
+            .take()
+            .expect("piped stdin")
+            .write_all(stdin.as_bytes());
+        child.wait_with_output().expect("wait for stud")
+    }
+
+    /// Run with no input; it must succeed. Its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args, "");
+        assert!(
+            out.status.success(),
+            "stud {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Replace the global settings file.
+    pub fn settings(&self, settings: Value) {
+        std::fs::write(self.home.path().join("settings.json"), settings.to_string())
+            .expect("write settings");
+    }
+
+    /// The scripted provider plays `turns` from `script.json`; `extra` is
+    /// merged into the settings.
+    pub fn script(&self, turns: Value, extra: Value) {
+        self.file("script.json", &json!({"turns": turns}).to_string());
+        self.scripted_settings(extra);
+    }
+
+    /// Settings for the scripted provider reading `script.json`, with
+    /// `extra` merged in.
+    pub fn scripted_settings(&self, extra: Value) {
+        let mut s = json!({"providers": {"scripted": {"script-file": "script.json"}}});
+        merge(&mut s, extra);
+        self.settings(s);
+    }
+
+    /// Write a file in the project.
+    pub fn file(&self, name: &str, text: &str) {
+        std::fs::write(self.project.path().join(name), text).expect("write project file");
+    }
+
+    /// Read a file of the project.
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.project.path().join(name)).expect("read project file")
+    }
+
+    /// Copy a fixture extension into the global scope.
+    pub fn install(&self, fixture: &str) -> PathBuf {
+        super::install_fixture(self.home.path(), fixture)
+    }
+
+    /// Every file under the home and the project containing `needle`,
+    /// compiled code aside.
+    pub fn files_containing(&self, needle: &str) -> Vec<String> {
+        let mut hits = Vec::new();
+        for root in [self.home.path(), self.project.path()] {
+            walk(root, &mut |p| {
+                if p.to_string_lossy().contains("stud-compile-cache") {
+                    return;
+                }
+                let bytes = std::fs::read(p).unwrap_or_default();
+                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                    hits.push(p.display().to_string());
+                }
+            });
+        }
+        hits
+    }
+}
+
+/// Deep-merge `b` into `a` (objects key by key, anything else replaced).
+pub fn merge(a: &mut Value, b: Value) {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (a, b) => *a = b,
+    }
+}
+
+/// Call `f` on every file under `dir`.
+pub fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            walk(&path, f);
+        } else {
+            f(&path);
+        }
+    }
+}
