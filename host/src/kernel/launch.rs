@@ -299,7 +299,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     );
     let watch = if opts.watch {
         let r = reloader.clone();
-        match watch(&reloader.roots(), move || r.rescan()) {
+        match watch(&reloader.roots(), move || r.rescan(false)) {
             Ok(w) => Some(w),
             Err(e) => {
                 warnings.push(format!(

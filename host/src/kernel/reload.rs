@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use super::events::Bus;
 use crate::digest::Sha256Digest;
 use crate::extensions::{Discovery, ProjectScope, Registry};
-use crate::manifest::ReloadBehavior;
+use crate::manifest::{Manifest, ReloadBehavior};
 use crate::paths::StudHome;
 use crate::runtime::{Extension, LoadError};
 
@@ -39,14 +39,21 @@ pub struct Reloader {
     /// until it is swapped in, refused or fails. A change is compiled once
     /// however many file events announce it.
     pending: Mutex<HashMap<String, Sha256Digest>>,
-    /// Bytes that failed to load, so the same broken file is reported once.
-    failed: Mutex<HashMap<String, Sha256Digest>>,
+    /// What failed to load, so the same broken files are reported once.
+    failed: Mutex<HashMap<String, Failed>>,
+}
+
+/// A component and manifest that failed to load together.
+struct Failed {
+    digest: Sha256Digest,
+    manifest: Manifest,
 }
 
 /// A reload being compiled.
 struct Job {
     id: String,
     digest: Sha256Digest,
+    manifest: Manifest,
     handle: JoinHandle<Result<Extension, LoadError>>,
 }
 
@@ -86,75 +93,92 @@ impl Reloader {
     }
 
     /// Look for changed components and start compiling them, each with
-    /// its current state slot value.
-    pub fn rescan(&self) {
+    /// its current state slot value. `/reload` passes `retry_failed` so
+    /// bytes that failed before (perhaps for a reason outside them, like
+    /// a setting) are tried again.
+    pub fn rescan(&self, retry_failed: bool) {
         let discovery = Discovery::scan(&self.home, &self.project);
-        let loaded = self
-            .loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
-        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        let failed = self
-            .failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        for d in &discovery.found {
-            let id = d.manifest.id.to_string();
-            let Some(current) = loaded.get(&id) else {
-                continue;
-            };
-            let digest = &current.digest;
-            let Ok(bytes) = d.read_bytes() else { continue };
-            let new = Sha256Digest::of(&bytes);
-            if &new == digest || pending.get(&id) == Some(&new) || failed.get(&id) == Some(&new) {
-                continue;
+        let mut failures = Vec::new();
+        {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+            if retry_failed {
+                failed.clear();
             }
-            if current.manifest.reload == ReloadBehavior::Never {
-                self.bus.record(
-                    "extension.reload.refused",
-                    json!({"id": id, "reason": "its manifest says reload = \"never\"; restart stud to use the new version"}),
-                );
-                continue;
-            }
-            self.bus.record(
-                "extension.reload.requested",
-                json!({"id": id, "from": digest.to_string(), "to": new.to_string()}),
-            );
-            let mut spec = match self
-                .registry
-                .spec(d, self.registry.configs.get(&id).cloned())
-            {
-                Ok(s) => s,
-                Err(e) => {
-                    self.failed(&id, &new, &e.to_string());
+            // Read under `pending`: a swap updates `loaded` before it
+            // clears `pending`, so a change is never seen as new twice.
+            let loaded = self
+                .loaded
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            for d in &discovery.found {
+                let id = d.manifest.id.to_string();
+                let Some(current) = loaded.get(&id) else {
+                    continue;
+                };
+                let Ok(bytes) = d.read_bytes() else { continue };
+                let new = Sha256Digest::of(&bytes);
+                let tried = failed
+                    .get(&id)
+                    .is_some_and(|f| f.digest == new && f.manifest == d.manifest);
+                if new == current.digest || pending.get(&id) == Some(&new) || tried {
                     continue;
                 }
-            };
-            spec.state = current.state();
-            let runtime = self.registry.runtime.clone();
-            let job = self.runtime.spawn_blocking(move || runtime.load(spec));
-            pending.insert(id.clone(), new.clone());
-            in_flight.push(Job {
-                id,
-                digest: new,
-                handle: job,
-            });
+                if current.manifest.reload == ReloadBehavior::Never {
+                    self.bus.record(
+                        "extension.reload.refused",
+                        json!({"id": id, "reason": "its manifest says reload = \"never\"; restart stud to use the new version"}),
+                    );
+                    continue;
+                }
+                let mut spec = match self
+                    .registry
+                    .spec(d, self.registry.configs.get(&id).cloned())
+                {
+                    Ok(s) => s,
+                    Err(e) => {
+                        failures.push((id, new, d.manifest.clone(), e.to_string()));
+                        continue;
+                    }
+                };
+                // What is compiled is what `spec` read, should the file
+                // have changed again since.
+                let new = Sha256Digest::of(&spec.bytes);
+                self.bus.record(
+                    "extension.reload.requested",
+                    json!({"id": id, "from": current.digest.to_string(), "to": new.to_string()}),
+                );
+                spec.state = current.state();
+                let runtime = self.registry.runtime.clone();
+                let job = self.runtime.spawn_blocking(move || runtime.load(spec));
+                pending.insert(id.clone(), new.clone());
+                in_flight.push(Job {
+                    id,
+                    digest: new,
+                    manifest: d.manifest.clone(),
+                    handle: job,
+                });
+            }
+        }
+        for (id, digest, manifest, error) in failures {
+            self.failed(&id, Failed { digest, manifest }, &error);
         }
     }
 
-    fn failed(&self, id: &str, digest: &Sha256Digest, error: &str) {
+    /// Report a reload that failed; the same component and manifest are
+    /// not tried again until `/reload`.
+    fn failed(&self, id: &str, what: Failed, error: &str) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        if pending.get(id) == Some(digest) {
+        if pending.get(id) == Some(&what.digest) {
             pending.remove(id);
         }
         drop(pending);
         self.failed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(id.to_string(), digest.clone());
+            .insert(id.to_string(), what);
         self.bus.record(
             "extension.reload.failed",
             json!({"id": id, "error": error, "kept": "the old version keeps running"}),
@@ -166,7 +190,13 @@ impl Reloader {
     pub async fn finished(&self) -> Vec<Ready> {
         let jobs = std::mem::take(&mut *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()));
         let mut ready = Vec::new();
-        for Job { id, digest, handle } in jobs {
+        for Job {
+            id,
+            digest,
+            manifest,
+            handle,
+        } in jobs
+        {
             match handle.await {
                 Ok(Ok(ext)) => {
                     let from = self
@@ -181,8 +211,12 @@ impl Reloader {
                         from,
                     })
                 }
-                Ok(Err(e)) => self.failed(&id, &digest, &e.to_string()),
-                Err(e) => self.failed(&id, &digest, &format!("the reload task failed: {e}")),
+                Ok(Err(e)) => self.failed(&id, Failed { digest, manifest }, &e.to_string()),
+                Err(e) => self.failed(
+                    &id,
+                    Failed { digest, manifest },
+                    &format!("the reload task failed: {e}"),
+                ),
             }
         }
         ready
@@ -199,11 +233,11 @@ impl Reloader {
 
     /// Record that `ext` now serves its id.
     pub fn swapped(&self, ext: &Arc<Extension>, from: &Sha256Digest, boundary: &str) {
-        self.settle(ext);
         self.loaded
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(ext.id().to_string(), ext.clone());
+        self.settle(ext);
         self.bus.record(
             "extension.reloaded",
             json!({"id": ext.id().as_str(), "version": ext.manifest.version.to_string(), "from": from.to_string(), "to": ext.digest.to_string(), "boundary": boundary}),

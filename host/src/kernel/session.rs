@@ -272,7 +272,7 @@ impl Session {
     /// the next boundary their reload behaviour allows.
     pub fn request_reload(&self) {
         if let Some(r) = &self.reloader {
-            r.rescan();
+            r.rescan(true);
         }
     }
 
