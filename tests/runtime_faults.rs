@@ -217,6 +217,7 @@ async fn a_changed_component_fails_its_integrity_check() {
             dirs: vec![],
             network: Vec::new(),
             secrets: Default::default(),
+            processes: Default::default(),
             state: None,
             services: Arc::new(Recorder::default()),
         })

@@ -185,6 +185,55 @@ fn bash_runs_in_the_project_with_a_clean_environment_and_a_timeout() {
     );
 }
 
+/// Whether this kernel offers Landlock (what stud's process sandbox uses).
+fn landlock_available() -> bool {
+    use landlock::{ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(ABI::V1))
+        .and_then(|r| r.create())
+        .is_ok()
+}
+
+#[test]
+fn bash_writes_inside_the_project_only_unless_the_sandbox_is_off() {
+    // stud's temp folder is writable for processes: give it one of its own
+    // so the folder outside is outside everything granted.
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim.txt");
+    let line = format!(
+        "echo inside > inside.txt; echo pwned > {}; echo done",
+        victim.display()
+    );
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [call("bash", json!({"command": line}))]},
+        {"text": "{{tool_results}}"}
+    ]));
+    let run = || {
+        env.command(&["run", "-p", "--yolo", "--output-format", "json", "go"])
+            .env("TMPDIR", tmp.path())
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(env.read("inside.txt"), "inside\n");
+    if landlock_available() {
+        assert!(!victim.exists(), "written outside the project: {stdout}");
+        assert!(stdout.contains("Permission denied"), "{stdout}");
+    } else {
+        assert!(stderr.contains("no Landlock"), "{stderr}");
+    }
+    // Sandbox off: the same command may write there.
+    env.scripted_settings(json!({"runtime": {"processSandbox": {"mode": "off"}}}));
+    let out = run();
+    assert!(out.status.success());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "pwned\n");
+}
+
 #[test]
 fn ask_user_in_a_headless_run_tells_the_model() {
     let env = Env::new(json!([

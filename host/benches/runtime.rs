@@ -40,6 +40,7 @@ fn load(rt: &Arc<Runtime>, dir: &str) -> Extension {
         dirs: vec![],
         network: Vec::new(),
         secrets: Default::default(),
+        processes: Default::default(),
         state: None,
         services: Arc::new(Quiet),
     })

@@ -2,7 +2,8 @@
 //! - a read-only tool call through the authority stack (lookup, schema,
 //!   mode gate, guard and observer hooks) vs the bare component call;
 //! - `grep` over a 10,000-file tree inside the component vs ripgrep (`rg`,
-//!   if installed) on the same tree.
+//!   if installed) on the same tree;
+//! - `bash true` with the Landlock process sandbox on and off.
 //!
 //! Run: `cargo bench -p stud --bench tools`.
 
@@ -91,5 +92,34 @@ fn main() {
         } else {
             println!("ripgrep (rg) not installed: no comparison");
         }
+        let on = bash_true(&l.session).await;
+        // The same with the sandbox off (global settings), in a new session.
+        std::fs::write(home.path().join("settings.json"), json!({"runtime": {"processSandbox": {"mode": "off"}}}).to_string()).expect("settings");
+        let l2 = launch(LaunchOptions::headless(StudHome::at(home.path()), project.path().to_path_buf())).await.expect("launch");
+        let off = bash_true(&l2.session).await;
+        let mut runs = Vec::new();
+        for _ in 0..200 {
+            let t = Instant::now();
+            let _ = tokio::process::Command::new("sh").args(["-c", "true"]).output().await;
+            runs.push(t.elapsed());
+        }
+        let native = p50(runs);
+        println!("bash `true`: p50 {on:?} with the process sandbox, {off:?} without; `sh -c true` spawned by the bench itself {native:?}");
     });
+}
+
+/// p50 of running `true` through the bash component (no approval stack).
+async fn bash_true(session: &stud::kernel::Session) -> Duration {
+    let bash = session.tool_extension("bash").expect("bash tool");
+    let args = json!({"command": "true"}).to_string();
+    for _ in 0..20 {
+        let _ = bash.tool_invoke("b", &args).await;
+    }
+    let mut runs = Vec::new();
+    for _ in 0..200 {
+        let t = Instant::now();
+        let _ = bash.tool_invoke("b", &args).await.expect("bash");
+        runs.push(t.elapsed());
+    }
+    p50(runs)
 }

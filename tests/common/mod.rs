@@ -120,6 +120,7 @@ pub fn load_fixture(
         dirs,
         network: Vec::new(),
         secrets: Default::default(),
+        processes: Default::default(),
         state: None,
         services: Arc::new(Recorder::default()),
     })

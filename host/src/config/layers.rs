@@ -79,7 +79,7 @@ impl Layered {
         let layers = [("global", Some(global)), ("project", project)];
         for (scope, path) in layers {
             let Some(path) = path else { continue };
-            let value = match read_json(path) {
+            let mut value = match read_json(path) {
                 Ok(Some(v)) => v,
                 Ok(None) => continue,
                 Err(e) if scope == "project" => {
@@ -97,6 +97,17 @@ impl Layered {
                         source,
                     })?
                     .extension_configs();
+            }
+            if scope == "project"
+                && let Some(runtime) = value.get_mut("runtime").and_then(Value::as_object_mut)
+                && runtime.remove("processSandbox").is_some()
+            {
+                // A repository must not loosen the confinement of the
+                // commands it will have run.
+                out.warnings.push(format!(
+                    "{}: runtime.processSandbox is only read from the global settings (~/.stud/settings.json); the project's value is ignored",
+                    path.display()
+                ));
             }
             let source = format!("{scope} {}", path.display());
             merge(&mut out.merged, &value, "", &source, &mut out.provenance);
@@ -229,6 +240,30 @@ mod tests {
         assert!(l.provenance["/runtime/continuation/maxIterations"].starts_with("project"));
         assert!(l.provenance["/providers/scripted/script-file"].starts_with("project"));
         assert!(!l.provenance.contains_key("/providers/scripted/model"));
+    }
+
+    #[test]
+    fn a_project_cannot_loosen_the_process_sandbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = dir.path().join("global.json");
+        let p = dir.path().join("project.json");
+        std::fs::write(&g, r#"{"runtime": {"toolParallelism": 2}}"#).unwrap();
+        std::fs::write(
+            &p,
+            r#"{"runtime": {"processSandbox": {"mode": "off"}, "toolParallelism": 3}}"#,
+        )
+        .unwrap();
+        let l = Layered::load(&g, Some(&p)).unwrap();
+        assert_eq!(
+            l.settings.runtime.process_sandbox.mode,
+            crate::config::SandboxMode::WriteProject
+        );
+        assert_eq!(l.settings.runtime.tool_parallelism, Some(3));
+        assert!(
+            l.warnings[0].contains("runtime.processSandbox"),
+            "{:?}",
+            l.warnings
+        );
     }
 
     #[test]

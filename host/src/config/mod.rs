@@ -6,5 +6,6 @@ mod settings;
 
 pub use layers::Layered;
 pub use settings::{
-    Budget, CompactionSettings, Price, Retries, SecretRef, Settings, SettingsError,
+    Budget, CompactionSettings, Price, ProcessSandbox, Retries, SandboxMode, SecretRef, Settings,
+    SettingsError,
 };

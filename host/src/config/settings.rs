@@ -137,6 +137,32 @@ pub struct RuntimeSettings {
     pub tool_output_limit: Option<usize>,
     #[serde(default)]
     pub retries: Retries,
+    /// Confinement of the processes tools start.
+    #[serde(default)]
+    pub process_sandbox: ProcessSandbox,
+}
+
+/// `runtime.processSandbox`: where processes started by tools may write.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ProcessSandbox {
+    #[serde(default)]
+    pub mode: SandboxMode,
+    /// More folders processes may write to (`~/` is the home directory),
+    /// e.g. a package manager's cache.
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Writes only in the project, the temp folder and `writable`
+    /// (Landlock, where the kernel has it).
+    #[default]
+    WriteProject,
+    /// The user's full rights.
+    Off,
 }
 
 /// Retrying provider requests that failed for a passing reason (rate

@@ -8,13 +8,16 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::config::{SecretRef, Settings};
+use crate::config::{SandboxMode, SecretRef, Settings};
 use crate::manifest::{HostPattern, Kind, Manifest};
+use crate::runtime::caps::confine::ProcessConfinement;
 
 #[derive(Debug, Default, Clone)]
 pub struct UserGrants {
     network: HashMap<String, Vec<HostPattern>>,
     secrets: HashMap<String, HashMap<String, SecretRef>>,
+    /// Where processes started by tools may write.
+    pub processes: ProcessConfinement,
 }
 
 impl UserGrants {
@@ -33,10 +36,18 @@ impl UserGrants {
                 }
             }
         }
+        let sandbox = &settings.runtime.process_sandbox;
+        let processes = match sandbox.mode {
+            SandboxMode::Off => ProcessConfinement::Off,
+            SandboxMode::WriteProject => ProcessConfinement::WriteProject {
+                writable: sandbox.writable.iter().map(|p| expand_home(p)).collect(),
+            },
+        };
         (
             UserGrants {
                 network,
                 secrets: settings.secrets.clone(),
+                processes,
             },
             warnings,
         )
@@ -105,11 +116,16 @@ fn env_value(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.is_empty())
 }
 
-fn read_secret_file(path: &Path) -> std::io::Result<String> {
-    let path = match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+/// `~/x` -> `$HOME/x`.
+fn expand_home(path: &Path) -> PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
         (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ => path.to_path_buf(),
-    };
+    }
+}
+
+fn read_secret_file(path: &Path) -> std::io::Result<String> {
+    let path = expand_home(path);
     let text = std::fs::read_to_string(path)?;
     let value = text.trim();
     if value.is_empty() {

@@ -113,6 +113,7 @@ impl Registry {
             dirs: self.dir_grants(d),
             network: self.grants.network_for(&d.manifest, config.as_ref()),
             secrets: self.grants.secrets_for(&d.manifest),
+            processes: self.grants.processes.clone(),
             state: None,
             services: self.services.clone(),
         })

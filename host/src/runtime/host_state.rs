@@ -12,6 +12,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::cancel::CancelFlag;
+use super::caps::confine::ProcessConfinement;
 use super::caps::http::NetAccess;
 use super::limits::MemoryLimiter;
 use super::services::Services;
@@ -41,6 +42,7 @@ pub struct ExtensionContext {
     pub secret_values: HashMap<String, Result<String, String>>,
     /// Outbound network, when the manifest asks for any.
     pub net: Option<Arc<NetAccess>>,
+    pub processes: ProcessConfinement,
     pub services: Arc<dyn Services>,
 }
 

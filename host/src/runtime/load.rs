@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::Runtime;
+use super::caps::confine::ProcessConfinement;
 use super::caps::http::NetAccess;
 use super::caps::{Gate, HostInterface};
 use super::error::LoadError;
@@ -37,6 +38,8 @@ pub struct LoadSpec {
     pub network: Vec<HostPattern>,
     /// Secret values resolved from settings references, by name.
     pub secrets: HashMap<String, Result<String, String>>,
+    /// How processes it starts are confined (when it may start any).
+    pub processes: ProcessConfinement,
     /// A state slot value to start with (a reload carries the old
     /// version's state over; it must match the new state schema).
     pub state: Option<String>,
@@ -143,6 +146,7 @@ impl Runtime {
             dirs: spec.dirs,
             secrets: spec.manifest.capabilities.secrets.clone(),
             secret_values: spec.secrets,
+            processes: spec.processes,
             net,
             services: spec.services,
         });

@@ -4,6 +4,7 @@
 //! the extension's kind allows and its grants cover.
 
 mod base;
+pub mod confine;
 pub mod http;
 mod interaction;
 pub mod process;

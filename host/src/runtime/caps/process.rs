@@ -1,20 +1,24 @@
 //! `process`: run a command for a tool granted `exec`. The command runs in
 //! the project directory (or a folder inside it), with a small allowlisted
 //! environment (no API keys), a timeout, and each output stream capped.
-//! This is full user power inside the project: the approval stack gates
-//! the tool call that gets here. Time spent waiting does not count against
-//! the guest's own deadline; cancelling the turn kills the process.
+//! Where the kernel has Landlock the process writes only inside the
+//! project (see `confine`); it still runs with the user's rights otherwise,
+//! so the approval stack gates the tool call that gets here. Time spent
+//! waiting does not count against the guest's own deadline; cancelling the
+//! turn kills the process.
 
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
+use super::confine::{Applied, confine};
 use crate::runtime::bindings::stud::extension::process::{self as p, ProcessOutput, SpawnRequest};
 use crate::runtime::host_state::{HostState, PROJECT_GUEST_DIR};
-use crate::runtime::services::{ErrorClass, ExtError, ext_error};
+use crate::runtime::services::{ErrorClass, ExtError, LogLevel, ext_error};
 
 /// Default and largest command timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -29,6 +33,34 @@ const ENV_ALLOWLIST: &[&str] = &[
 
 fn denied(message: String) -> ExtError {
     ext_error(ErrorClass::ToolTerminal, "forbidden", message)
+}
+
+/// `program` looked up in `PATH` when it has no `/`. The standard library
+/// does this itself, but only by forking (it will not `posix_spawn` a name
+/// when the child's environment was changed), and a fork copies all of
+/// stud's mappings: 15-25 ms here against about 1 ms.
+fn resolve(program: &str) -> PathBuf {
+    if program.contains('/') {
+        return PathBuf::from(program);
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|p| p.metadata().is_ok_and(|m| executable(&m)))
+        .unwrap_or_else(|| PathBuf::from(program))
+}
+
+fn executable(m: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        m.is_file() && m.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        m.is_file()
+    }
 }
 
 /// `cwd` resolved inside the project, refusing escapes.
@@ -111,12 +143,12 @@ impl p::Host for HostState {
                         "empty command",
                     )));
                 };
-                let mut c = Command::new(program);
+                let mut c = Command::new(resolve(program));
                 c.args(args);
                 c
             }
             p::Command::Shell(line) => {
-                let mut c = Command::new("sh");
+                let mut c = Command::new(resolve("sh"));
                 c.arg("-c").arg(line);
                 c
             }
@@ -134,6 +166,28 @@ impl p::Host for HostState {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+        match confine(&mut cmd, &self.ext.processes, &project) {
+            Ok(Applied::Unsupported) => {
+                static SAID: AtomicBool = AtomicBool::new(false);
+                if !SAID.swap(true, Ordering::Relaxed) {
+                    self.ext.services.log(
+                        &self.ext.id,
+                        LogLevel::Warn,
+                        "this kernel has no Landlock: processes run with your full rights, not confined to the project (runtime.processSandbox)",
+                    );
+                }
+            }
+            Ok(Applied::Confined | Applied::Off) => {}
+            Err(e) => {
+                return Ok(Err(ext_error(
+                    ErrorClass::ToolTerminal,
+                    "sandbox-failed",
+                    format!(
+                        "cannot confine the command to the project: {e}; set runtime.processSandbox.mode to \"off\" in settings.json to run it unconfined"
+                    ),
+                )));
+            }
+        }
         let timeout = req
             .timeout_ms
             .map(|ms| Duration::from_millis(u64::from(ms)))
@@ -192,6 +246,18 @@ impl p::Host for HostState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn programs_are_found_in_path_and_paths_kept() {
+        let sh = resolve("sh");
+        assert!(sh.is_absolute() && sh.is_file(), "{}", sh.display());
+        assert_eq!(resolve("./run.sh"), PathBuf::from("./run.sh"));
+        // Not found: left to the spawn, which reports it.
+        assert_eq!(
+            resolve("no-such-program-4711"),
+            PathBuf::from("no-such-program-4711")
+        );
+    }
 
     #[test]
     fn cwd_stays_inside_the_project() {
