@@ -117,6 +117,24 @@ fn an_ambiguous_edit_lists_both_places_and_changes_nothing() {
 }
 
 #[test]
+fn reading_a_pipe_is_refused_instead_of_hanging() {
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [call("read", json!({"path": "pipe"}))]},
+        {"text": "", "tool_calls": [call("edit", json!({"path": "pipe", "old_string": "a", "new_string": "b"}))]},
+        {"text": "{{tool_results}}"}
+    ]));
+    let made = std::process::Command::new("mkfifo")
+        .arg(env.project.path().join("pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Opening a FIFO without a writer would block the call forever.
+    let result = env.turn(&[]);
+    let text = answer(&result);
+    assert!(text.contains("`pipe` is not a regular file"), "{text}");
+}
+
+#[test]
 fn paths_outside_the_project_are_refused() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.txt"), "outside\n").unwrap();

@@ -52,6 +52,19 @@ pub fn project_path(call: &CallContext, rel: &str) -> Result<String, Error> {
     })
 }
 
+/// Read a regular file of the project as text. A pipe or device is refused
+/// before it is opened: opening a FIFO waits for a writer, and a tool call
+/// must not hang on one.
+pub fn read_text(path: &str, rel: &str) -> Result<String, Error> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(rel, e))?;
+    if !meta.is_file() {
+        return Err(Error::invalid_input(format!(
+            "`{rel}` is not a regular file (a directory, pipe or device); tools read only files"
+        )));
+    }
+    std::fs::read_to_string(path).map_err(|e| Error::io(rel, e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,9 +39,21 @@ impl UserGrants {
         let sandbox = &settings.runtime.process_sandbox;
         let processes = match sandbox.mode {
             SandboxMode::Off => ProcessConfinement::Off,
-            SandboxMode::WriteProject => ProcessConfinement::WriteProject {
-                writable: sandbox.writable.iter().map(|p| expand_home(p)).collect(),
-            },
+            SandboxMode::WriteProject => {
+                let mut writable = Vec::new();
+                for (i, path) in sandbox.writable.iter().enumerate() {
+                    let path = expand_home(path);
+                    if path.is_absolute() {
+                        writable.push(path);
+                    } else {
+                        warnings.push(format!(
+                            "settings.json: runtime.processSandbox.writable[{i}] `{}` is not an absolute path (or `~/...`); the entry is ignored",
+                            path.display()
+                        ));
+                    }
+                }
+                ProcessConfinement::WriteProject { writable }
+            }
         };
         (
             UserGrants {

@@ -35,7 +35,7 @@ impl Tool for Edit {
     fn invoke(&mut self, call: &CallContext, args: Args) -> Result<ToolOutput, Error> {
         let rel = args.str("path")?;
         let path = stud_sdk::fs::project_path(call, rel)?;
-        let content = std::fs::read_to_string(&path).map_err(|e| Error::io(rel, e))?;
+        let content = stud_sdk::fs::read_text(&path, rel)?;
         let updated = replace_once(&content, args.str("old_string")?, args.str("new_string")?)
             .map_err(|e| Error::tool(e.code(), format!("`{rel}`: {}", e.message())))?;
         std::fs::write(&path, &updated).map_err(|e| Error::io(rel, e))?;

@@ -49,7 +49,7 @@ impl Tool for MultiEdit {
             serde_json::from_value(args.get("edits").cloned().unwrap_or_default())
                 .map_err(|e| Error::invalid_input(format!("edits: {e}")))?;
         let path = stud_sdk::fs::project_path(call, &rel)?;
-        let mut content = std::fs::read_to_string(&path).map_err(|e| Error::io(&rel, e))?;
+        let mut content = stud_sdk::fs::read_text(&path, &rel)?;
         for (i, change) in edits.iter().enumerate() {
             content =
                 replace_once(&content, &change.old_string, &change.new_string).map_err(|e| {

@@ -41,6 +41,11 @@ impl Tool for Read {
                 "`{rel}` is a directory; use the list tool"
             )));
         }
+        if !meta.is_file() {
+            return Err(Error::invalid_input(format!(
+                "`{rel}` is not a regular file (a pipe or device); read only files"
+            )));
+        }
         let offset = args.opt_u64("offset").unwrap_or(1).max(1);
         let limit = args.opt_u64("limit").unwrap_or(DEFAULT_LIMIT);
         if meta.len() > MAX_BYTES && args.get("offset").is_none() && args.get("limit").is_none() {

@@ -1,11 +1,14 @@
 //! Confining the processes tools start (Linux Landlock). A process may
 //! read and execute anything the user can, but write only inside the
-//! project, the temp folder, a few devices (`/dev/null`, `/dev/tty`,
-//! `/dev/shm`) and the folders the user lists in settings
-//! (`runtime.processSandbox.writable`). The rules are built in stud before
-//! the fork; the child only calls `landlock_restrict_self` (plus
-//! `no_new_privs`), which allocates nothing. On a kernel without Landlock
-//! the process runs unconfined and stud says so once.
+//! project, the temp folder, `/dev/null`, `/dev/shm` and the folders the
+//! user lists in settings (`runtime.processSandbox.writable`), and it
+//! starts a session of its own, so it has no controlling terminal to type
+//! into. The rules are built in stud before the fork; the child only calls
+//! `setsid`, `prctl(no_new_privs)` and `landlock_restrict_self`, which
+//! allocate nothing. A guard against mistakes, not a security boundary:
+//! docs/contracts.md lists what it does not stop. On a kernel without
+//! Landlock (or with only its first version, which cannot allow renames
+//! across folders) the process runs unconfined and stud says so once.
 
 use std::path::{Path, PathBuf};
 
@@ -66,13 +69,15 @@ mod imp {
     /// kernels enforce these; older ones what they know).
     const ABI_USED: ABI = ABI::V5;
 
-    /// Whether this kernel has Landlock at all (asked once).
+    /// Whether this kernel has Landlock 2 or later (asked once). Version 1
+    /// refuses every rename or link between folders, even inside the
+    /// project, which breaks `git mv` and package managers.
     fn supported() -> bool {
         static SUPPORTED: OnceLock<bool> = OnceLock::new();
         *SUPPORTED.get_or_init(|| {
             Ruleset::default()
                 .set_compatibility(CompatLevel::HardRequirement)
-                .handle_access(AccessFs::from_all(ABI::V1))
+                .handle_access(AccessFs::from_all(ABI::V2))
                 .and_then(|r| r.create())
                 .is_ok()
         })
@@ -90,7 +95,6 @@ mod imp {
             project.to_path_buf(),
             std::env::temp_dir(),
             "/dev/null".into(),
-            "/dev/tty".into(),
             "/dev/shm".into(),
         ];
         writable.extend(extra.iter().cloned());
@@ -102,16 +106,21 @@ mod imp {
             .and_then(|r| r.add_rules(path_beneath_rules(&writable, all)))
             .map_err(std::io::Error::other)?;
         let mut ruleset = Some(ruleset);
-        // SAFETY: between fork and exec the closure makes two system
-        // calls (prctl, landlock_restrict_self) and allocates nothing: the
-        // rules were built above, and the error is a raw OS error.
+        // SAFETY: between fork and exec the closure makes three system
+        // calls (setsid, prctl, landlock_restrict_self) and allocates
+        // nothing: the rules were built above, and errors are raw OS errors.
         unsafe {
-            cmd.pre_exec(move || match ruleset.take() {
-                Some(r) => r
-                    .restrict_self()
-                    .map(|_| ())
-                    .map_err(|_| std::io::Error::from_raw_os_error(1)),
-                None => Ok(()),
+            cmd.pre_exec(move || {
+                if libc::setsid() == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                match ruleset.take() {
+                    Some(r) => r
+                        .restrict_self()
+                        .map(|_| ())
+                        .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM)),
+                    None => Ok(()),
+                }
             });
         }
         Ok(Applied::Confined)

@@ -46,6 +46,9 @@ fn resolve(program: &str) -> PathBuf {
     std::env::var_os("PATH")
         .iter()
         .flat_map(std::env::split_paths)
+        // A relative entry would be relative to the command's folder, not
+        // stud's: leave those to the fork path's own lookup.
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(program))
         .find(|p| p.metadata().is_ok_and(|m| executable(&m)))
         .unwrap_or_else(|| PathBuf::from(program))
