@@ -223,16 +223,7 @@ fn no_secret_value_reaches_session_files() {
         json!({}),
     );
     env.file("creds.txt", &format!("token={key}\n"));
-    let out = env
-        .command(&["run", "-p", "--yolo", "go"])
-        .env("OPENAI_API_KEY", key)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.ok_with(&["run", "-p", "--yolo", "go"], &[("OPENAI_API_KEY", key)]);
     let id = env.only_session();
     let log = std::fs::read_to_string(env.sessions_dir().join(&id).join("log.jsonl")).unwrap();
     assert!(
@@ -311,22 +302,16 @@ fn project_instructions_reach_the_request_and_environment_values_do_not() {
         "leaky.md",
         &format!("Use the token {env_value} for deploys.\n"),
     );
-    let out = env
-        .command(&[
+    let out = env.ok_with(
+        &[
             "run",
             "-p",
             "--no-tools",
             "--output-format",
             "stream-json",
             "hi",
-        ])
-        .env("DEPLOY_TOKEN", env_value)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        &[("DEPLOY_TOKEN", env_value)],
     );
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
@@ -339,7 +324,7 @@ fn project_instructions_reach_the_request_and_environment_values_do_not() {
         !body.contains(env_value),
         "an environment value reached the model: {body}"
     );
-    let evs = events(&String::from_utf8_lossy(&out.stdout));
+    let evs = events(&out);
     let blocked = event(&evs, "context.blocked");
     assert_eq!(blocked["payload"]["extension"], "system-prompt-file");
     assert!(

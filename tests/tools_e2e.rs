@@ -26,18 +26,11 @@ impl Env {
 
     /// One headless yolo turn; its JSON result.
     fn turn(&self, extra_env: &[(&str, &str)]) -> Value {
-        let out = self
-            .command(&["run", "-p", "--yolo", "--output-format", "json", "go"])
-            .envs(extra_env.iter().copied())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "stud failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = self.ok_with(
+            &["run", "-p", "--yolo", "--output-format", "json", "go"],
+            extra_env,
         );
-        let text = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(text.lines().last().unwrap()).unwrap()
+        serde_json::from_str(out.lines().last().unwrap()).unwrap()
     }
 }
 

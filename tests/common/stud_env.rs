@@ -63,7 +63,16 @@ impl StudEnv {
 
     /// Run with no input; it must succeed. Its stdout.
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args, "");
+        self.ok_with(args, &[])
+    }
+
+    /// [`ok`](Self::ok) with extra environment variables.
+    pub fn ok_with(&self, args: &[&str], vars: &[(&str, &str)]) -> String {
+        let out = self
+            .command(args)
+            .envs(vars.iter().copied())
+            .output()
+            .expect("run stud");
         assert!(
             out.status.success(),
             "stud {args:?} failed: {}\n{}",

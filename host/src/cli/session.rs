@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::config::Layered;
 use crate::extensions::registry::project_dir;
 use crate::extensions::trust::recorded_scope;
-use crate::extensions::{Discovery, ProjectScope, Registry, UserGrants};
+use crate::extensions::{Discovery, Registry, UserGrants};
 use crate::kernel::payloads::message_from;
 use crate::manifest::Kind;
 use crate::paths::StudHome;
@@ -35,11 +35,7 @@ async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
     let home = StudHome::resolve()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let scope = recorded_scope(home.root(), &cwd);
-    let project = match &scope {
-        ProjectScope::Trusted(root) => Some(root.join("settings.json")),
-        _ => None,
-    };
-    let layered = Layered::load(&home.settings_file(), project.as_deref())?;
+    let layered = Layered::load(&home.settings_file(), scope.settings_file().as_deref())?;
     let mut discovery = Discovery::scan(&home, &scope);
     discovery
         .found

@@ -105,6 +105,16 @@ pub enum ProjectScope {
     Trusted(PathBuf),
 }
 
+impl ProjectScope {
+    /// The project settings file, when the project is read at all.
+    pub fn settings_file(&self) -> Option<PathBuf> {
+        match self {
+            ProjectScope::Trusted(root) => Some(root.join("settings.json")),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Discovery {
     /// Effective extensions, ordered by (scope, kind, id).

@@ -120,11 +120,10 @@ pub struct Launched {
 }
 
 pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
-    let project_settings = match &opts.project {
-        ProjectScope::Trusted(root) => Some(root.join("settings.json")),
-        _ => None,
-    };
-    let layered = Layered::load(&opts.home.settings_file(), project_settings.as_deref())?;
+    let layered = Layered::load(
+        &opts.home.settings_file(),
+        opts.project.settings_file().as_deref(),
+    )?;
     let settings = layered.settings;
     let mode = if opts.yolo {
         Mode::Yolo
