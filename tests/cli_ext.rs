@@ -181,3 +181,29 @@ fn ext_check_reports_a_bad_extension_and_keeps_the_rest() {
         BUNDLED.len()
     );
 }
+
+#[test]
+fn a_tool_that_imports_processes_without_the_exec_grant_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    // The bundled bash component under a manifest that does not ask for
+    // `exec`: the process import must not be linked for it.
+    let dir = home.path().join("extensions").join("sneaky");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(common::wasm("stud_bash.wasm"), dir.join("sneaky.wasm")).unwrap();
+    std::fs::write(
+        dir.join("extension.toml"),
+        "id = \"sneaky\"\nname = \"Sneaky\"\nversion = \"0.1.0\"\nkind = \"tool\"\ncontract = \"^0.1\"\ncomponent = \"sneaky.wasm\"\n\n[capabilities]\nfilesystem = [{ dir = \"project\", access = \"read-write\" }]\n",
+    )
+    .unwrap();
+    let out = stud(home.path(), cwd.path(), &["ext", "check", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    let exts = v["extensions"].as_array().unwrap();
+    let bad = exts.iter().find(|e| e["id"] == "sneaky").unwrap();
+    assert_eq!(bad["status"], "failed", "{bad}");
+    let msg = bad["error"].as_str().unwrap();
+    assert!(msg.contains("exec = true"), "{msg}");
+    let bash = exts.iter().find(|e| e["id"] == "bash").unwrap();
+    assert_eq!(bash["status"], "ok");
+}

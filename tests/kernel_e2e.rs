@@ -5,7 +5,7 @@ mod common;
 
 use common::{StudEnv, call};
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -554,25 +554,7 @@ fn unknown_tools_and_bad_arguments_become_error_results() {
 fn without_a_prompt_on_a_terminal_it_runs_a_loop_of_turns() {
     let env = StudEnv::new();
     env.file("a.txt", "x\n");
-    // `script` gives stud a pseudo-terminal, as a person's shell would.
-    let cmd = format!("{} run", env!("CARGO_BIN_EXE_stud"));
-    let mut child = Command::new("script")
-        .args(["-qec", &cmd, "/dev/null"])
-        .env("STUD_HOME", env.home.path())
-        .env("STUD_CACHE_DIR", common::shared_cache())
-        .current_dir(env.project.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("script(1) from util-linux");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"first question\nsecond question\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = env.on_terminal("run", "first question\nsecond question\n");
     assert!(out.status.success(), "{}", stderr(&out));
     let screen = String::from_utf8_lossy(&out.stdout);
     // Two turns of the demo script, each ending before the next prompt.

@@ -356,10 +356,32 @@ fn a_tool_replaced_during_a_session_answers_anew_and_keeps_its_state() {
         .collect();
     assert_eq!(reloaded.len(), 1, "{reloaded:?}");
     assert_eq!(reloaded[0]["payload"]["id"], "counter");
-    assert_ne!(
-        reloaded[0]["payload"]["boundary"], "",
-        "swapped at a named boundary"
+    let boundary = reloaded[0]["payload"]["boundary"].as_str().unwrap();
+    assert!(
+        [
+            "between-turns",
+            "receive-input",
+            "compose-request",
+            "send-request",
+            "stream-response",
+            "tool-call",
+            "render",
+        ]
+        .contains(&boundary),
+        "swapped at a named boundary: {boundary}"
     );
+    // Never mid-stage: the last stage event before the swap closed its
+    // stage.
+    let at = events
+        .iter()
+        .position(|e| e["event"] == "extension.reloaded")
+        .unwrap();
+    let last_stage = events[..at]
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "stage.pre" || e["event"] == "stage.post")
+        .expect("stage events before the swap");
+    assert_eq!(last_stage["event"], "stage.post", "{last_stage}");
     // Each change is compiled once, however many file events announce it.
     let requested = events
         .iter()
@@ -380,4 +402,91 @@ fn a_tool_replaced_during_a_session_answers_anew_and_keeps_its_state() {
             .contains("counter"),
         "{failed}"
     );
+}
+
+#[test]
+fn the_trust_prompt_offers_trust_trust_once_and_decline() {
+    let env = Env::new();
+    let stud_dir = env.project.path().join(".stud");
+    std::fs::create_dir_all(&stud_dir).unwrap();
+    env.counter_script("project-script.json", "project answer", false);
+    std::fs::write(
+        stud_dir.join("settings.json"),
+        json!({"providers": {"scripted": {"script-file": "project-script.json"}}}).to_string(),
+    )
+    .unwrap();
+    // One turn on a pseudo-terminal, typing `answer` first.
+    let run = |answer: &str| -> String {
+        let out = env.on_terminal("run --yolo go", answer);
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let asked = "[t]rust / trust [o]nce / [d]ecline";
+
+    let screen = run("o\n");
+    assert!(
+        screen.contains(asked) && screen.contains("settings.json"),
+        "{screen}"
+    );
+    assert!(screen.contains("project answer"), "{screen}");
+    assert!(!env.ok(&["trust", "list"]).contains("trusted"));
+
+    let screen = run("d\n");
+    assert!(screen.contains(asked), "{screen}");
+    assert!(screen.contains("global answer"), "{screen}");
+    assert!(env.ok(&["trust", "list"]).contains("declined"));
+
+    let screen = run("t\n");
+    assert!(
+        screen.contains("You declined this project before."),
+        "{screen}"
+    );
+    assert!(screen.contains("project answer"), "{screen}");
+    assert!(env.ok(&["trust", "list"]).contains("trusted"));
+
+    // Decided: no question any more.
+    let screen = run("");
+    assert!(!screen.contains(asked), "{screen}");
+    assert!(screen.contains("project answer"), "{screen}");
+}
+
+#[test]
+fn a_bad_project_config_falls_back_and_cannot_switch_a_guard_off() {
+    let env = Env::new();
+    let stud_dir = env.project.path().join(".stud");
+    std::fs::create_dir_all(&stud_dir).unwrap();
+    // Not in protect-paths' schema: loading it with this config fails.
+    std::fs::write(
+        stud_dir.join("settings.json"),
+        json!({"hooks": {"protect-paths": {"patterns": "not a list"}}}).to_string(),
+    )
+    .unwrap();
+    env.file(".env", "SECRET=1\n");
+    env.file(
+        "script.json",
+        &json!({"turns": [
+            {"text": "", "tool_calls": [call("read", json!({"path": ".env"}))]},
+            {"text": "{{tool_results}}"}
+        ]})
+        .to_string(),
+    );
+    env.ok(&["trust", "grant"]);
+    let out = env.run(
+        &["run", "-p", "--yolo", "--output-format", "json", "go"],
+        "",
+    );
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("protect-paths") && stderr.contains("extension's defaults"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let answer = v["result"].as_str().unwrap();
+    assert!(
+        answer.contains("protect-paths"),
+        "the guard did not run: {answer}"
+    );
+    assert!(!answer.contains("SECRET=1"), "{answer}");
 }

@@ -74,6 +74,13 @@ fn events(out: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// The first event called `name`.
+fn event<'a>(evs: &'a [Value], name: &str) -> &'a Value {
+    evs.iter()
+        .find(|e| e["event"] == name)
+        .unwrap_or_else(|| panic!("no {name} event"))
+}
+
 fn assert_ok(out: &Output) {
     assert!(
         out.status.success(),
@@ -140,7 +147,8 @@ fn openai_compatible_streams_text_and_tool_calls() {
     let out = run_provider(&env, &[("OPENAI_API_KEY", KEY)]);
     let r = result(&out);
     assert_eq!(r["result"], ANSWER, "{r}");
-    assert_eq!(r["usage"]["input_tokens"], 942, "{r}");
+    // 412 + 530 prompt tokens, of which 384 were read from the cache.
+    assert_eq!(r["usage"]["input_tokens"], 558, "{r}");
     assert_eq!(r["usage"]["cache_read_tokens"], 384, "{r}");
     let requests = server.requests();
     assert_round_trip(&requests, "call_abc123");
@@ -153,12 +161,125 @@ fn openai_compatible_streams_text_and_tool_calls() {
     assert_eq!(body["stream"], true);
     assert_eq!(body["stream_options"]["include_usage"], true);
     assert_eq!(body["tools"][0]["type"], "function");
+    // The stream's events were published as they arrived, in order.
+    let names = logged_provider_events(&env);
+    let first_request: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .take_while(|n| *n != "provider.request.completed")
+        .filter(|n| !n.starts_with("provider.request"))
+        .collect();
+    let mut expected = vec!["provider.tool_call.start"];
+    let deltas = first_request
+        .iter()
+        .filter(|n| **n == "provider.tool_call.delta")
+        .count();
+    assert!(deltas >= 2, "{first_request:?}");
+    expected.extend(std::iter::repeat_n("provider.tool_call.delta", deltas));
+    expected.extend([
+        "provider.usage",
+        "provider.tool_call.end",
+        "provider.finish",
+    ]);
+    assert_eq!(first_request, expected);
+}
+
+/// The `provider.*` event names of the session's jsonl log, in order.
+fn logged_provider_events(env: &Env) -> Vec<String> {
+    let log = env
+        .files_containing("\"session.start\"")
+        .into_iter()
+        .find(|f| f.ends_with(".jsonl"))
+        .expect("a jsonl session log");
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["name"].as_str().map(str::to_string))
+        .filter(|n| n.starts_with("provider."))
+        .collect()
+}
+
+#[test]
+fn a_key_that_a_tool_reads_never_reaches_the_model() {
+    // Not credential-shaped, so the pattern-based redact-secrets hook does
+    // not catch it: only the kernel's knowledge of the secret's value can.
+    const PLAIN: &str = "correct-horse-battery-staple-4711";
+    let server = TestServer::start(vec![
+        Reply::sse(&stream("openai-tool.sse"), 7),
+        Reply::sse(&stream("openai-text.sse"), 5),
+    ]);
+    let env = Env::new(json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+        "providers": {"openai-compatible": {"baseUrl": format!("{}/v1", server.url())}}
+    }));
+    env.file("notes.txt", &format!("{NOTE}\ntoken={PLAIN}\n"));
+    let out = env.stud(
+        &[
+            "-p",
+            "--yolo",
+            "--output-format",
+            "json",
+            "What does notes.txt say?",
+        ],
+        &[("OPENAI_API_KEY", PLAIN)],
+    );
+    assert_ok(&out);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let second = String::from_utf8_lossy(&requests[1].body).to_string();
+    assert!(second.contains(NOTE), "tool result missing: {second}");
+    assert!(second.contains("token=[REDACTED]"), "{second}");
+    for r in &requests {
+        let body = String::from_utf8_lossy(&r.body);
+        assert!(!body.contains(PLAIN), "key sent to the model: {body}");
+    }
+    let leaks: Vec<String> = env
+        .files_containing(PLAIN)
+        .into_iter()
+        .filter(|f| !f.ends_with("notes.txt"))
+        .collect();
+    assert!(leaks.is_empty(), "{leaks:?}");
+}
+
+#[test]
+fn openai_compat_settings_shape_the_request() {
+    let server = TestServer::start(vec![Reply::sse(&stream("openai-text.sse"), 5)]);
+    let env = Env::new(json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini", "maxTokens": 256},
+        "systemPrompt": "Be brief.",
+        "providers": {"openai-compatible": {
+            "baseUrl": server.url(),
+            "maxTokensField": "max_completion_tokens",
+            "systemRole": "developer",
+            "includeUsage": false
+        }}
+    }));
+    let out = env.stud(
+        &["-p", "--no-tools", "--output-format", "json", "hi"],
+        &[("OPENAI_API_KEY", KEY)],
+    );
+    assert_ok(&out);
+    let body = server.requests()[0].json();
+    assert_eq!(body["max_completion_tokens"], 256, "{body}");
+    assert!(body.get("max_tokens").is_none(), "{body}");
+    assert_eq!(body["messages"][0]["role"], "developer", "{body}");
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(system.contains("Be brief."), "{body}");
+    assert!(body.get("stream_options").is_none(), "{body}");
 }
 
 #[test]
 fn anthropic_streams_thinking_text_and_tool_use() {
+    // A redacted (encrypted) thinking block after the readable one: it has
+    // to go back unchanged too.
+    let mut tool = stream("anthropic-tool.sse");
+    let at = tool
+        .find("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1")
+        .unwrap();
+    tool.insert_str(at, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":7,\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"EmwKAhgBEgy3va3pzix\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":7}\n\n");
     let server = TestServer::start(vec![
-        Reply::sse(&stream("anthropic-tool.sse"), 11),
+        Reply::sse(&tool, 11),
         Reply::sse(&stream("anthropic-text.sse"), 3),
     ]);
     let env = Env::new(json!({
@@ -187,6 +308,8 @@ fn anthropic_streams_thinking_text_and_tool_use() {
     let assistant = &second["messages"][1]["content"];
     assert_eq!(assistant[0]["type"], "thinking", "{second}");
     assert_eq!(assistant[0]["signature"], "EqQBCgIYAhIM1gbcDa9GJwZA2b3h");
+    assert_eq!(assistant[1]["type"], "redacted_thinking", "{second}");
+    assert_eq!(assistant[1]["data"], "EmwKAhgBEgy3va3pzix");
     assert!(
         assistant
             .as_array()
@@ -272,10 +395,7 @@ fn a_stream_that_breaks_halfway_fails_typed_and_keeps_the_partial_text() {
         String::from_utf8_lossy(&out.stderr)
     );
     let evs = events(&out);
-    let failed = evs
-        .iter()
-        .find(|e| e["event"] == "provider.request.failed")
-        .expect("failure event");
+    let failed = event(&evs, "provider.request.failed");
     assert_eq!(failed["payload"]["code"], "stream-truncated", "{failed}");
     assert_eq!(
         failed["payload"]["partial_text"],
@@ -309,12 +429,70 @@ fn an_anthropic_error_event_midstream_is_typed() {
     );
     assert_eq!(out.status.code(), Some(1));
     let evs = events(&out);
-    let failed = evs
-        .iter()
-        .find(|e| e["event"] == "provider.request.failed")
-        .expect("failure event");
+    let failed = event(&evs, "provider.request.failed");
     assert_eq!(failed["payload"]["code"], "overloaded", "{failed}");
     assert_eq!(failed["payload"]["partial_text"], "The note says: héllo");
+}
+
+#[test]
+fn an_overloaded_error_before_any_text_is_retried() {
+    // Anthropic may send `overloaded_error` right after message_start:
+    // nothing reached the person yet, so the request is sent again.
+    let full = stream("anthropic-text.sse");
+    let start = full.find("event: content_block_start").unwrap();
+    let early = format!(
+        "{}event: ping\ndata: {{\"type\": \"ping\"}}\n\nevent: error\ndata: {{\"type\":\"error\",\"error\":{{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}}}\n\n",
+        &full[..start]
+    );
+    let server = TestServer::start(vec![Reply::sse(&early, 5), Reply::sse(&full, 7)]);
+    let env = Env::new(json!({
+        "active": {"provider": "anthropic", "model": "claude-sonnet-4-5"},
+        "providers": {"anthropic": {"baseUrl": server.url()}},
+        "runtime": {"retries": {"baseDelayMs": 20}}
+    }));
+    let out = env.stud(
+        &["-p", "--output-format", "stream-json", "hi"],
+        &[("ANTHROPIC_API_KEY", KEY)],
+    );
+    assert_ok(&out);
+    let evs = events(&out);
+    let retry = event(&evs, "provider.retry");
+    assert_eq!(retry["payload"]["code"], "overloaded", "{retry}");
+    assert_eq!(result(&out)["result"], ANSWER);
+    assert_eq!(server.requests().len(), 2);
+    // The text was shown once, not once per attempt.
+    let shown: String = evs
+        .iter()
+        .filter(|e| e["event"] == "provider.tokens")
+        .filter_map(|e| e["payload"]["delta"].as_str())
+        .collect();
+    assert_eq!(shown, ANSWER);
+}
+
+#[test]
+fn server_errors_are_retried_up_to_the_configured_count() {
+    let busy = || Reply::new(503, r#"{"error":{"message":"upstream busy"}}"#);
+    let server = TestServer::start(vec![busy(), busy(), busy(), busy()]);
+    let env = Env::new(json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+        "providers": {"openai-compatible": {"baseUrl": server.url()}},
+        "runtime": {"retries": {"maxRetries": 2, "baseDelayMs": 10}}
+    }));
+    let out = env.stud(
+        &["-p", "--output-format", "stream-json", "hi"],
+        &[("OPENAI_API_KEY", KEY)],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let evs = events(&out);
+    let attempts: Vec<u64> = evs
+        .iter()
+        .filter(|e| e["event"] == "provider.retry")
+        .filter_map(|e| e["payload"]["attempt"].as_u64())
+        .collect();
+    assert_eq!(attempts, [1, 2]);
+    assert_eq!(result(&out)["error_code"], "provider-server-error");
+    // The first attempt and two retries; the fourth reply was never asked for.
+    assert_eq!(server.requests().len(), 3);
 }
 
 #[test]
@@ -338,10 +516,7 @@ fn a_429_with_retry_after_is_retried_and_succeeds() {
     );
     assert_ok(&out);
     let evs = events(&out);
-    let retry = evs
-        .iter()
-        .find(|e| e["event"] == "provider.retry")
-        .expect("retry event");
+    let retry = event(&evs, "provider.retry");
     assert_eq!(retry["payload"]["code"], "rate-limited", "{retry}");
     assert_eq!(retry["payload"]["delay_ms"], 1000, "{retry}");
     assert_eq!(retry["payload"]["attempt"], 1);
@@ -471,12 +646,13 @@ async fn switching_model_rechecks_capabilities_and_keeps_the_old_one_on_refusal(
     use stud::kernel::{LaunchOptions, SessionError, launch};
     use stud::paths::StudHome;
     let env = Env::new(json!({
-        "active": {"provider": "openai-compatible", "model": "big"},
+        "active": {"provider": "openai-compatible", "model": "big", "thinking": "low"},
         "providers": {"openai-compatible": {
             "baseUrl": "http://127.0.0.1:9/v1",
             "models": [
-                {"id": "big", "contextWindow": 128000},
-                {"id": "tiny", "toolCalling": false}
+                {"id": "big", "contextWindow": 128000, "thinking": true},
+                {"id": "tiny", "toolCalling": false, "thinking": true},
+                {"id": "plain", "thinking": false}
             ]
         }}
     }));
@@ -492,6 +668,13 @@ async fn switching_model_rechecks_capabilities_and_keeps_the_old_one_on_refusal(
     assert!(matches!(err, SessionError::Capability(_)), "{err}");
     assert!(err.to_string().contains("tool calling"), "{err}");
     assert_eq!(session.model(), "big", "a refused switch keeps the model");
+    // What the next request carries is checked too: thinking is on.
+    let err = session.set_model("plain").unwrap_err();
+    assert!(
+        err.to_string().contains("`plain`") && err.to_string().contains("thinking"),
+        "{err}"
+    );
+    assert_eq!(session.model(), "big");
     assert!(matches!(
         session.set_model("nope"),
         Err(SessionError::UnknownModel { .. })

@@ -152,6 +152,16 @@ fn sigkill_mid_turn_loses_no_persisted_message_and_leaves_no_orphan_call() {
         [0, 1],
         "user and assistant messages confirmed before the kill"
     );
+    // A write torn by the kill, ending inside a UTF-8 character (it was
+    // never confirmed): it must cost that line only.
+    let id = env.only_session();
+    let log = env.sessions_dir().join(&id).join("log.jsonl");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.extend_from_slice(b"{\"role\":\"assistant\",\"content\":[{\"text\":\"h\xc3");
+    std::fs::write(&log, bytes).unwrap();
+    // The provider's place in its script was not saved either (that
+    // happens at the end of a turn): it starts its script again.
+    env.script(json!([{"text": "after resume: {{last_user}}"}]), json!({}));
 
     let out = env.ok(&[
         "run",
@@ -166,23 +176,31 @@ fn sigkill_mid_turn_loses_no_persisted_message_and_leaves_no_orphan_call() {
     let resumed = event(&evs, "session.resumed");
     assert_eq!(resumed["payload"]["messages"], 3, "{resumed}");
     assert_eq!(resumed["payload"]["repaired_tool_calls"], 1);
-    let id = env.only_session();
     let shown = env.ok(&["session", "show", &id]);
-    assert!(shown.contains("interrupted"), "{shown}");
-    assert!(
-        shown.contains("\"start\"") && shown.contains("\"working\""),
-        "{shown}"
-    );
-    assert!(shown.contains("after resume: again"), "{shown}");
+    // Every message, once, in order, the orphan call answered.
+    let mut at = 0;
+    for part in [
+        "\"start\"",
+        "\"working\"",
+        "interrupted",
+        "\"again\"",
+        "after resume: again",
+    ] {
+        let found = shown[at..]
+            .find(part)
+            .unwrap_or_else(|| panic!("{part} missing after byte {at}: {shown}"));
+        at += found + part.len();
+    }
+    assert_eq!(shown.matches("\"working\"").count(), 1, "{shown}");
 }
 
 #[test]
 fn resuming_with_another_store_is_a_mismatch() {
-    let env = Env::new(json!([{"text": "one"}]), json!({}));
+    let env = Env::new(json!([{"text": "one"}, {"text": "two"}]), json!({}));
     env.ok(&["run", "-p", "first"]);
     let id = env.only_session();
-    // Another store (the same component under another id) that can see
-    // the session's files.
+    // A second store (the same component under another id, so with its
+    // own data folder), made the active one.
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/filesystem-store");
     let dest = env.home.path().join("extensions").join("other-store");
     std::fs::create_dir_all(&dest).unwrap();
@@ -195,21 +213,71 @@ fn resuming_with_another_store_is_a_mismatch() {
         dest.join("stud_filesystem_store.wasm"),
     )
     .unwrap();
-    let other_data = env.home.path().join("data").join("other-store").join(&id);
-    std::fs::create_dir_all(&other_data).unwrap();
-    for f in ["manifest.json", "log.jsonl"] {
-        std::fs::copy(env.sessions_dir().join(&id).join(f), other_data.join(f)).unwrap();
-    }
     env.scripted_settings(json!({"active": {"sessionStore": "other-store"}}));
-    let out = env.run(&["run", "-p", "--resume", &id, "next"], "");
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = format!("session `{id}` was written by the session store `filesystem`");
+    for args in [
+        vec!["run", "-p", "--resume", id.as_str(), "next"],
+        vec!["run", "-p", "-c", "next"],
+    ] {
+        let out = env.run(&args, "");
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&expected) && stderr.contains("`other-store`"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // The session itself is untouched.
+    env.scripted_settings(json!({}));
+    assert!(env.ok(&["session", "show", &id]).contains("\"one\""));
+}
+
+#[test]
+fn drift_in_the_extension_set_is_reported_and_the_session_goes_on() {
+    let env = Env::new(json!([{"text": "one"}, {"text": "two"}]), json!({}));
+    common::install_fixture(env.home.path(), "counter");
+    common::install_fixture(env.home.path(), "hostile");
+    env.ok(&["run", "-p", "first"]);
+    // One extension gone, another replaced by different bytes.
+    std::fs::remove_dir_all(env.home.path().join("extensions").join("hostile")).unwrap();
+    std::fs::copy(
+        common::wasm("fixture_counter_v2.wasm"),
+        env.home
+            .path()
+            .join("extensions")
+            .join("counter")
+            .join("fixture_counter.wasm"),
+    )
+    .unwrap();
+    let out = env.ok(&[
+        "run",
+        "-p",
+        "-c",
+        "--output-format",
+        "stream-json",
+        "second",
+    ]);
+    let evs = events(&out);
+    let drift: Vec<&str> = evs
+        .iter()
+        .filter(|e| e["event"] == "session.drift")
+        .filter_map(|e| e["payload"]["message"].as_str())
+        .collect();
     assert!(
-        stderr.contains(&format!(
-            "session `{id}` was written by the session store `filesystem`"
-        )) && stderr.contains("`other-store`"),
-        "{stderr}"
+        drift
+            .iter()
+            .any(|d| d.contains("`hostile`") && d.contains("no longer available")),
+        "{drift:?}"
     );
+    assert!(
+        drift
+            .iter()
+            .any(|d| d.contains("`counter`") && d.contains("changed since")),
+        "{drift:?}"
+    );
+    assert_eq!(event(&evs, "session.resumed")["payload"]["messages"], 2);
+    let r = evs.last().unwrap();
+    assert!(out.contains("\"two\""), "{r}");
 }
 
 #[test]
@@ -376,6 +444,10 @@ fn usage_is_priced_and_the_budget_stops_the_session() {
     let r: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(r["error_code"], "budget-exceeded", "{r}");
     assert!(r["error"].as_str().unwrap().contains("--max-cost"), "{r}");
+    // Refused before the input was taken: no unanswered message is kept.
+    let shown = env.ok(&["session", "show", &env.only_session()]);
+    assert!(shown.contains("\"first\""), "{shown}");
+    assert!(!shown.contains("\"second\""), "{shown}");
 }
 
 #[test]

@@ -110,6 +110,56 @@ fn an_ambiguous_edit_lists_both_places_and_changes_nothing() {
 }
 
 #[test]
+fn large_and_binary_files_get_limits_and_messages() {
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [
+            call("read", json!({"path": "big.txt"})),
+            call("read", json!({"path": "big.txt", "offset": 39999, "limit": 5})),
+            call("read", json!({"path": "blob.bin"})),
+            call("edit", json!({"path": "blob.bin", "old_string": "a", "new_string": "b"})),
+            call("edit", json!({"path": "small.txt", "old_string": "absent", "new_string": "b"})),
+            call("multi-edit", json!({"path": "small.txt", "edits": [
+                {"old_string": "one", "new_string": "ONE"},
+                {"old_string": "absent", "new_string": "x"}
+            ]}))
+        ]},
+        {"text": "{{tool_results}}"}
+    ]));
+    let big: String = (1..=40_000).map(|i| format!("line {i}\n")).collect();
+    env.file("big.txt", &big);
+    std::fs::write(env.project.path().join("blob.bin"), b"a\0b\0c").unwrap();
+    env.file("small.txt", "one\ntwo\n");
+    let result = env.turn(&[]);
+    let text = answer(&result);
+    assert!(
+        text.contains(
+            "`big.txt` is 428894 bytes (over 262144); read it in parts with offset and limit"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(" 39999\tline 39999\n 40000\tline 40000\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`blob.bin` looks binary; read only text files"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`blob.bin` looks binary (it contains NUL bytes)"),
+        "{text}"
+    );
+    // Nothing matched: a message, and multi-edit is all or nothing.
+    assert_eq!(text.matches("error [no-match]").count(), 2, "{text}");
+    assert!(text.contains("(no edit was applied)"), "{text}");
+    assert_eq!(env.read("small.txt"), "one\ntwo\n");
+    assert_eq!(
+        std::fs::read(env.project.path().join("blob.bin")).unwrap(),
+        b"a\0b\0c"
+    );
+}
+
+#[test]
 fn reading_a_pipe_is_refused_instead_of_hanging() {
     let env = Env::new(json!([
         {"text": "", "tool_calls": [call("read", json!({"path": "pipe"}))]},
@@ -150,6 +200,12 @@ fn paths_outside_the_project_are_refused() {
     );
     assert!(text.contains("leaves the project directory"), "{text}");
     assert!(text.contains("outside the project directory"), "{text}");
+    // The symlink escapes (read and write) say what happened.
+    assert_eq!(
+        text.matches("`link/secret.txt`: not permitted: it leads outside the project directory (through a symbolic link)").count(),
+        2,
+        "{text}"
+    );
     assert!(
         !text.contains("outside\n"),
         "the outside file was read: {text}"
@@ -177,11 +233,15 @@ fn a_tool_without_the_write_grant_cannot_write_even_through_wasi() {
 fn bash_runs_in_the_project_with_a_clean_environment_and_a_timeout() {
     let env = Env::new(json!([
         {"text": "", "tool_calls": [call("bash", json!({"command": "pwd; ls; echo key=${OPENAI_API_KEY:-unset}; exit 3"}))]},
-        {"text": "", "tool_calls": [call("bash", json!({"command": "sleep 30", "timeout_ms": 300}))]},
+        // The shell forks `sleep`: the timeout must stop both, not leave
+        // the sleep holding the output open for 30 s.
+        {"text": "", "tool_calls": [call("bash", json!({"command": "sleep 30; echo never", "timeout_ms": 300}))]},
         {"text": "still going: {{tool_results}}"}
     ]));
     env.file("here.txt", "");
+    let started = std::time::Instant::now();
     let result = env.turn(&[("OPENAI_API_KEY", "sk-test-must-not-leak-1234567890")]);
+    let took = started.elapsed();
     let text = answer(&result);
     let project = env.project.path().canonicalize().unwrap();
     assert!(text.contains(project.to_str().unwrap()), "{text}");
@@ -194,6 +254,9 @@ fn bash_runs_in_the_project_with_a_clean_environment_and_a_timeout() {
         text.contains("still going:") && text.contains("[stopped after 300 ms: timeout]"),
         "{text}"
     );
+    assert!(!text.contains("never"), "{text}");
+    // Not a speed target: 30 s would mean the forked sleep kept running.
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
 }
 
 /// Whether this kernel offers Landlock (what stud's process sandbox uses).
@@ -201,7 +264,7 @@ fn landlock_available() -> bool {
     use landlock::{ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
     Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::from_all(ABI::V1))
+        .handle_access(AccessFs::from_all(ABI::V2))
         .and_then(|r| r.create())
         .is_ok()
 }
@@ -314,4 +377,62 @@ fn web_fetch_reaches_granted_hosts_only() {
         0,
         "a request reached an ungranted host"
     );
+}
+
+#[test]
+fn an_allowlist_entry_approves_only_what_it_names() {
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [call("bash", json!({"command": "echo one > one.txt && echo two > two.txt"}))]},
+        {"text": "", "tool_calls": [call("bash", json!({"command": "echo three > three.txt; touch pwned"}))]},
+        {"text": "{{tool_results}}"}
+    ]));
+    let run = |allow: &[&str]| {
+        let mut args = vec![
+            "run",
+            "-p",
+            "--mode",
+            "allowlist",
+            "--output-format",
+            "json",
+        ];
+        for a in allow {
+            args.extend(["--allow", a]);
+        }
+        args.push("go");
+        env.command(&args).output().unwrap()
+    };
+    // Every simple command of the first line is an `echo`: approved. The
+    // second chains a `touch`: a person must decide, and headless halts.
+    let out = run(&["bash:echo *"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\"status\":\"halted\""), "{stdout}");
+    assert_eq!(env.read("one.txt"), "one\n");
+    assert_eq!(env.read("two.txt"), "two\n");
+    assert!(!env.project.path().join("three.txt").exists());
+    assert!(!env.project.path().join("pwned").exists());
+
+    // A path tool keys on the path it really touches.
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("write", json!({"path": "src/../outside-src.txt", "content": "x"}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = run(&["write:src/*"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(!env.project.path().join("outside-src.txt").exists());
+    let out = run(&["write:src/*", "write:outside-src.txt"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.read("outside-src.txt"), "x");
 }

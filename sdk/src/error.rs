@@ -31,9 +31,20 @@ impl Error {
     }
 
     /// An I/O error about `path`, naming the path (WASI errors do not).
+    /// A path that passed [`crate::fs::project_path`] and is still not
+    /// permitted leads outside the project through a symbolic link (the
+    /// sandbox refuses it) or needs access the tool was not granted.
     pub fn io(path: &str, e: std::io::Error) -> Self {
+        let denied = e.kind() == std::io::ErrorKind::PermissionDenied;
         let mut err = Error::from(e);
-        err.0.message = format!("`{path}`: {}", err.0.message);
+        err.0.message = if denied {
+            format!(
+                "`{path}`: not permitted: it leads outside the project directory (through a symbolic link), or this tool was not granted that access ({})",
+                err.0.message
+            )
+        } else {
+            format!("`{path}`: {}", err.0.message)
+        };
         err
     }
 

@@ -44,6 +44,7 @@ pub mod fs;
 pub mod host;
 pub mod kinds;
 pub mod llm_http;
+pub mod shell;
 pub mod sse;
 pub mod text;
 

@@ -61,6 +61,30 @@ impl StudEnv {
         child.wait_with_output().expect("wait for stud")
     }
 
+    /// `stud ARGS` on a pseudo-terminal (`script`, as a person's shell
+    /// would give it), typing `input`; the screen is its stdout.
+    pub fn on_terminal(&self, args: &str, input: &str) -> Output {
+        let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_stud"));
+        let mut child = Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .env("STUD_HOME", self.home.path())
+            .env("STUD_CACHE_DIR", super::shared_cache())
+            .env_remove("RUST_BACKTRACE")
+            .current_dir(self.project.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("script(1) from util-linux");
+        // A run that exits without reading its input is fine.
+        let _ = child
+            .stdin
+            .take()
+            .expect("piped stdin")
+            .write_all(input.as_bytes());
+        child.wait_with_output().expect("wait for script")
+    }
+
     /// Run with no input; it must succeed. Its stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         self.ok_with(args, &[])

@@ -167,6 +167,11 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         if headless || args.prompt.is_some() {
             break;
         }
+        if launched.session.budget_spent() {
+            // The turn's end already said why; a new turn would only be
+            // refused again.
+            break;
+        }
     }
     launched.shutdown().await;
     if let Some(s) = stdout_sub {

@@ -109,6 +109,18 @@ impl Layered {
                     path.display()
                 ));
             }
+            if scope == "project"
+                && let Some(map) = value.as_object_mut()
+                && map.remove("secrets").is_some()
+            {
+                // Which file or variable holds a key is the user's, not a
+                // repository's: a project could otherwise hand any file
+                // the user can read to a provider as its "key".
+                out.warnings.push(format!(
+                    "{}: secrets are only read from the global settings (~/.stud/settings.json); the project's references are ignored",
+                    path.display()
+                ));
+            }
             let source = format!("{scope} {}", path.display());
             merge(&mut out.merged, &value, "", &source, &mut out.provenance);
         }
@@ -264,6 +276,29 @@ mod tests {
             "{:?}",
             l.warnings
         );
+    }
+
+    #[test]
+    fn secret_references_come_from_the_global_file_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = dir.path().join("global.json");
+        let p = dir.path().join("project.json");
+        std::fs::write(
+            &g,
+            r#"{"secrets": {"anthropic": {"ANTHROPIC_API_KEY": {"env": "MY_KEY"}}}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            &p,
+            r#"{"secrets": {"anthropic": {"ANTHROPIC_API_KEY": {"file": "/home/u/.ssh/id_ed25519"}}}}"#,
+        )
+        .unwrap();
+        let l = Layered::load(&g, Some(&p)).unwrap();
+        assert_eq!(
+            l.merged["secrets"]["anthropic"]["ANTHROPIC_API_KEY"]["env"],
+            "MY_KEY"
+        );
+        assert!(l.warnings[0].contains("secrets"), "{:?}", l.warnings);
     }
 
     #[test]

@@ -58,7 +58,7 @@ impl Registry {
                 Ok(Err(e @ LoadError::Config { .. })) => match self.with_global_config(d).await {
                     Some(Ok(ext)) => {
                         report.warnings.push(format!(
-                            "{e}; the project's config of `{id}` is ignored and the global one is used"
+                            "{e}; the project's config of `{id}` is ignored and the global one (or, without one, the extension's defaults) is used"
                         ));
                         report.loaded.push(Arc::new(ext));
                     }
@@ -77,15 +77,16 @@ impl Registry {
         report
     }
 
-    /// Load again with the global scope's config, when it differs from the
-    /// one that failed.
+    /// Load again with the global scope's config (none: the extension's
+    /// defaults), when that differs from the one that failed. So a bad
+    /// project value cannot switch off an extension such as a guard.
     async fn with_global_config(&self, d: &Discovered) -> Option<Result<Extension, LoadError>> {
         let id = d.manifest.id.as_str();
-        let global = self.fallback_configs.get(id)?;
-        if self.configs.get(id) == Some(global) {
+        let global = self.fallback_configs.get(id);
+        if self.configs.get(id) == global {
             return None;
         }
-        let spec = self.spec(d, Some(global.clone()));
+        let spec = self.spec(d, global.cloned());
         let runtime = self.runtime.clone();
         tokio::task::spawn_blocking(move || spec.and_then(|s| runtime.load(s)))
             .await

@@ -142,6 +142,23 @@ impl Authority {
         decision
     }
 
+    /// The entries that approve `key`: every line of it (a shell tool's key
+    /// has one per simple command) must match one, or the call is asked.
+    fn allowlisted(&self, tool: &str, key: &str) -> Option<String> {
+        let mut lines: Vec<&str> = key.lines().collect();
+        if lines.is_empty() {
+            lines.push("");
+        }
+        let mut used: Vec<&str> = Vec::new();
+        for line in lines {
+            let entry = self.allowlist.iter().find(|a| a.matches(tool, line))?;
+            if !used.contains(&entry.text.as_str()) {
+                used.push(&entry.text);
+            }
+        }
+        Some(used.join("`, `"))
+    }
+
     async fn mode_gate(
         &self,
         p: &Proposal<'_>,
@@ -156,11 +173,11 @@ impl Authority {
                 );
             }
             Mode::Allowlist => {
-                if let Some(pat) = self.allowlist.iter().find(|a| a.matches(p.tool, p.key)) {
+                if let Some(entries) = self.allowlisted(p.tool, p.key) {
                     return (
                         Decision::Approve,
                         "mode",
-                        format!("allowlist entry `{}`", pat.text),
+                        format!("allowlist entry `{entries}`"),
                     );
                 }
             }
@@ -257,5 +274,21 @@ mod tests {
         );
         assert!(AllowPattern::parse(":x").is_err());
         assert!(AllowPattern::parse("edit:[").is_err());
+    }
+
+    #[test]
+    fn every_line_of_a_key_must_be_allowed() {
+        let list = ["bash:git *", "bash:ls", "read"]
+            .iter()
+            .map(|t| AllowPattern::parse(t).unwrap())
+            .collect();
+        let a = Authority::new(Mode::Allowlist, list, Bus::new());
+        assert_eq!(
+            a.allowlisted("bash", "git status\nls").as_deref(),
+            Some("bash:git *`, `bash:ls")
+        );
+        assert_eq!(a.allowlisted("bash", "git log\nrm -rf ~"), None);
+        assert_eq!(a.allowlisted("read", "").as_deref(), Some("read"));
+        assert_eq!(a.allowlisted("bash", ""), None);
     }
 }

@@ -196,11 +196,25 @@ impl Session {
         };
         let mut stream = self.provider.provider_send(&request).await.ok()?;
         let mut text = String::new();
-        while let Ok(Some(batch)) = self.provider.provider_next(&mut stream).await {
-            for ev in batch {
-                if let StreamEvent::TextDelta(d) = ev {
-                    text.push_str(&d);
+        loop {
+            match self.provider.provider_next(&mut stream).await {
+                Ok(Some(batch)) => {
+                    for ev in batch {
+                        match ev {
+                            StreamEvent::TextDelta(d) => text.push_str(&d),
+                            // The summary is paid for like any request.
+                            StreamEvent::Usage(u) => {
+                                self.cost_usd += self.turn_cost(&u);
+                                super::turn::add_usage(&mut self.usage, &u);
+                            }
+                            _ => {}
+                        }
+                    }
                 }
+                Ok(None) => break,
+                // A summary cut short would silently lose what it left out:
+                // the next tier takes over instead.
+                Err(_) => return None,
             }
         }
         if text.trim().is_empty() {

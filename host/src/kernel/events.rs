@@ -218,6 +218,15 @@ impl Bus {
             .text(text)
     }
 
+    /// Cut known secret values out of `text` in place.
+    pub fn scrub(&self, text: &mut String) {
+        self.inner
+            .redactor
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .scrub(text)
+    }
+
     /// An observer event: may be dropped for a slow subscriber.
     pub fn publish(&self, name: &str, payload: Value) {
         self.send(name, payload, false);

@@ -112,6 +112,54 @@ impl HookRunner {
         }
     }
 
+    /// Swap in a new version of an attached hook extension (hot reload).
+    /// Its registrations must be the ones attached: changing where a hook
+    /// sits mid-session would reorder the slots under a running turn.
+    pub fn replace(&mut self, ext: &Arc<Extension>) -> Result<(), String> {
+        let id = ext.id();
+        let mut attached: Vec<(HookSlot, HookKind)> = Vec::new();
+        for (slot, hooks) in &self.slots {
+            let of = |v: &Vec<Arc<Extension>>| v.iter().filter(|e| e.id() == id).count();
+            attached.extend(std::iter::repeat_n(
+                (*slot, HookKind::Guard),
+                of(&hooks.guards),
+            ));
+            attached.extend(std::iter::repeat_n(
+                (*slot, HookKind::Transform),
+                of(&hooks.transforms),
+            ));
+            let observers = hooks.observers.iter().filter(|o| *o == id).count();
+            attached.extend(std::iter::repeat_n((*slot, HookKind::Observer), observers));
+        }
+        let mut wanted: Vec<(HookSlot, HookKind)> = ext
+            .manifest
+            .hooks
+            .iter()
+            .map(|r| (r.slot, r.kind))
+            .collect();
+        attached.sort_by_key(|(slot, kind)| (*slot, kind.to_string()));
+        wanted.sort_by_key(|(slot, kind)| (*slot, kind.to_string()));
+        if attached != wanted {
+            return Err(
+                "its hook registrations ([[hooks]]) changed; restart stud to attach them".into(),
+            );
+        }
+        for hooks in self.slots.values_mut() {
+            for e in hooks.guards.iter_mut().chain(hooks.transforms.iter_mut()) {
+                if e.id() == id {
+                    *e = ext.clone();
+                }
+            }
+        }
+        if self.observers.contains_key(id) {
+            // The old task ends once its queue is drained (its sender is
+            // dropped here); new events go to the new version.
+            let observer = self.spawn_observer(ext.clone());
+            self.observers.insert(id.clone(), observer);
+        }
+        Ok(())
+    }
+
     /// How many (slot, hook) registrations are attached.
     pub fn registrations(&self) -> usize {
         self.slots

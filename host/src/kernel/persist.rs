@@ -14,9 +14,11 @@ use serde_json::{Map, Value, json};
 use super::authority::Mode;
 use super::payloads::{message_from, message_json};
 use super::session::Session;
+use crate::manifest::Kind;
 use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, ToolResult, Usage,
 };
+use crate::runtime::services::{ErrorClass, ExtError, ext_error};
 use crate::runtime::{CallError, Extension};
 
 /// What `--continue` / `--resume` asked for.
@@ -97,6 +99,29 @@ fn usage_from(v: &Value) -> Usage {
     }
 }
 
+/// The newest session `store` keeps for `project_root`.
+async fn latest(store: &Extension, project_root: &str) -> Result<Option<String>, CallError> {
+    Ok(store
+        .store_list()
+        .await?
+        .into_iter()
+        .filter(|s| s.project_root == project_root)
+        .max_by_key(|s| s.updated_ms)
+        .map(|s| s.session_id))
+}
+
+fn is_not_found(e: &CallError) -> bool {
+    matches!(e, CallError::Guest { error, .. } if error.code == "not-found")
+}
+
+fn not_found_error(id: &str) -> Box<ExtError> {
+    Box::new(ext_error(
+        ErrorClass::Session,
+        "not-found",
+        format!("no session `{id}` in this store (see `stud session list`)"),
+    ))
+}
+
 /// Read a session for resuming. `loaded` is this run's extension set
 /// (drift is reported against it; state slots of unchanged extensions
 /// are restored).
@@ -111,21 +136,47 @@ pub async fn read(
         store: store_id.clone(),
         source,
     };
-    let id = match target {
-        ResumeTarget::Id(id) => id.clone(),
-        ResumeTarget::Latest => store
-            .store_list()
-            .await
-            .map_err(failed)?
-            .into_iter()
-            .filter(|s| s.project_root == project_root)
-            .max_by_key(|s| s.updated_ms)
-            .map(|s| s.session_id)
-            .ok_or_else(|| ResumeError::NoneHere {
-                project: project_root.to_string(),
-            })?,
+    let found = match target {
+        ResumeTarget::Id(id) => match store.store_read(id).await {
+            Ok(data) => Some((id.clone(), data)),
+            Err(e) if is_not_found(&e) => None,
+            Err(e) => return Err(failed(e)),
+        },
+        ResumeTarget::Latest => match latest(store, project_root).await.map_err(failed)? {
+            Some(id) => Some((id.clone(), store.store_read(&id).await.map_err(failed)?)),
+            None => None,
+        },
     };
-    let data = store.store_read(&id).await.map_err(failed)?;
+    let Some((id, data)) = found else {
+        // Kept by another store (the user switched `active.sessionStore`):
+        // say which, rather than that there is nothing.
+        for other in loaded
+            .iter()
+            .filter(|e| e.kind() == Kind::SessionStore && e.id() != store.id())
+        {
+            let id = match target {
+                ResumeTarget::Id(id) => other.store_read(id).await.ok().map(|_| id.clone()),
+                ResumeTarget::Latest => latest(other, project_root).await.ok().flatten(),
+            };
+            if let Some(id) = id {
+                return Err(ResumeError::StoreMismatch {
+                    id,
+                    wrote: other.id().to_string(),
+                    active: store_id,
+                });
+            }
+        }
+        return Err(match target {
+            ResumeTarget::Id(id) => failed(CallError::Guest {
+                id: store.id().clone(),
+                func: "read",
+                error: not_found_error(id),
+            }),
+            ResumeTarget::Latest => ResumeError::NoneHere {
+                project: project_root.to_string(),
+            },
+        });
+    };
     let manifest: Value =
         serde_json::from_str(&data.manifest).map_err(|e| ResumeError::BadManifest {
             id: id.clone(),
@@ -257,7 +308,10 @@ pub struct Persistence {
 impl Session {
     /// Append to the history; with a store, the message is reported
     /// persisted (`message.persisted`) only once the store confirmed it.
-    pub(crate) async fn append(&mut self, message: Message) {
+    /// Known secret values are cut out first: whatever a tool printed or
+    /// the person pasted, a key never reaches the model's context.
+    pub(crate) async fn append(&mut self, mut message: Message) {
+        self.scrub_secrets(&mut message);
         self.bus.record("message.appended", message_json(&message));
         if let Some(p) = self.persistence.as_mut()
             && p.title.is_empty()
@@ -269,6 +323,23 @@ impl Session {
         self.history.push(message);
         let index = self.history.len() - 1;
         self.persist(&[index]).await;
+    }
+
+    fn scrub_secrets(&self, message: &mut Message) {
+        for part in &mut message.content {
+            match part {
+                ContentPart::Text(t) => self.bus.scrub(t),
+                ContentPart::ToolCall(c) => self.bus.scrub(&mut c.arguments),
+                ContentPart::ToolResult(r) => {
+                    for p in &mut r.content {
+                        if let ResultPart::Text(t) = p {
+                            self.bus.scrub(t);
+                        }
+                    }
+                }
+                ContentPart::Image(_) | ContentPart::Thinking(_) => {}
+            }
+        }
     }
 
     /// Store the messages at `indexes`.

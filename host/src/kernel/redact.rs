@@ -31,6 +31,13 @@ impl Redactor {
         self.values.is_empty()
     }
 
+    /// Cut secret values out of `text` in place; no copy when it has none.
+    pub fn scrub(&self, text: &mut String) {
+        if self.values.iter().any(|v| text.contains(v.as_str())) {
+            *text = self.text(text);
+        }
+    }
+
     pub fn text(&self, text: &str) -> String {
         let mut out = text.to_string();
         for v in &self.values {

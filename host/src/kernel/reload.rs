@@ -6,7 +6,7 @@
 //! extension's declared reload behaviour; a reload that fails keeps the
 //! old version and says why. Every step is an event.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
@@ -41,6 +41,8 @@ pub struct Reloader {
     pending: Mutex<HashMap<String, Sha256Digest>>,
     /// What failed to load, so the same broken files are reported once.
     failed: Mutex<HashMap<String, Failed>>,
+    /// Extensions that appeared during the session, announced once each.
+    new_seen: Mutex<HashSet<String>>,
 }
 
 /// A component and manifest that failed to load together.
@@ -80,6 +82,7 @@ impl Reloader {
             in_flight: Mutex::default(),
             pending: Mutex::default(),
             failed: Mutex::default(),
+            new_seen: Mutex::default(),
         })
     }
 
@@ -116,6 +119,16 @@ impl Reloader {
             for d in &discovery.found {
                 let id = d.manifest.id.to_string();
                 let Some(current) = loaded.get(&id) else {
+                    // A running session keeps the extension set it started
+                    // with (tools, hooks and subscribers were fixed then);
+                    // say so once instead of ignoring the change.
+                    let mut seen = self.new_seen.lock().unwrap_or_else(|p| p.into_inner());
+                    if seen.insert(id.clone()) {
+                        self.bus.record(
+                            "extension.reload.refused",
+                            json!({"id": id, "reason": "it was not loaded when this session started (it is new, or it failed then); it is loaded when stud next starts"}),
+                        );
+                    }
                     continue;
                 };
                 let Ok(bytes) = d.read_bytes() else { continue };

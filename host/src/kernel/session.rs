@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::authority::Authority;
-use super::capabilities::{MissingCapability, check_session};
+use super::capabilities::{MissingCapability, check_request, check_session};
 use super::compaction::CompactionConfig;
 use super::events::Bus;
 use super::hooks::HookRunner;
@@ -18,7 +18,7 @@ use super::retry::RetryPolicy;
 use super::tools::ToolTable;
 use crate::manifest::{Kind, ReloadBehavior};
 use crate::runtime::bindings::stud::extension::provider_types::{
-    ModelCapabilities, ModelInfo, RequestParams, ThinkingLevel,
+    ModelCapabilities, ModelInfo, Request, RequestParams, ThinkingLevel,
 };
 use crate::runtime::bindings::stud::extension::types::{Message, Usage};
 use crate::runtime::{CallError, Extension};
@@ -211,6 +211,18 @@ impl Session {
             &info.capabilities,
             self.tools.len(),
         )?;
+        // What the next request will carry (the conversation's images,
+        // the thinking setting) must suit the new model as well.
+        let next = Request {
+            system: None,
+            messages: self.history.clone(),
+            tools: Vec::new(),
+            params: RequestParams {
+                model: info.id.clone(),
+                ..self.request_params()
+            },
+        };
+        check_request(self.provider_id(), &info.id, &info.capabilities, &next)?;
         let from = std::mem::replace(&mut self.model, info.id.clone());
         self.bus.record(
             "model.changed",
@@ -239,7 +251,6 @@ impl Session {
     /// One request straight to the provider, drained (benchmarks: the
     /// provider's share of a turn).
     pub async fn provider_round_trip(&self, text: &str) {
-        use crate::runtime::bindings::stud::extension::provider_types::Request;
         use crate::runtime::bindings::stud::extension::types::{ContentPart, Role};
         let request = Request {
             system: None,
@@ -337,6 +348,15 @@ impl Session {
                 Ok(())
             }
             Kind::Provider => Ok(()),
+            Kind::Hook => self.hooks.replace(ext),
+            Kind::ContextProvider => {
+                for c in &mut self.context_providers {
+                    if c.id() == ext.id() {
+                        *c = ext.clone();
+                    }
+                }
+                Ok(())
+            }
             other => Err(format!(
                 "reloading {other} extensions in a running session is not supported; restart stud to use the new version"
             )),

@@ -30,6 +30,7 @@ use crate::runtime::bindings::stud::extension::provider_types::{
 use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, Thinking, ToolCall, ToolResult, Usage,
 };
+use crate::runtime::kinds::ResponseStream;
 
 /// How long a cancelled extension call may take to notice before it is
 /// abandoned (its instance is then discarded).
@@ -82,9 +83,19 @@ fn fail(code: &str, message: impl Into<String>) -> TurnStatus {
     }
 }
 
+/// A response whose first visible events (or end) have arrived.
+struct Started {
+    stream: ResponseStream,
+    /// Everything read so far, in order.
+    events: Vec<StreamEvent>,
+    ended: bool,
+}
+
 struct Assembled {
     text: String,
-    thinking: Option<Thinking>,
+    /// Thinking blocks in order, each with its signature (the API wants
+    /// them back unchanged).
+    thinking: Vec<Thinking>,
     calls: Vec<ToolCall>,
     finish: FinishReason,
 }
@@ -143,6 +154,9 @@ impl Session {
         iterations: &mut u32,
         usage: &mut Usage,
     ) -> Result<String, TurnStatus> {
+        // A spent budget stops before the input is taken: no user message
+        // is left in the history without an answer.
+        self.check_budget(usage)?;
         self.receive_input(input).await?;
         let final_text = loop {
             if cancel.is_cancelled() {
@@ -157,17 +171,7 @@ impl Session {
                     ),
                 ));
             }
-            if let Some(budget) = self.config.max_cost_usd {
-                let spent = self.cost_usd + self.turn_cost(usage);
-                if spent >= budget {
-                    let e = BudgetExceeded { spent, budget };
-                    self.bus.record(
-                        "budget.exceeded",
-                        json!({"spent_usd": spent, "budget_usd": budget}),
-                    );
-                    return Err(fail("budget-exceeded", e.to_string()));
-                }
-            }
+            self.check_budget(usage)?;
             *iterations += 1;
             let mut request = self.compose_request(*iterations).await?;
             if self.fit_context(&request, false).await {
@@ -195,13 +199,17 @@ impl Session {
                 }
                 other => other?,
             };
-            let input_before = usage.input_tokens;
+            let prompt_before = prompt_tokens(usage);
             let assembled = self.stream_response(stream, cancel, usage).await?;
-            self.calibrate(raw, usage.input_tokens - input_before);
+            self.calibrate(raw, prompt_tokens(usage) - prompt_before);
             let mut content = Vec::new();
-            if let Some(t) = assembled.thinking.clone() {
-                content.push(ContentPart::Thinking(t));
-            }
+            content.extend(
+                assembled
+                    .thinking
+                    .iter()
+                    .cloned()
+                    .map(ContentPart::Thinking),
+            );
             if !assembled.text.is_empty() {
                 content.push(ContentPart::Text(assembled.text.clone()));
             }
@@ -233,7 +241,6 @@ impl Session {
         self.bus.publish(name, payload);
     }
 
-    /// Run a pre slot; a deny ends the turn with a clear error.
     /// Run a pre slot; a deny ends the turn with a clear error. `Some` is
     /// a payload a transform rewrote.
     async fn pre(
@@ -351,7 +358,7 @@ impl Session {
         request: Request,
         iteration: u32,
         cancel: &CancellationToken,
-    ) -> Result<crate::runtime::kinds::ResponseStream, TurnStatus> {
+    ) -> Result<Started, TurnStatus> {
         self.apply_reloads("send-request").await;
         let info = json!({"provider": self.provider.id().as_str(), "model": self.model, "iteration": iteration});
         self.pre(Stage::SendRequest, || info.clone()).await?;
@@ -370,13 +377,22 @@ impl Session {
         let provider = self.provider.clone();
         let policy = self.config.retry;
         let mut attempt = 0;
-        let stream = loop {
+        let started = loop {
             self.bus.publish("provider.request.started", info.clone());
             let sent = cancellable(cancel, &provider, provider.provider_send(&request)).await;
-            match sent {
-                Some(Ok(s)) => break s,
+            // A failure before anything reached the person (Anthropic's
+            // overloaded error right after message_start, say) is retried
+            // like a failed send.
+            let failure = match sent {
+                Some(Ok(stream)) => match self.first_visible(stream, cancel).await {
+                    Ok(started) => break started,
+                    Err(failure) => failure,
+                },
                 None => return Err(TurnStatus::Cancelled),
-                Some(Err(CallError::Guest { error, .. }))
+                Some(Err(e)) => e,
+            };
+            match failure {
+                CallError::Guest { error, .. }
                     if RetryPolicy::retryable(&error) && attempt < policy.max_retries =>
                 {
                     attempt += 1;
@@ -390,11 +406,64 @@ impl Session {
                         _ = cancel.cancelled() => return Err(TurnStatus::Cancelled),
                     }
                 }
-                Some(Err(e)) => return Err(self.provider_failed(e, "")),
+                CallError::Cancelled { .. } => return Err(TurnStatus::Cancelled),
+                e => return Err(self.provider_failed(e, "")),
             }
         };
         self.post(Stage::SendRequest, || info).await;
-        Ok(stream)
+        Ok(started)
+    }
+
+    /// Read `stream` until its first event the person would see (text,
+    /// thinking, a tool call) or its end. A failure before that comes back
+    /// as the error, to be retried; cancellation as `Cancelled`.
+    async fn first_visible(
+        &self,
+        mut stream: ResponseStream,
+        cancel: &CancellationToken,
+    ) -> Result<Started, CallError> {
+        let provider = self.provider.clone();
+        let mut events = Vec::new();
+        loop {
+            match cancellable(cancel, &provider, provider.provider_next(&mut stream)).await {
+                None => {
+                    provider.provider_close(stream).await;
+                    return Err(CallError::Cancelled {
+                        id: provider.id().clone(),
+                        func: "next",
+                    });
+                }
+                Some(Err(e)) => {
+                    provider.provider_close(stream).await;
+                    return Err(e);
+                }
+                Some(Ok(None)) => {
+                    return Ok(Started {
+                        stream,
+                        events,
+                        ended: true,
+                    });
+                }
+                Some(Ok(Some(batch))) => {
+                    let visible = batch.iter().any(|e| {
+                        matches!(
+                            e,
+                            StreamEvent::TextDelta(_)
+                                | StreamEvent::ThinkingDelta(_)
+                                | StreamEvent::ToolCallStart(_)
+                        )
+                    });
+                    events.extend(batch);
+                    if visible {
+                        return Ok(Started {
+                            stream,
+                            events,
+                            ended: false,
+                        });
+                    }
+                }
+            }
+        }
     }
 
     fn provider_failed(&self, e: CallError, partial: &str) -> TurnStatus {
@@ -413,10 +482,15 @@ impl Session {
 
     async fn stream_response(
         &mut self,
-        mut stream: crate::runtime::kinds::ResponseStream,
+        started: Started,
         cancel: &CancellationToken,
         usage: &mut Usage,
     ) -> Result<Assembled, TurnStatus> {
+        let Started {
+            mut stream,
+            events,
+            ended,
+        } = started;
         self.apply_reloads("stream-response").await;
         let info = json!({"provider": self.provider.id().as_str(), "model": self.model});
         if let Err(stop) = self.pre(Stage::StreamResponse, || info).await {
@@ -425,12 +499,17 @@ impl Session {
         }
         let started = Instant::now();
         let mut text = String::new();
-        let mut thinking: Option<Thinking> = None;
+        let mut thinking: Vec<Thinking> = Vec::new();
         let mut calls: BTreeMap<u32, (String, String, String)> = BTreeMap::new();
         let mut finish = FinishReason::Other;
         let provider = self.provider.clone();
+        let mut first = Some(events);
         loop {
-            let next = cancellable(cancel, &provider, provider.provider_next(&mut stream)).await;
+            let next = match first.take() {
+                Some(events) => Some(Ok(Some(events))),
+                None if ended => Some(Ok(None)),
+                None => cancellable(cancel, &provider, provider.provider_next(&mut stream)).await,
+            };
             let batch = match next {
                 None => {
                     provider.provider_close(stream).await;
@@ -447,28 +526,44 @@ impl Session {
                         text.push_str(&d);
                     }
                     StreamEvent::ThinkingDelta(d) => {
-                        self.bus
-                            .publish("provider.reasoning", json!({"delta": d.text}));
-                        let t = thinking.get_or_insert(Thinking {
-                            text: String::new(),
-                            signature: None,
-                        });
-                        t.text.push_str(&d.text);
-                        if d.signature.is_some() {
-                            t.signature = d.signature;
+                        if !d.text.is_empty() {
+                            self.bus
+                                .publish("provider.reasoning", json!({"delta": d.text}));
                         }
+                        add_thinking(&mut thinking, d.text, d.signature);
                     }
                     StreamEvent::ToolCallStart(s) => {
+                        self.bus.publish(
+                            "provider.tool_call.start",
+                            json!({"index": s.index, "id": s.id, "name": s.name}),
+                        );
                         calls.insert(s.index, (s.id, s.name, String::new()));
                     }
                     StreamEvent::ToolCallDelta(d) => {
+                        self.bus.publish(
+                            "provider.tool_call.delta",
+                            json!({"index": d.index, "delta": d.arguments}),
+                        );
                         if let Some(c) = calls.get_mut(&d.index) {
                             c.2.push_str(&d.arguments);
                         }
                     }
+                    // Providers may end other blocks too (Anthropic ends
+                    // every content block): only tool calls are reported.
+                    StreamEvent::ToolCallEnd(index) if calls.contains_key(&index) => {
+                        self.bus
+                            .publish("provider.tool_call.end", json!({"index": index}));
+                    }
                     StreamEvent::ToolCallEnd(_) => {}
-                    StreamEvent::Usage(u) => add_usage(usage, &u),
-                    StreamEvent::Finish(f) => finish = f,
+                    StreamEvent::Usage(u) => {
+                        self.bus.publish("provider.usage", usage_json(&u));
+                        add_usage(usage, &u);
+                    }
+                    StreamEvent::Finish(f) => {
+                        self.bus
+                            .publish("provider.finish", json!({"reason": finish_str(f)}));
+                        finish = f;
+                    }
                 }
             }
         }
@@ -644,15 +739,22 @@ impl Session {
         }
         let key = match entry.ext.tool_approval_key(&call.arguments).await {
             Ok(k) => k,
+            // The tool refused the arguments (a path outside the project):
+            // the model gets the tool's own words.
+            Err(CallError::Guest { error, .. }) => {
+                return Admit::Refuse(self.refuse(call, &error.code, &error.message));
+            }
             Err(e) => {
                 return Admit::Refuse(self.refuse(call, "approval-key-failed", &e.to_string()));
             }
         };
-        if key.contains(['\n', '\r']) {
+        // Lines are meaningful (each must be approved); other control
+        // characters could hide part of the key from the person asked.
+        if key.chars().any(|c| c.is_control() && c != '\n') {
             return Admit::Refuse(self.refuse(
                 call,
                 "approval-key-invalid",
-                "the tool derived an approval key with a line break",
+                "the tool derived an approval key with a control character",
             ));
         }
         let proposal = Proposal {
@@ -899,7 +1001,33 @@ fn clip(text: &str) -> String {
 
 impl Session {
     /// The cost of `usage` at the current model's price (0 without one).
-    fn turn_cost(&self, usage: &Usage) -> f64 {
+    /// `budget-exceeded` once the session (with this turn's `usage`) has
+    /// cost its budget.
+    fn check_budget(&self, usage: &Usage) -> Result<(), TurnStatus> {
+        let Some(budget) = self.config.max_cost_usd else {
+            return Ok(());
+        };
+        let spent = self.cost_usd + self.turn_cost(usage);
+        if spent < budget {
+            return Ok(());
+        }
+        let e = BudgetExceeded { spent, budget };
+        self.bus.record(
+            "budget.exceeded",
+            json!({"spent_usd": spent, "budget_usd": budget}),
+        );
+        Err(fail("budget-exceeded", e.to_string()))
+    }
+
+    /// Whether the session has cost its budget (`--max-cost`); no turn
+    /// can start then.
+    pub fn budget_spent(&self) -> bool {
+        self.config
+            .max_cost_usd
+            .is_some_and(|budget| self.cost_usd >= budget)
+    }
+
+    pub(super) fn turn_cost(&self, usage: &Usage) -> f64 {
         self.config
             .pricing
             .get(&self.model)
@@ -917,7 +1045,27 @@ fn zero_usage() -> Usage {
     }
 }
 
-fn add_usage(total: &mut Usage, u: &Usage) {
+/// A thinking delta: a signature closes the block it ends (Anthropic sends
+/// one per block), so text after it starts a new block; a signature with
+/// no open block is a block of its own (an opaque, redacted one).
+fn add_thinking(blocks: &mut Vec<Thinking>, text: String, signature: Option<String>) {
+    let open = blocks.last_mut().filter(|b| b.signature.is_none());
+    match open {
+        Some(block) => {
+            block.text.push_str(&text);
+            block.signature = signature;
+        }
+        None if text.is_empty() && signature.is_none() => {}
+        None => blocks.push(Thinking { text, signature }),
+    }
+}
+
+/// The size of the prompts counted in `u`, cached parts included.
+fn prompt_tokens(u: &Usage) -> u64 {
+    u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+}
+
+pub(super) fn add_usage(total: &mut Usage, u: &Usage) {
     total.input_tokens += u.input_tokens;
     total.output_tokens += u.output_tokens;
     total.cache_read_tokens += u.cache_read_tokens;
@@ -931,6 +1079,30 @@ pub fn usage_json(u: &Usage) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thinking_blocks_stay_apart_with_their_signatures() {
+        let mut blocks = Vec::new();
+        add_thinking(&mut blocks, "first ".into(), None);
+        add_thinking(&mut blocks, "block".into(), None);
+        add_thinking(&mut blocks, String::new(), Some("sig1".into()));
+        // A redacted block: only opaque data.
+        add_thinking(&mut blocks, String::new(), Some("redacted:abc".into()));
+        add_thinking(&mut blocks, "second".into(), None);
+        add_thinking(&mut blocks, String::new(), Some("sig2".into()));
+        let got: Vec<(&str, Option<&str>)> = blocks
+            .iter()
+            .map(|b| (b.text.as_str(), b.signature.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("first block", Some("sig1")),
+                ("", Some("redacted:abc")),
+                ("second", Some("sig2"))
+            ]
+        );
+    }
 
     #[test]
     fn long_output_is_cut_with_a_marker() {

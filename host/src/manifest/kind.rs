@@ -31,18 +31,18 @@ text_enum! {
 }
 
 impl Kind {
-    /// Hooks and loggers sit on every step and are stateless by design, so
-    /// they can swap mid-turn; session stores hold open files and never do.
+    /// Hooks sit on every step and are stateless by design, so they can
+    /// swap mid-turn. UIs and loggers run as bus subscribers for the whole
+    /// session and session stores hold open files: those take a new
+    /// version at the next start (as do state machines and commands,
+    /// which a running session does not swap yet).
     pub fn default_reload(self) -> ReloadBehavior {
         match self {
-            Kind::Hook | Kind::Logger => ReloadBehavior::InTurn,
-            Kind::SessionStore => ReloadBehavior::Never,
-            Kind::Provider
-            | Kind::Tool
-            | Kind::Ui
-            | Kind::ContextProvider
-            | Kind::StateMachine
-            | Kind::Command => ReloadBehavior::BetweenTurns,
+            Kind::Hook => ReloadBehavior::InTurn,
+            Kind::Provider | Kind::Tool | Kind::ContextProvider => ReloadBehavior::BetweenTurns,
+            Kind::Logger | Kind::Ui | Kind::SessionStore | Kind::StateMachine | Kind::Command => {
+                ReloadBehavior::Never
+            }
         }
     }
 

@@ -14,6 +14,9 @@ use stud_sdk::sse::SseEvents;
 const DEFAULT_BASE: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
 const SECRET: &str = "ANTHROPIC_API_KEY";
+/// Marks a thinking part that carries a `redacted_thinking` block's data in
+/// its (provider-opaque) signature.
+const REDACTED_THINKING: &str = "redacted_thinking:";
 
 #[derive(Default)]
 struct Anthropic {

@@ -26,7 +26,10 @@ fn blocks(parts: &[ContentPart]) -> Result<Vec<Value>, Error> {
             ContentPart::Image(i) => image_block(i),
             // Thinking without a signature cannot be sent back.
             ContentPart::Thinking(t) => match &t.signature {
-                Some(sig) => json!({"type": "thinking", "thinking": t.text, "signature": sig}),
+                Some(sig) => match sig.strip_prefix(crate::REDACTED_THINKING) {
+                    Some(data) => json!({"type": "redacted_thinking", "data": data}),
+                    None => json!({"type": "thinking", "thinking": t.text, "signature": sig}),
+                },
                 None => continue,
             },
             ContentPart::ToolCall(c) => {

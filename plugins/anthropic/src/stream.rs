@@ -51,6 +51,18 @@ impl MessageDecoder {
                             out.push(StreamEvent::TextDelta(t.to_string()));
                         }
                     }
+                    // Encrypted reasoning: nothing to show, but it must go
+                    // back unchanged; it travels as an opaque signature.
+                    Some("redacted_thinking") => {
+                        out.push(StreamEvent::ThinkingDelta(ThinkingDelta {
+                            text: String::new(),
+                            signature: Some(format!(
+                                "{}{}",
+                                crate::REDACTED_THINKING,
+                                block["data"].as_str().unwrap_or_default()
+                            )),
+                        }))
+                    }
                     _ => {}
                 }
             }

@@ -1,6 +1,7 @@
 //! `bash`: run a shell line in the project directory through the host's
-//! process capability. The approval key is the command itself, so
-//! allowlist patterns like `bash:git *` match it.
+//! process capability. The approval key has one line per simple command
+//! (`stud_sdk::shell`), so `bash:git *` approves `git status` but not
+//! `git status; rm -rf ~`.
 
 use stud_sdk::host::process::{Command, SpawnRequest, run};
 use stud_sdk::prelude::*;
@@ -44,7 +45,7 @@ impl Tool for Bash {
     }
 
     fn approval_key(&self, args: &Args) -> Result<String, Error> {
-        Ok(args.str("command")?.trim().to_string())
+        Ok(stud_sdk::shell::approval_key(args.str("command")?))
     }
 
     fn invoke(&mut self, _call: &CallContext, args: Args) -> Result<ToolOutput, Error> {

@@ -59,6 +59,24 @@ impl Ui for Console {
                 s("layer"),
                 clip(&s("reason"))
             )),
+            "extension.reloaded" => {
+                self.newline();
+                terminal::write(&format!(
+                    "[reload] {} {} is in use from {}\n",
+                    s("id"),
+                    s("version"),
+                    s("boundary")
+                ));
+            }
+            "extension.reload.failed" | "extension.reload.refused" => {
+                self.newline();
+                let why = [s("error"), s("reason")].concat();
+                terminal::write(&format!(
+                    "[reload] {} kept its running version: {}\n",
+                    s("id"),
+                    clip(&why)
+                ));
+            }
             "diagnostic" => {
                 self.newline();
                 terminal::write(&format!("[{}] {}\n", s("level"), s("message")));

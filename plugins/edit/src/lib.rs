@@ -29,7 +29,7 @@ impl Tool for Edit {
     }
 
     fn approval_key(&self, args: &Args) -> Result<String, Error> {
-        Ok(args.str("path")?.to_string())
+        stud_sdk::fs::approval_path(args.str("path")?)
     }
 
     fn invoke(&mut self, call: &CallContext, args: Args) -> Result<ToolOutput, Error> {

@@ -71,6 +71,14 @@ fn open_log(path: &Path) -> Result<(fs::File, bool), Error> {
     Ok((file, torn))
 }
 
+/// Make a rename or a new file in `dir` durable. Best effort: where the
+/// platform cannot sync a directory the data itself is still synced.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
 fn io(path: &Path, e: std::io::Error) -> Error {
     Error::new(
         ErrorClass::Session,
@@ -134,7 +142,11 @@ impl SessionStore for Store {
                 f.sync_all().map_err(|e| io(&tmp, e))?;
             }
         }
-        fs::rename(&tmp, &path).map_err(|e| io(&path, e))
+        fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
+        if self.fsync {
+            sync_dir(&dir);
+        }
+        Ok(())
     }
 
     fn read(&mut self, session_id: &str) -> Result<SessionData, Error> {
@@ -152,20 +164,21 @@ impl SessionStore for Store {
             }
         })?;
         let log = dir.join("log.jsonl");
-        let text = match fs::read_to_string(&log) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        // Bytes, not text: a line torn by a crash may end inside a UTF-8
+        // character, and that must cost only that line, never the session.
+        let bytes = match fs::read(&log) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(io(&log, e)),
         };
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let mut records = Vec::with_capacity(lines.len());
-        for line in lines {
+        let records = bytes
+            .split(|b| *b == b'\n')
             // A torn line (the process died while writing it, so it was
             // never confirmed) is left out.
-            if serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok() {
-                records.push(line.to_string());
-            }
-        }
+            .filter(|line| serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok())
+            .filter_map(|line| std::str::from_utf8(line).ok())
+            .map(str::to_string)
+            .collect();
         Ok(SessionData { manifest, records })
     }
 

@@ -35,7 +35,8 @@ impl GeminiDecoder {
         if let Some(u) = data.get("usageMetadata") {
             let n = |p: &str| u.get(p).and_then(Value::as_u64).unwrap_or(0);
             self.usage = Some(Usage {
-                input_tokens: n("promptTokenCount"),
+                // The contract counts uncached prompt tokens only.
+                input_tokens: n("promptTokenCount").saturating_sub(n("cachedContentTokenCount")),
                 output_tokens: n("candidatesTokenCount") + n("thoughtsTokenCount"),
                 cache_read_tokens: n("cachedContentTokenCount"),
                 cache_write_tokens: 0,

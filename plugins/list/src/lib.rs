@@ -23,7 +23,7 @@ impl Tool for List {
     }
 
     fn approval_key(&self, args: &Args) -> Result<String, Error> {
-        Ok(args.opt_str("path").unwrap_or(".").to_string())
+        stud_sdk::fs::approval_path(args.opt_str("path").unwrap_or("."))
     }
 
     fn invoke(&mut self, call: &CallContext, args: Args) -> Result<ToolOutput, Error> {

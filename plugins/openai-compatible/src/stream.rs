@@ -47,7 +47,9 @@ impl ChatDecoder {
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
             out.push(StreamEvent::Usage(Usage {
-                input_tokens: n("/prompt_tokens"),
+                // The contract counts uncached prompt tokens only.
+                input_tokens: n("/prompt_tokens")
+                    .saturating_sub(n("/prompt_tokens_details/cached_tokens")),
                 output_tokens: n("/completion_tokens"),
                 cache_read_tokens: n("/prompt_tokens_details/cached_tokens"),
                 cache_write_tokens: 0,

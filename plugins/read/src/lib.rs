@@ -1,5 +1,7 @@
 //! `read`: a file's lines, numbered, with an optional range and a size limit.
 
+use std::io::BufRead;
+
 use stud_sdk::prelude::*;
 
 /// Files larger than this are refused unless a line range is given.
@@ -29,7 +31,7 @@ impl Tool for Read {
     }
 
     fn approval_key(&self, args: &Args) -> Result<String, Error> {
-        Ok(args.str("path")?.to_string())
+        stud_sdk::fs::approval_path(args.str("path")?)
     }
 
     fn invoke(&mut self, call: &CallContext, args: Args) -> Result<ToolOutput, Error> {
@@ -54,22 +56,42 @@ impl Tool for Read {
                 meta.len()
             )));
         }
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(rel, e))?;
-        if bytes.iter().take(8000).any(|b| *b == 0) {
+        // Streamed line by line: a range of a huge file costs the range,
+        // not the file (guest memory is capped).
+        let file = std::fs::File::open(&path).map_err(|e| Error::io(rel, e))?;
+        let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
+        let head = reader.fill_buf().map_err(|e| Error::io(rel, e))?;
+        if head.iter().take(8000).any(|b| *b == 0) {
             return Err(Error::invalid_input(format!(
                 "`{rel}` looks binary; read only text files"
             )));
         }
-        let text = String::from_utf8_lossy(&bytes);
-        let total = text.lines().count() as u64;
+        let first = offset - 1;
+        let mut total = 0u64;
         let mut out = String::new();
-        for (i, line) in text
-            .lines()
-            .enumerate()
-            .skip((offset - 1) as usize)
-            .take(limit as usize)
-        {
-            out.push_str(&format!("{:>6}\t{}\n", i + 1, line));
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader
+                .read_until(b'\n', &mut line)
+                .map_err(|e| Error::io(rel, e))?;
+            if n == 0 {
+                break;
+            }
+            if total >= first && total - first < limit {
+                let text = String::from_utf8_lossy(&line);
+                let text = text.strip_suffix('\n').unwrap_or(&text);
+                let text = text.strip_suffix('\r').unwrap_or(text);
+                out.push_str(&format!("{:>6}\t{}\n", total + 1, text));
+                if out.len() as u64 > 2 * MAX_BYTES {
+                    return Err(Error::invalid_input(format!(
+                        "lines {offset}..{} of `{rel}` are over {} bytes; ask for fewer lines with limit",
+                        total + 1,
+                        2 * MAX_BYTES
+                    )));
+                }
+            }
+            total += 1;
         }
         let shown_end = (offset - 1 + limit).min(total);
         if shown_end < total {

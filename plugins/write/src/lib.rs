@@ -24,7 +24,7 @@ impl Tool for Write {
     }
 
     fn approval_key(&self, args: &Args) -> Result<String, Error> {
-        Ok(args.str("path")?.to_string())
+        stud_sdk::fs::approval_path(args.str("path")?)
     }
 
     fn invoke(&mut self, call: &CallContext, args: Args) -> Result<ToolOutput, Error> {
@@ -38,7 +38,18 @@ impl Tool for Write {
         }
         let path = stud_sdk::fs::project_path(call, rel)?;
         if let Some((parent, _)) = path.rsplit_once('/') {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io(rel, e))?;
+            std::fs::create_dir_all(parent).map_err(|e| {
+                // The sandbox will not follow a symlink out of the project,
+                // so the folder "exists" but cannot be entered.
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    Error::io(
+                        rel,
+                        std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string()),
+                    )
+                } else {
+                    Error::io(rel, e)
+                }
+            })?;
         }
         let existed = std::fs::metadata(&path).is_ok();
         std::fs::write(&path, content).map_err(|e| Error::io(rel, e))?;

@@ -4,8 +4,10 @@
 //! Where the kernel has Landlock the process writes only inside the
 //! project (see `confine`); it still runs with the user's rights otherwise,
 //! so the approval stack gates the tool call that gets here. Time spent
-//! waiting does not count against the guest's own deadline; cancelling the
-//! turn kills the process.
+//! waiting does not count against the guest's own deadline. The command
+//! leads a process group of its own, so a timeout or a cancelled turn kills
+//! everything it started, not just the shell; output still held open by a
+//! process that left the group is read for a short grace, then abandoned.
 
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
@@ -14,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
 
 use super::confine::{Applied, confine};
 use crate::runtime::bindings::stud::extension::process::{self as p, ProcessOutput, SpawnRequest};
@@ -25,6 +28,10 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 /// Bytes kept per output stream.
 pub const OUTPUT_CAP: usize = 256 * 1024;
+/// How long output is still read once the command has ended: a process it
+/// put in the background (or that escaped its group) may hold the pipes
+/// open for ever.
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
 /// The only environment variables a command sees (when set for stud).
 const ENV_ALLOWLIST: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR",
@@ -98,12 +105,18 @@ fn working_dir(project: &Path, cwd: Option<&str>) -> Result<PathBuf, ExtError> {
     Ok(real)
 }
 
-async fn read_capped(mut r: impl AsyncRead + Unpin) -> (Vec<u8>, bool) {
+/// Read until end of stream or `stop`, keeping the first [`OUTPUT_CAP`]
+/// bytes.
+async fn read_capped(mut r: impl AsyncRead + Unpin, stop: CancellationToken) -> (Vec<u8>, bool) {
     let mut kept = Vec::new();
     let mut truncated = false;
     let mut buf = [0u8; 8192];
     loop {
-        match r.read(&mut buf).await {
+        let read = tokio::select! {
+            read = r.read(&mut buf) => read,
+            _ = stop.cancelled() => break,
+        };
+        match read {
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 let room = OUTPUT_CAP.saturating_sub(kept.len());
@@ -113,6 +126,18 @@ async fn read_capped(mut r: impl AsyncRead + Unpin) -> (Vec<u8>, bool) {
         }
     }
     (kept, truncated)
+}
+
+/// Kill the command's whole process group (it leads one, see `run`).
+fn kill_group(child: &tokio::process::Child) {
+    #[cfg(unix)]
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: kill(2) with a negative pid signals that process group;
+        // the group is the child's own (it was started as its leader).
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
 }
 
 impl p::Host for HostState {
@@ -170,17 +195,23 @@ impl p::Host for HostState {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
         match confine(&mut cmd, &self.ext.processes, &project) {
-            Ok(Applied::Unsupported) => {
-                static SAID: AtomicBool = AtomicBool::new(false);
-                if !SAID.swap(true, Ordering::Relaxed) {
-                    self.ext.services.log(
-                        &self.ext.id,
-                        LogLevel::Warn,
-                        "this kernel has no Landlock: processes run with your full rights, not confined to the project (runtime.processSandbox)",
-                    );
+            // The confined child calls setsid, which makes it a group leader.
+            Ok(Applied::Confined) => {}
+            Ok(applied @ (Applied::Unsupported | Applied::Off)) => {
+                if applied == Applied::Unsupported {
+                    static SAID: AtomicBool = AtomicBool::new(false);
+                    if !SAID.swap(true, Ordering::Relaxed) {
+                        self.ext.services.log(
+                            &self.ext.id,
+                            LogLevel::Warn,
+                            "this kernel has no Landlock: processes run with your full rights, not confined to the project (runtime.processSandbox)",
+                        );
+                    }
                 }
+                // A group of its own (posix_spawn can still do this).
+                #[cfg(unix)]
+                cmd.process_group(0);
             }
-            Ok(Applied::Confined | Applied::Off) => {}
             Err(e) => {
                 return Ok(Err(ext_error(
                     ErrorClass::ToolTerminal,
@@ -212,19 +243,29 @@ impl p::Host for HostState {
                 let _ = stdin.write_all(&input).await;
             });
         }
-        let stdout = child.stdout.take().map(|o| tokio::spawn(read_capped(o)));
-        let stderr = child.stderr.take().map(|e| tokio::spawn(read_capped(e)));
+        let stop = CancellationToken::new();
+        let stdout = (child.stdout.take()).map(|o| tokio::spawn(read_capped(o, stop.clone())));
+        let stderr = (child.stderr.take()).map(|e| tokio::spawn(read_capped(e, stop.clone())));
         let cancelled = self.deadline.cancelled();
         let (exit_code, timed_out) = tokio::select! {
             status = child.wait() => (status.ok().and_then(|s| s.code()), false),
             _ = tokio::time::sleep(timeout) => {
+                kill_group(&child);
                 let _ = child.kill().await;
                 (None, true)
             }
             _ = cancelled => {
+                kill_group(&child);
                 let _ = child.kill().await;
                 (None, false)
             }
+        };
+        let give_up = {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(DRAIN_GRACE).await;
+                stop.cancel();
+            })
         };
         let collect = |h: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>| async move {
             match h {
@@ -234,6 +275,7 @@ impl p::Host for HostState {
         };
         let (stdout, stdout_truncated) = collect(stdout).await;
         let (stderr, stderr_truncated) = collect(stderr).await;
+        give_up.abort();
         self.deadline.extend(started.elapsed());
         Ok(Ok(ProcessOutput {
             exit_code,
