@@ -114,7 +114,22 @@ fn sha256_hex(path: &Path) -> String {
 #[test]
 fn install_from_a_folder_then_list_and_use_it() {
     let env = Env::new();
-    let out = env.ok(&[
+    // A cache of its own, to see that the install compiled the component.
+    let cache = tempfile::tempdir().unwrap();
+    let with_cache = |args: &[&str]| {
+        let out = env
+            .command(args)
+            .env("STUD_CACHE_DIR", cache.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = with_cache(&[
         "ext",
         "install",
         env.folder("counter").to_str().unwrap(),
@@ -123,6 +138,17 @@ fn install_from_a_folder_then_list_and_use_it() {
     assert!(
         out.contains("counter 0.1.0 installed in the global scope"),
         "{out}"
+    );
+    let check: Value = serde_json::from_str(&with_cache(&["ext", "check", "--json"])).unwrap();
+    let counter = check["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == "counter")
+        .expect("checked");
+    assert_eq!(
+        counter["code"], "cache",
+        "precompiled at install: {counter}"
     );
     let entry = env.listed("counter").expect("listed");
     assert_eq!(entry["scope"], "global");
@@ -489,4 +515,65 @@ fn a_bad_project_config_falls_back_and_cannot_switch_a_guard_off() {
         "the guard did not run: {answer}"
     );
     assert!(!answer.contains("SECRET=1"), "{answer}");
+}
+
+#[test]
+fn install_asks_first_checks_the_contract_and_installs_into_a_project() {
+    let env = Env::new();
+    // Declined at the prompt: nothing installed, nothing pinned.
+    let out = env.run(
+        &["ext", "install", env.folder("counter").to_str().unwrap()],
+        "n\n",
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Install `counter` 0.1.0 (tool)"),
+        "{stderr}"
+    );
+    assert!(env.listed("counter").is_none());
+    assert!(!env.home.path().join("extensions.lock").exists());
+
+    // Built against a contract this stud does not speak: refused before
+    // anything is asked or stored.
+    let out = env.run(
+        &[
+            "ext",
+            "install",
+            env.folder("future-contract").to_str().unwrap(),
+            "--yes",
+        ],
+        "",
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("0.9.0") && stderr.contains("0.1"),
+        "{stderr}"
+    );
+    assert!(env.listed("future-contract").is_none());
+
+    // Into the (trusted) project scope: its own lockfile and store.
+    std::fs::create_dir_all(env.project.path().join(".stud")).unwrap();
+    env.ok(&["trust", "grant"]);
+    let folder = env.folder("counter");
+    env.ok(&[
+        "ext",
+        "install",
+        folder.to_str().unwrap(),
+        "--scope",
+        "project",
+        "--yes",
+    ]);
+    let lock =
+        std::fs::read_to_string(env.project.path().join(".stud").join("extensions.lock")).unwrap();
+    assert!(lock.contains("[extensions.counter]"), "{lock}");
+    assert_eq!(env.listed("counter").unwrap()["scope"], "project");
+    let info = env.ok(&["ext", "info", "counter"]);
+    assert!(
+        info.contains("counter 0.1.0 (tool)") && info.contains("pinned in extensions.lock"),
+        "{info}"
+    );
+    assert!(info.contains("it may:"), "{info}");
+    assert_eq!(env.session().0, "global answer: v1 count=1");
 }

@@ -307,10 +307,14 @@ fn no_secret_value_reaches_session_files() {
 #[test]
 fn a_long_session_warns_then_compacts_and_the_next_request_fits() {
     let env = StudEnv::new();
-    env.settings(json!({"providers": {"scripted": {
-        "script": {"repeat": true, "turns": [{"text": "noted"}]},
-        "context-window": 4000
-    }}}));
+    env.settings(json!({
+        "systemPrompt": "PINNED-RULE-42",
+        "providers": {"scripted": {
+            "script": {"repeat": true, "turns": [{"text": "noted {{messages}} | {{system}}"}]},
+            "context-window": 4000
+        }}
+    }));
+    env.file("AGENTS.md", "Always run the linter.\n");
     let prompt = "lorem ipsum dolor sit amet ".repeat(45);
     let (mut warned_at, mut compacted) = (None, None);
     for turn in 1..=16 {
@@ -332,7 +336,7 @@ fn a_long_session_warns_then_compacts_and_the_next_request_fits() {
     let warned_at = warned_at.expect("a warning at 80 %");
     let (turn, c) = compacted.expect("a compaction at 95 %");
     assert!(
-        warned_at <= turn,
+        warned_at < turn,
         "warned at {warned_at}, compacted at {turn}"
     );
     let p = &c["payload"];
@@ -345,9 +349,21 @@ fn a_long_session_warns_then_compacts_and_the_next_request_fits() {
         "the next request fits under the warning line: {c}"
     );
     assert!(p["removed"].as_str().unwrap().contains("summarized"), "{c}");
-    // The conversation goes on from the summary.
+    // The conversation goes on from the summary, with fewer messages, and
+    // the pinned system prompt and project instructions still there.
     let out = env.ok(&["run", "-p", "--no-tools", "-c", "and now?"]);
-    assert_eq!(out.trim(), "noted");
+    let (count, system) = out
+        .trim()
+        .trim_start_matches("noted ")
+        .split_once(" | ")
+        .unwrap();
+    let count: usize = count.parse().unwrap();
+    assert!(
+        count < 2 * turn as usize,
+        "{count} messages after compaction: {out}"
+    );
+    assert!(system.contains("PINNED-RULE-42"), "{out}");
+    assert!(system.contains("Always run the linter."), "{out}");
 }
 
 #[test]

@@ -436,3 +436,59 @@ fn an_allowlist_entry_approves_only_what_it_names() {
     );
     assert_eq!(env.read("outside-src.txt"), "x");
 }
+
+#[test]
+fn ctrl_c_during_a_command_stops_it_and_what_it_started() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+    // A marker no other process has, to look for leftovers.
+    let marker = format!("{}.{}", 30 + std::process::id() % 1000, 4711);
+    let line = format!("sleep {marker}; echo never > after.txt");
+    let env = Env::new(json!([
+        {"text": "", "tool_calls": [call("bash", json!({"command": line}))]},
+        {"text": "not reached"}
+    ]));
+    let mut child = env
+        .command(&[
+            "run",
+            "-p",
+            "--yolo",
+            "--output-format",
+            "stream-json",
+            "go",
+        ])
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for l in lines.by_ref() {
+        if l.unwrap().contains("\"tool.started\"") {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    // Not a speed target: 30 s would mean the turn waited for the sleep.
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert!(
+        rest.iter().any(|l| l.contains("\"tool.cancelled\"")),
+        "{rest:?}"
+    );
+    let left = Command::new("pgrep")
+        .args(["-f", &format!("sleep {marker}")])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "the forked sleep outlived the cancel: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    assert!(!env.project.path().join("after.txt").exists());
+}

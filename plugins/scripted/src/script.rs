@@ -23,7 +23,9 @@ fn default_chunk() -> usize {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Turn {
-    /// Assistant text; `{{tool_results}}` and `{{last_user}}` are replaced.
+    /// Assistant text; `{{tool_results}}`, `{{last_user}}`, `{{system}}`
+    /// (the request's system prompt) and `{{messages}}` (how many messages
+    /// the request carried) are replaced.
     #[serde(default)]
     pub text: String,
     #[serde(default)]
@@ -179,6 +181,8 @@ pub fn render(template: &str, request: &ProviderRequest) -> String {
     template
         .replace("{{last_user}}", &last_user)
         .replace("{{tool_results}}", &results.join("\n"))
+        .replace("{{system}}", request.system.as_deref().unwrap_or_default())
+        .replace("{{messages}}", &request.messages.len().to_string())
 }
 
 fn message_text(message: &Message) -> String {
