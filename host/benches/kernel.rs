@@ -18,12 +18,21 @@ struct Dirs {
 }
 
 fn dirs(script: serde_json::Value) -> Dirs {
+    dirs_with(script, true)
+}
+
+/// `fsync`: whether the session store syncs each append (the default).
+fn dirs_with(script: serde_json::Value, fsync: bool) -> Dirs {
     let d = Dirs {
         home: tempfile::tempdir().expect("tmp"),
         project: tempfile::tempdir().expect("tmp"),
     };
     std::fs::write(d.project.path().join("script.json"), script.to_string()).expect("script");
-    let settings = json!({"providers": {"scripted": {"script-file": "script.json"}}, "securityMode": {"mode": "yolo"}});
+    let settings = json!({
+        "providers": {"scripted": {"script-file": "script.json"}},
+        "securityMode": {"mode": "yolo"},
+        "sessionStores": {"filesystem": {"fsync": fsync}}
+    });
     std::fs::write(d.home.path().join("settings.json"), settings.to_string()).expect("settings");
     d
 }
@@ -43,8 +52,15 @@ fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
     v[((v.len() as f64 - 1.0) * p) as usize]
 }
 
-async fn turn_overhead() {
-    let d = dirs(json!({"repeat": true, "chunk": 64, "turns": [{"text": "ok"}]}));
+/// A turn's cost beyond the provider's. Every turn persists its messages
+/// and the manifest: with `fsync` that is the disk's sync latency, so the
+/// kernel's own share is the run without it.
+async fn turn_overhead(fsync: bool) {
+    println!("-- session store fsync = {fsync}");
+    let d = dirs_with(
+        json!({"repeat": true, "chunk": 64, "turns": [{"text": "ok"}]}),
+        fsync,
+    );
     let mut l = start(&d, false).await;
     let hooks: usize = l.session.hook_registrations();
     let cancel = CancellationToken::new();
@@ -116,7 +132,8 @@ fn main() {
     }
     let rt = tokio::runtime::Runtime::new().expect("tokio");
     rt.block_on(async {
-        turn_overhead().await;
+        turn_overhead(false).await;
+        turn_overhead(true).await;
         throughput(false).await;
         throughput(true).await;
     });

@@ -101,6 +101,56 @@ async fn resume_10k() {
         "sessions/resume_10000_messages               median {:>8.1} ms",
         pct(times, 0.5).as_secs_f64() * 1e3
     );
+    resume_end_to_end(home.path()).await;
+}
+
+/// The same session resumed by the `stud` binary (`run -p -c`), against a
+/// fresh session in the same home: the difference is what resuming costs
+/// a person (launch, read, repair, the turn's extra history).
+async fn resume_end_to_end(home: &std::path::Path) {
+    let project = tempfile::tempdir().expect("tmp");
+    let root = project.path().canonicalize().expect("canonical");
+    let manifest_path = home.join("data/filesystem/big/manifest.json");
+    let text = std::fs::read_to_string(&manifest_path).expect("manifest");
+    let text = text.replace(
+        "\"/p\"",
+        &serde_json::to_string(&root.display().to_string()).expect("json"),
+    );
+    std::fs::write(&manifest_path, text).expect("manifest");
+    // History this long would be compacted first: give the model room.
+    let settings = json!({"providers": {"scripted": {"script": {"repeat": true, "turns": [{"text": "ok"}]}, "context-window": 100_000_000}}});
+    std::fs::write(home.join("settings.json"), settings.to_string()).expect("settings");
+    let run = |args: &[&str]| {
+        let t = Instant::now();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stud"))
+            .args(args)
+            .env("STUD_HOME", home)
+            .current_dir(&root)
+            .output()
+            .expect("run stud");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t.elapsed()
+    };
+    run(&["ext", "check"]);
+    let (mut fresh, mut resumed) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        fresh.push(run(&["run", "-p", "--no-tools", "hi"]));
+        resumed.push(run(&["run", "-p", "--no-tools", "--resume", "big", "hi"]));
+    }
+    let (f, r) = (pct(fresh, 0.5), pct(resumed, 0.5));
+    println!(
+        "sessions/stud_run_fresh                      median {:>8.1} ms",
+        f.as_secs_f64() * 1e3
+    );
+    println!(
+        "sessions/stud_run_resume_10000 (+ one turn)  median {:>8.1} ms ({:.1} ms more)",
+        r.as_secs_f64() * 1e3,
+        r.saturating_sub(f).as_secs_f64() * 1e3
+    );
 }
 
 fn main() {

@@ -2,7 +2,7 @@
 //! project (`<cwd>/.stud/settings.json`, only once trusted). Files are
 //! merged as JSON before they are read:
 //! - per-extension maps (`providers`, `tools`, `hooks`, `ui`, `loggers`,
-//!   `contextProviders`, `commands`, `secrets`) by id: a later entry
+//!   `contextProviders`, `commands`, `sessionStores`, `secrets`) by id: a later entry
 //!   replaces an earlier one whole; `{"disable": true}` drops it;
 //! - `network` grants and `securityMode.allowlist` are unions;
 //!   `ordering.hooks` lists are concatenated in scope order;
@@ -27,6 +27,7 @@ const BY_ID: &[&str] = &[
     "loggers",
     "contextProviders",
     "commands",
+    "sessionStores",
     "secrets",
 ];
 

@@ -50,6 +50,9 @@ pub struct Settings {
     pub context_providers: HashMap<String, Value>,
     #[serde(default)]
     pub commands: HashMap<String, Value>,
+    /// Config of session stores (`filesystem`: `{"fsync": false}`).
+    #[serde(default)]
+    pub session_stores: HashMap<String, Value>,
     #[serde(default)]
     pub ordering: Ordering,
     /// Hosts granted per extension id, beyond its manifest (honoured for
@@ -243,6 +246,7 @@ impl Settings {
             &self.loggers,
             &self.context_providers,
             &self.commands,
+            &self.session_stores,
         ] {
             all.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
         }

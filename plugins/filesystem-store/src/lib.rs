@@ -130,7 +130,15 @@ impl SessionStore for Store {
 
     fn write_manifest(&mut self, session_id: &str, manifest: String) -> Result<(), Error> {
         let dir = dir(session_id)?;
-        fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+        // The folder of the session whose log is open exists: skip the
+        // walk (each path call is a capability-checked lookup).
+        if self
+            .open
+            .as_ref()
+            .is_none_or(|o| o.session_id != session_id)
+        {
+            fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+        }
         let value: Value = serde_json::from_str(&manifest)?;
         let text = serde_json::to_string_pretty(&value)?;
         let tmp = dir.join("manifest.json.tmp");
