@@ -367,6 +367,53 @@ fn a_long_session_warns_then_compacts_and_the_next_request_fits() {
 }
 
 #[test]
+fn old_tool_outputs_are_shortened_first() {
+    let env = StudEnv::new();
+    env.settings(json!({
+        "compaction": {"keepRecent": 2},
+        "providers": {"scripted": {
+            "script": {"repeat": true, "turns": [
+                {"text": "", "tool_calls": [call("read", json!({"path": "big.txt"}))]},
+                {"text": "noted"}
+            ]},
+            "context-window": 4000
+        }}
+    }));
+    let big: String = (1..=120)
+        .map(|i| format!("row {i:03} of the big file\n"))
+        .collect();
+    env.file("big.txt", &big);
+    let mut compacted = None;
+    for turn in 1..=12 {
+        let mut args = vec!["run", "-p", "--yolo", "--output-format", "stream-json"];
+        if turn > 1 {
+            args.push("-c");
+        }
+        args.push("go");
+        let evs = events(&env.ok(&args));
+        let all: Vec<Value> = evs
+            .into_iter()
+            .filter(|e| e["event"] == "context.compacted")
+            .collect();
+        if !all.is_empty() {
+            compacted = Some(all);
+            break;
+        }
+    }
+    let all = compacted.expect("a compaction");
+    // Shortening old outputs was enough: no summary, nothing dropped.
+    assert_eq!(all.len(), 1, "{all:?}");
+    let c = &all[0];
+    let p = &c["payload"];
+    assert_eq!(p["tier"], 1, "{c}");
+    assert!(p["removed"].as_str().unwrap().contains("shortened"), "{c}");
+    assert!(p["tokens_after"].as_u64().unwrap() < 3200, "{c}");
+    // The session goes on.
+    let out = env.ok(&["run", "-p", "--yolo", "-c", "go"]);
+    assert_eq!(out.trim(), "noted");
+}
+
+#[test]
 fn project_instructions_reach_the_request_and_environment_values_do_not() {
     use common::http::{Reply, TestServer};
     let env_value = "tok-ENV-9f8e7d6c5b4a";
