@@ -5,9 +5,8 @@ mod common;
 
 use common::{StudEnv, call};
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -366,36 +365,20 @@ fn ctrl_c_cancels_a_turn_stuck_in_a_tool() {
         .replace("timeout-ms = 500", "timeout-ms = 600000");
     std::fs::write(dir.join("extension.toml"), manifest).unwrap();
     env.script(json!([{"text": "working", "tool_calls": [call("hostile", json!({"mode": "loop"}))]}, {"text": "never"}]), json!({}));
-    let mut child = env
-        .command(&[
+    let (mut child, mut seen, lines) = env.start_until(
+        &[
             "run",
             "-p",
             "--yolo",
             "--output-format",
             "stream-json",
             "spin",
-        ])
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let mut seen = Vec::new();
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        let started = line.contains("\"tool.started\"");
-        seen.push(line);
-        if started {
-            break;
-        }
-    }
+        ],
+        "tool.started",
+    );
     std::thread::sleep(Duration::from_millis(300));
     let t = Instant::now();
-    let killed = Command::new("kill")
-        .arg("-INT")
-        .arg(child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    common::signal(&child, "INT");
     seen.extend(lines.map(|l| l.unwrap()));
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));

@@ -4,9 +4,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Command;
 
 use common::{StudEnv, call};
 use serde_json::{Value, json};
@@ -116,36 +114,24 @@ fn sigkill_mid_turn_loses_no_persisted_message_and_leaves_no_orphan_call() {
         ]),
         json!({}),
     );
-    let mut child = env
-        .command(&[
+    let (mut child, seen, _rest) = env.start_until(
+        &[
             "run",
             "-p",
             "--yolo",
             "--output-format",
             "stream-json",
             "start",
-        ])
-        .spawn()
-        .unwrap();
-    let mut persisted = Vec::new();
-    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    for line in lines {
-        let line = line.unwrap();
-        let Ok(ev) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        if ev["event"] == "message.persisted" {
-            persisted.push(ev["payload"]["index"].as_u64().unwrap());
-        }
-        if ev["event"] == "tool.started" {
-            break;
-        }
-    }
-    let killed = Command::new("kill")
-        .args(["-KILL", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+        ],
+        "tool.started",
+    );
+    let persisted: Vec<u64> = seen
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|ev| ev["event"] == "message.persisted")
+        .map(|ev| ev["payload"]["index"].as_u64().unwrap())
+        .collect();
+    common::signal(&child, "KILL");
     let _ = child.wait();
     assert_eq!(
         persisted,

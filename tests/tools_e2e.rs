@@ -439,7 +439,6 @@ fn an_allowlist_entry_approves_only_what_it_names() {
 
 #[test]
 fn ctrl_c_during_a_command_stops_it_and_what_it_started() {
-    use std::io::{BufRead, BufReader};
     use std::process::Command;
     use std::time::{Duration, Instant};
     // A marker no other process has, to look for leftovers.
@@ -449,30 +448,20 @@ fn ctrl_c_during_a_command_stops_it_and_what_it_started() {
         {"text": "", "tool_calls": [call("bash", json!({"command": line}))]},
         {"text": "not reached"}
     ]));
-    let mut child = env
-        .command(&[
+    let (mut child, _, lines) = env.start_until(
+        &[
             "run",
             "-p",
             "--yolo",
             "--output-format",
             "stream-json",
             "go",
-        ])
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    for l in lines.by_ref() {
-        if l.unwrap().contains("\"tool.started\"") {
-            break;
-        }
-    }
+        ],
+        "tool.started",
+    );
     std::thread::sleep(Duration::from_millis(300));
     let t = Instant::now();
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    common::signal(&child, "INT");
     let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
     assert_eq!(child.wait().unwrap().code(), Some(130));
     // Not a speed target: 30 s would mean the turn waited for the sleep.

@@ -6,7 +6,7 @@ mod stud_env;
 
 // Not every test file uses every helper.
 #[allow(unused_imports)]
-pub use stud_env::{StudEnv, merge, walk};
+pub use stud_env::{StudEnv, merge, signal, walk};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

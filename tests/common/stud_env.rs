@@ -1,9 +1,9 @@
 //! A fresh `~/.stud` and project folder, and the `stud` binary run in them
 //! the way a user would: the end-to-end tests build on this.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Lines, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
@@ -85,6 +85,29 @@ impl StudEnv {
         child.wait_with_output().expect("wait for script")
     }
 
+    /// Start `stud ARGS` (stream-json output expected) and read its stdout
+    /// until a line with the event `event`: the child, the lines read
+    /// (that one included) and the rest of the output.
+    pub fn start_until(
+        &self,
+        args: &[&str],
+        event: &str,
+    ) -> (Child, Vec<String>, Lines<BufReader<ChildStdout>>) {
+        let mut child = self.command(args).spawn().expect("start stud");
+        let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let needle = format!("\"{event}\"");
+        let mut seen = Vec::new();
+        for line in lines.by_ref() {
+            let line = line.expect("read stdout");
+            let found = line.contains(&needle);
+            seen.push(line);
+            if found {
+                break;
+            }
+        }
+        (child, seen, lines)
+    }
+
     /// Run with no input; it must succeed. Its stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         self.ok_with(args, &[])
@@ -162,6 +185,17 @@ impl StudEnv {
 }
 
 /// Deep-merge `b` into `a` (objects key by key, anything else replaced).
+/// Send `signal` (`INT`, `KILL`, ...) to `child`, as a person's Ctrl-C or
+/// a crash would.
+pub fn signal(child: &Child, signal: &str) {
+    let sent = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill -{signal} failed");
+}
+
 pub fn merge(a: &mut Value, b: Value) {
     match (a, b) {
         (Value::Object(a), Value::Object(b)) => {

@@ -31,6 +31,28 @@ const BY_ID: &[&str] = &[
     "secrets",
 ];
 
+/// Keys a project's settings may not set, each the user's own decision:
+/// a repository must not loosen the confinement of the commands it will
+/// have run, nor name which file or variable is a provider's "key" (it
+/// could hand any file the user can read to a provider).
+const GLOBAL_ONLY: &[&[&str]] = &[&["runtime", "processSandbox"], &["secrets"]];
+
+/// Remove the key at `path` (object keys from the root); whether it was there.
+fn remove_at(value: &mut Value, path: &[&str]) -> bool {
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut at = value;
+    for key in parents {
+        match at.get_mut(*key) {
+            Some(next) => at = next,
+            None => return false,
+        }
+    }
+    at.as_object_mut()
+        .is_some_and(|map| map.remove(*last).is_some())
+}
+
 /// The merged settings and where each value came from.
 #[derive(Debug, Default)]
 pub struct Layered {
@@ -99,28 +121,16 @@ impl Layered {
                     })?
                     .extension_configs();
             }
-            if scope == "project"
-                && let Some(runtime) = value.get_mut("runtime").and_then(Value::as_object_mut)
-                && runtime.remove("processSandbox").is_some()
-            {
-                // A repository must not loosen the confinement of the
-                // commands it will have run.
-                out.warnings.push(format!(
-                    "{}: runtime.processSandbox is only read from the global settings (~/.stud/settings.json); the project's value is ignored",
-                    path.display()
-                ));
-            }
-            if scope == "project"
-                && let Some(map) = value.as_object_mut()
-                && map.remove("secrets").is_some()
-            {
-                // Which file or variable holds a key is the user's, not a
-                // repository's: a project could otherwise hand any file
-                // the user can read to a provider as its "key".
-                out.warnings.push(format!(
-                    "{}: secrets are only read from the global settings (~/.stud/settings.json); the project's references are ignored",
-                    path.display()
-                ));
+            if scope == "project" {
+                for key in GLOBAL_ONLY {
+                    if remove_at(&mut value, key) {
+                        out.warnings.push(format!(
+                            "{}: {} is only read from the global settings (~/.stud/settings.json); the project's value is ignored",
+                            path.display(),
+                            key.join(".")
+                        ));
+                    }
+                }
             }
             let source = format!("{scope} {}", path.display());
             merge(&mut out.merged, &value, "", &source, &mut out.provenance);

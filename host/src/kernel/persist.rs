@@ -18,7 +18,6 @@ use crate::manifest::Kind;
 use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, ToolResult, Usage,
 };
-use crate::runtime::services::{ErrorClass, ExtError, ext_error};
 use crate::runtime::{CallError, Extension};
 
 /// What `--continue` / `--resume` asked for.
@@ -114,14 +113,6 @@ fn is_not_found(e: &CallError) -> bool {
     matches!(e, CallError::Guest { error, .. } if error.code == "not-found")
 }
 
-fn not_found_error(id: &str) -> Box<ExtError> {
-    Box::new(ext_error(
-        ErrorClass::Session,
-        "not-found",
-        format!("no session `{id}` in this store (see `stud session list`)"),
-    ))
-}
-
 /// Read a session for resuming. `loaded` is this run's extension set
 /// (drift is reported against it; state slots of unchanged extensions
 /// are restored).
@@ -136,46 +127,47 @@ pub async fn read(
         store: store_id.clone(),
         source,
     };
+    // `Err(Some(e))`: the store said so; `Err(None)`: nothing for this
+    // project.
     let found = match target {
         ResumeTarget::Id(id) => match store.store_read(id).await {
-            Ok(data) => Some((id.clone(), data)),
-            Err(e) if is_not_found(&e) => None,
+            Ok(data) => Ok((id.clone(), data)),
+            Err(e) if is_not_found(&e) => Err(Some(e)),
             Err(e) => return Err(failed(e)),
         },
         ResumeTarget::Latest => match latest(store, project_root).await.map_err(failed)? {
-            Some(id) => Some((id.clone(), store.store_read(&id).await.map_err(failed)?)),
-            None => None,
+            Some(id) => Ok((id.clone(), store.store_read(&id).await.map_err(failed)?)),
+            None => Err(None),
         },
     };
-    let Some((id, data)) = found else {
-        // Kept by another store (the user switched `active.sessionStore`):
-        // say which, rather than that there is nothing.
-        for other in loaded
-            .iter()
-            .filter(|e| e.kind() == Kind::SessionStore && e.id() != store.id())
-        {
-            let id = match target {
-                ResumeTarget::Id(id) => other.store_read(id).await.ok().map(|_| id.clone()),
-                ResumeTarget::Latest => latest(other, project_root).await.ok().flatten(),
-            };
-            if let Some(id) = id {
-                return Err(ResumeError::StoreMismatch {
-                    id,
-                    wrote: other.id().to_string(),
-                    active: store_id,
-                });
+    let (id, data) = match found {
+        Ok(found) => found,
+        Err(missing) => {
+            // Kept by another store (the user switched `active.sessionStore`):
+            // say which, rather than that there is nothing.
+            for other in loaded
+                .iter()
+                .filter(|e| e.kind() == Kind::SessionStore && e.id() != store.id())
+            {
+                let id = match target {
+                    ResumeTarget::Id(id) => other.store_read(id).await.ok().map(|_| id.clone()),
+                    ResumeTarget::Latest => latest(other, project_root).await.ok().flatten(),
+                };
+                if let Some(id) = id {
+                    return Err(ResumeError::StoreMismatch {
+                        id,
+                        wrote: other.id().to_string(),
+                        active: store_id,
+                    });
+                }
             }
+            return Err(match missing {
+                Some(e) => failed(e),
+                None => ResumeError::NoneHere {
+                    project: project_root.to_string(),
+                },
+            });
         }
-        return Err(match target {
-            ResumeTarget::Id(id) => failed(CallError::Guest {
-                id: store.id().clone(),
-                func: "read",
-                error: not_found_error(id),
-            }),
-            ResumeTarget::Latest => ResumeError::NoneHere {
-                project: project_root.to_string(),
-            },
-        });
     };
     let manifest: Value =
         serde_json::from_str(&data.manifest).map_err(|e| ResumeError::BadManifest {

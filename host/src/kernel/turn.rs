@@ -83,12 +83,12 @@ fn fail(code: &str, message: impl Into<String>) -> TurnStatus {
     }
 }
 
-/// A response whose first visible events (or end) have arrived.
+/// A response whose first visible events (or end) have arrived. A stream
+/// that already ended answers `next` with its end, without a guest call.
 struct Started {
     stream: ResponseStream,
     /// Everything read so far, in order.
     events: Vec<StreamEvent>,
-    ended: bool,
 }
 
 struct Assembled {
@@ -437,13 +437,7 @@ impl Session {
                     provider.provider_close(stream).await;
                     return Err(e);
                 }
-                Some(Ok(None)) => {
-                    return Ok(Started {
-                        stream,
-                        events,
-                        ended: true,
-                    });
-                }
+                Some(Ok(None)) => return Ok(Started { stream, events }),
                 Some(Ok(Some(batch))) => {
                     let visible = batch.iter().any(|e| {
                         matches!(
@@ -455,11 +449,7 @@ impl Session {
                     });
                     events.extend(batch);
                     if visible {
-                        return Ok(Started {
-                            stream,
-                            events,
-                            ended: false,
-                        });
+                        return Ok(Started { stream, events });
                     }
                 }
             }
@@ -486,11 +476,7 @@ impl Session {
         cancel: &CancellationToken,
         usage: &mut Usage,
     ) -> Result<Assembled, TurnStatus> {
-        let Started {
-            mut stream,
-            events,
-            ended,
-        } = started;
+        let Started { mut stream, events } = started;
         self.apply_reloads("stream-response").await;
         let info = json!({"provider": self.provider.id().as_str(), "model": self.model});
         if let Err(stop) = self.pre(Stage::StreamResponse, || info).await {
@@ -507,7 +493,6 @@ impl Session {
         loop {
             let next = match first.take() {
                 Some(events) => Some(Ok(Some(events))),
-                None if ended => Some(Ok(None)),
                 None => cancellable(cancel, &provider, provider.provider_next(&mut stream)).await,
             };
             let batch = match next {
