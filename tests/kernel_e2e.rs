@@ -593,12 +593,13 @@ fn install_auto_ui(env: &StudEnv, id: &str, accept: bool, delay_ms: u64) {
 }
 
 #[test]
-fn the_first_interactor_to_answer_wins() {
+fn the_chosen_interactor_answers_and_other_uis_are_not_asked() {
     let env = StudEnv::new();
     env.install("hostile");
     env.script(json!([{"text": "", "tool_calls": [call("hostile", json!({"mode": "ok"}))]}, {"text": "{{tool_results}}"}]), json!({}));
     install_auto_ui(&env, "fast-yes", true, 0);
     install_auto_ui(&env, "slow-no", false, 20_000);
+    choose_interactor(&env, "fast-yes");
     let (events, result, took) =
         run_with_idle_stdin(&env, &["run", "--output-format", "stream-json", "go"]);
     assert_eq!(result["result"], "alive");
@@ -607,8 +608,17 @@ fn the_first_interactor_to_answer_wins() {
     assert_eq!(answered[0]["payload"]["status"], "accepted");
     assert!(
         took < Duration::from_secs(15),
-        "waited for the slow interactor: {took:?}"
+        "waited for the slow UI: {took:?}"
     );
+}
+
+fn choose_interactor(env: &StudEnv, id: &str) {
+    let mut settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.home.path().join("settings.json")).unwrap(),
+    )
+    .unwrap();
+    settings["active"]["interactor"] = json!(id);
+    env.settings(settings);
 }
 
 #[test]
@@ -620,6 +630,7 @@ fn an_unanswered_approval_times_out_as_a_denial() {
         json!({"runtime": {"interactionTimeoutMs": 300}}),
     );
     install_auto_ui(&env, "slow-no", false, 20_000);
+    choose_interactor(&env, "slow-no");
     let (events, result, took) =
         run_with_idle_stdin(&env, &["run", "--output-format", "stream-json", "go"]);
     let decided = named(&events, "approval.decided");
@@ -672,4 +683,34 @@ fn tool_progress_streams_as_events_tied_to_the_call() {
     let seq = |e: &Value| e["seq"].as_u64().unwrap();
     let done = named(&events, "tool.succeeded")[0];
     assert!(progress.iter().all(|e| seq(e) < seq(done)));
+}
+
+/// A UI extension that is not the chosen interactor answers "yes" to
+/// every question at once; it must not approve anything. The console (the
+/// default interactor) gets no answer from the idle terminal, so the
+/// approval times out as a denial and the tool never runs.
+#[test]
+fn a_ui_that_is_not_the_interactor_cannot_approve() {
+    let env = StudEnv::new();
+    env.install("hostile");
+    env.script(
+        json!([{"text": "", "tool_calls": [call("hostile", json!({"mode": "ok"}))]}, {"text": "{{tool_results}}"}]),
+        json!({"runtime": {"interactionTimeoutMs": 500}}),
+    );
+    install_auto_ui(&env, "evil-yes", true, 0);
+    let (events, result, _) =
+        run_with_idle_stdin(&env, &["run", "--output-format", "stream-json", "go"]);
+    let answered = named(&events, "interaction.answered");
+    assert_eq!(answered.len(), 1, "{answered:?}");
+    assert_ne!(answered[0]["payload"]["by"], "evil-yes");
+    assert_eq!(
+        named(&events, "approval.decided")[0]["payload"]["decision"],
+        "deny"
+    );
+    assert!(named(&events, "tool.succeeded").is_empty());
+    // The session went on: the model got the denial and answered.
+    assert!(
+        result["result"].as_str().unwrap().contains("timed out"),
+        "{result}"
+    );
 }

@@ -386,21 +386,7 @@ fn an_allowlist_entry_approves_only_what_it_names() {
         {"text": "", "tool_calls": [call("bash", json!({"command": "echo three > three.txt; touch pwned"}))]},
         {"text": "{{tool_results}}"}
     ]));
-    let run = |allow: &[&str]| {
-        let mut args = vec![
-            "run",
-            "-p",
-            "--mode",
-            "allowlist",
-            "--output-format",
-            "json",
-        ];
-        for a in allow {
-            args.extend(["--allow", a]);
-        }
-        args.push("go");
-        env.command(&args).output().unwrap()
-    };
+    let run = |allow: &[&str]| env.run_allowlist(allow);
     // Every simple command of the first line is an `echo`: approved. The
     // second chains a `touch`: a person must decide, and headless halts.
     let out = run(&["bash:echo *"]);

@@ -108,6 +108,24 @@ impl StudEnv {
         (child, seen, lines)
     }
 
+    /// A headless run in allowlist mode with these `--allow` entries and
+    /// JSON output (prompt "go"); it may halt (exit 3).
+    pub fn run_allowlist(&self, allow: &[&str]) -> Output {
+        let mut args = vec![
+            "run",
+            "-p",
+            "--mode",
+            "allowlist",
+            "--output-format",
+            "json",
+        ];
+        for a in allow {
+            args.extend(["--allow", a]);
+        }
+        args.push("go");
+        self.command(&args).output().expect("run stud")
+    }
+
     /// Run with no input; it must succeed. Its stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         self.ok_with(args, &[])

@@ -35,7 +35,12 @@ const BY_ID: &[&str] = &[
 /// a repository must not loosen the confinement of the commands it will
 /// have run, nor name which file or variable is a provider's "key" (it
 /// could hand any file the user can read to a provider).
-const GLOBAL_ONLY: &[&[&str]] = &[&["runtime", "processSandbox"], &["secrets"]];
+/// Nor choose which extension answers the approval questions.
+const GLOBAL_ONLY: &[&[&str]] = &[
+    &["runtime", "processSandbox"],
+    &["secrets"],
+    &["active", "interactor"],
+];
 
 /// Remove the key at `path` (object keys from the root); whether it was there.
 fn remove_at(value: &mut Value, path: &[&str]) -> bool {

@@ -201,6 +201,9 @@ pub struct Active {
     pub cache_hints: Option<bool>,
     /// The session store to use when several are loaded.
     pub session_store: Option<String>,
+    /// The one UI extension that answers approvals, trust and grant
+    /// requests (global settings only); other UIs only observe.
+    pub interactor: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

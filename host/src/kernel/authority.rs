@@ -37,6 +37,31 @@ impl Mode {
     }
 }
 
+impl Mode {
+    /// How much a mode lets through without asking: yolo > allowlist > ask.
+    fn looseness(self) -> u8 {
+        match self {
+            Mode::Ask => 0,
+            Mode::Allowlist => 1,
+            Mode::Yolo => 2,
+        }
+    }
+
+    /// The stricter of two modes.
+    pub fn stricter(self, other: Mode) -> Mode {
+        if other.looseness() < self.looseness() {
+            other
+        } else {
+            self
+        }
+    }
+
+    /// Whether `self` lets through more than `other`.
+    pub fn is_looser_than(self, other: Mode) -> bool {
+        self.looseness() > other.looseness()
+    }
+}
+
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -260,6 +285,16 @@ impl Authority {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stricter_mode_wins() {
+        use Mode::*;
+        assert_eq!(Yolo.stricter(Ask), Ask);
+        assert_eq!(Ask.stricter(Yolo), Ask);
+        assert_eq!(Allowlist.stricter(Yolo), Allowlist);
+        assert_eq!(Yolo.stricter(Yolo), Yolo);
+        assert!(Yolo.is_looser_than(Allowlist) && !Ask.is_looser_than(Allowlist));
+    }
 
     #[test]
     fn allow_patterns() {

@@ -1,9 +1,9 @@
-//! Hook slots: guards, then transforms, then observers.
+//! Hook slots: transforms, then guards, then observers.
 //!
-//! Guards run in order and the first deny stops the slot (a guard that
-//! fails or answers nonsense denies: fail closed). Transforms run in order,
-//! each on the previous one's output (a failing one leaves the payload as
-//! it was and is reported). Observers get a copy through their own bounded
+//! Transforms run in order, each on the previous one's output (a failing
+//! one leaves the payload as it was and is reported). Guards then judge the
+//! final payload, in order, and the first deny stops the slot (a guard that
+//! fails or answers nonsense denies: fail closed). Observers get a copy through their own bounded
 //! queue and a task per observer, so they see slots in order but never hold
 //! up the loop; a full queue drops and reports.
 
@@ -25,6 +25,24 @@ use crate::runtime::services::{ErrorClass, ExtError, ext_error};
 
 /// Observer queue bound.
 pub const OBSERVER_QUEUE: usize = 256;
+
+/// A slot's payload after its transforms.
+#[derive(Debug)]
+pub struct Transformed {
+    payload: Value,
+    changed: bool,
+}
+
+impl Transformed {
+    pub fn payload(&self) -> &Value {
+        &self.payload
+    }
+
+    /// The payload, when a transform changed it.
+    pub fn changed(&self) -> Option<Value> {
+        self.changed.then(|| self.payload.clone())
+    }
+}
 
 /// What a slot decided.
 #[derive(Debug)]
@@ -168,8 +186,12 @@ impl HookRunner {
             .sum()
     }
 
-    /// Run the slot. `payload` builds the slot's payload; it is not called
-    /// when no hook is attached, so an unhooked slot costs nothing.
+    /// Run the slot: transforms, then guards on the transformed payload,
+    /// then observers. `payload` builds the slot's payload; it is not
+    /// called when no hook is attached, so an unhooked slot costs nothing.
+    ///
+    /// Guards judge what will actually happen: a transform after a guard
+    /// could rewrite what the guard allowed.
     pub async fn run(
         &self,
         stage: Stage,
@@ -177,10 +199,69 @@ impl HookRunner {
         payload: impl FnOnce() -> Value,
     ) -> SlotOutcome {
         let slot = HookSlot { stage, phase };
-        let Some(hooks) = self.slots.get(&slot) else {
+        if !self.slots.contains_key(&slot) {
             return SlotOutcome::Continue(None);
+        }
+        let transformed = self.transform(slot, payload()).await;
+        let outcome = match self.guard(slot, transformed.payload()).await {
+            Some((by, error)) => SlotOutcome::Denied { by, error },
+            None => SlotOutcome::Continue(transformed.changed()),
         };
-        let payload = payload();
+        self.observe_slot(slot, transformed.payload());
+        outcome
+    }
+
+    /// Whether anything is attached to `slot`.
+    pub fn is_hooked(&self, slot: HookSlot) -> bool {
+        self.slots.contains_key(&slot)
+    }
+
+    /// The slot's transforms in order, each on the previous output. One
+    /// that fails or returns something that is not a JSON object leaves
+    /// the payload as it was and is reported.
+    pub async fn transform(&self, slot: HookSlot, payload: Value) -> Transformed {
+        let mut out = Transformed {
+            payload,
+            changed: false,
+        };
+        let Some(hooks) = self.slots.get(&slot) else {
+            return out;
+        };
+        for transform in &hooks.transforms {
+            let started = Instant::now();
+            let failure = match transform
+                .hook_run(wit_slot(slot), &out.payload.to_string())
+                .await
+            {
+                Ok(HookOutcome::Transform(text)) => match serde_json::from_str::<Value>(&text) {
+                    Ok(next) if next.is_object() => {
+                        out.changed |= next != out.payload;
+                        out.payload = next;
+                        None
+                    }
+                    _ => Some("its output is not a JSON object".to_string()),
+                },
+                Ok(HookOutcome::Allow | HookOutcome::Observed) => None,
+                Ok(HookOutcome::Deny(e)) => {
+                    Some(format!("a transform cannot deny (it said: {})", e.message))
+                }
+                Err(e) => Some(e.to_string()),
+            };
+            match failure {
+                None => self.bus.publish("hook.fired", fired(transform, slot, HookKind::Transform, started)),
+                Some(error) => self.bus.publish(
+                    "hook.failed",
+                    json!({"slot": slot.to_string(), "kind": "transform", "extension": transform.id().as_str(), "error": error, "payload": "unchanged"}),
+                ),
+            }
+        }
+        out
+    }
+
+    /// The slot's guards in order; the first deny stops (a guard that
+    /// fails or answers anything but allow/deny denies: fail closed).
+    pub async fn guard(&self, slot: HookSlot, payload: &Value) -> Option<(ExtensionId, ExtError)> {
+        let hooks = self.slots.get(&slot)?;
         for guard in &hooks.guards {
             let started = Instant::now();
             let verdict = match guard.hook_run(wit_slot(slot), &payload.to_string()).await {
@@ -210,46 +291,18 @@ impl HookRunner {
                         "hook.denied",
                         json!({"slot": slot.to_string(), "extension": guard.id().as_str(), "code": error.code, "reason": error.message}),
                     );
-                    self.observe(hooks, slot, &payload);
-                    return SlotOutcome::Denied {
-                        by: guard.id().clone(),
-                        error,
-                    };
+                    return Some((guard.id().clone(), error));
                 }
             }
         }
-        let mut payload = payload;
-        let mut changed = false;
-        for transform in &hooks.transforms {
-            let started = Instant::now();
-            let failure = match transform
-                .hook_run(wit_slot(slot), &payload.to_string())
-                .await
-            {
-                Ok(HookOutcome::Transform(text)) => match serde_json::from_str::<Value>(&text) {
-                    Ok(next) if next.is_object() => {
-                        changed |= next != payload;
-                        payload = next;
-                        None
-                    }
-                    _ => Some("its output is not a JSON object".to_string()),
-                },
-                Ok(HookOutcome::Allow | HookOutcome::Observed) => None,
-                Ok(HookOutcome::Deny(e)) => {
-                    Some(format!("a transform cannot deny (it said: {})", e.message))
-                }
-                Err(e) => Some(e.to_string()),
-            };
-            match failure {
-                None => self.bus.publish("hook.fired", fired(transform, slot, HookKind::Transform, started)),
-                Some(error) => self.bus.publish(
-                    "hook.failed",
-                    json!({"slot": slot.to_string(), "kind": "transform", "extension": transform.id().as_str(), "error": error, "payload": "unchanged"}),
-                ),
-            }
+        None
+    }
+
+    /// Hand the slot's final payload to its observers (never waits).
+    pub fn observe_slot(&self, slot: HookSlot, payload: &Value) {
+        if let Some(hooks) = self.slots.get(&slot) {
+            self.observe(hooks, slot, payload);
         }
-        self.observe(hooks, slot, &payload);
-        SlotOutcome::Continue(changed.then_some(payload))
     }
 
     fn observe(&self, hooks: &SlotHooks, slot: HookSlot, payload: &Value) {

@@ -1,15 +1,14 @@
-//! The interaction protocol: typed requests answered by the active
-//! interactors (UI extensions). One prompt at a time; all interactors are
-//! asked, the first answer wins and the others are dismissed; a timeout
-//! counts as a rejection. Headless runs have no interactor: a request
-//! halts the turn, unless `--yolo` answers it.
+//! The interaction protocol: typed requests answered by the one interactor
+//! the user chose (`active.interactor`, global settings; the bundled
+//! `console` by default). Other UIs only observe: an extension that merely
+//! renders must never be able to approve a call. One prompt at a time; a
+//! timeout counts as a rejection. Headless runs have no interactor: a
+//! request halts the turn, unless `--yolo` answers it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
 use serde_json::json;
 use tokio::sync::Mutex;
 
@@ -31,7 +30,7 @@ pub enum Answer {
 }
 
 pub struct Interactions {
-    interactors: Vec<Arc<Extension>>,
+    interactor: Option<Arc<Extension>>,
     headless: bool,
     yolo: bool,
     timeout: Duration,
@@ -42,14 +41,14 @@ pub struct Interactions {
 
 impl Interactions {
     pub fn new(
-        interactors: Vec<Arc<Extension>>,
+        interactor: Option<Arc<Extension>>,
         headless: bool,
         yolo: bool,
         timeout: Duration,
         bus: Bus,
     ) -> Self {
         Interactions {
-            interactors,
+            interactor,
             headless,
             yolo,
             timeout,
@@ -70,73 +69,60 @@ impl Interactions {
             "interaction.requested",
             json!({"id": correlation_id, "kind": kind_json(&kind)}),
         );
-        if self.headless || self.interactors.is_empty() {
-            if !self.yolo {
+        let interactor = match &self.interactor {
+            Some(ui) if !self.headless => ui,
+            _ => {
+                if !self.yolo {
+                    self.bus.record(
+                        "interaction.halted",
+                        json!({"id": correlation_id, "reason": "no interactor (headless)"}),
+                    );
+                    return Answer::Halt;
+                }
+                let response = auto_answer(&correlation_id, &kind);
                 self.bus.record(
-                    "interaction.halted",
-                    json!({"id": correlation_id, "reason": "no interactor (headless)"}),
+                    "interaction.answered",
+                    json!({"id": correlation_id, "by": "yolo", "status": status_str(response.status)}),
                 );
-                return Answer::Halt;
+                return Answer::Response(response);
             }
-            let response = auto_answer(&correlation_id, &kind);
-            self.bus.record(
-                "interaction.answered",
-                json!({"id": correlation_id, "by": "yolo", "status": status_str(response.status)}),
-            );
-            return Answer::Response(response);
-        }
+        };
         let request = InteractionRequest {
             correlation_id: correlation_id.clone(),
             kind,
         };
-        let mut asks: FuturesUnordered<_> = self
-            .interactors
-            .iter()
-            .map(|ui| {
-                let request = request.clone();
-                async move { (ui.id().clone(), ui.ui_on_interaction(&request).await) }
-            })
-            .collect();
-        let winner = tokio::time::timeout(self.timeout, async {
-            while let Some((id, result)) = asks.next().await {
-                match result {
-                    Ok(r) => return Some((id, r)),
-                    Err(e) => self.bus.publish(
-                        "diagnostic",
-                        json!({"level": "warn", "message": format!("interactor failed: {e}")}),
-                    ),
-                }
-            }
-            None
-        })
-        .await;
-        drop(asks);
-        let (by, response) = match winner {
-            Ok(Some((id, r))) => (
-                id.to_string(),
+        let answer =
+            tokio::time::timeout(self.timeout, interactor.ui_on_interaction(&request)).await;
+        let (by, response) = match answer {
+            Ok(Ok(r)) => (
+                interactor.id().to_string(),
                 InteractionResponse {
                     correlation_id: correlation_id.clone(),
                     ..r
                 },
             ),
-            Ok(None) => (
-                "none".into(),
-                rejected(&correlation_id, InteractionStatus::Rejected),
-            ),
-            Err(_) => (
-                "timeout".into(),
-                rejected(&correlation_id, InteractionStatus::Timeout),
-            ),
-        };
-        for ui in &self.interactors {
-            if ui.id().as_str() != by {
+            Ok(Err(e)) => {
+                self.bus.publish(
+                    "diagnostic",
+                    json!({"level": "warn", "message": format!("interactor failed: {e}")}),
+                );
+                (
+                    "none".into(),
+                    rejected(&correlation_id, InteractionStatus::Rejected),
+                )
+            }
+            Err(_) => {
                 let _ = tokio::time::timeout(
                     Duration::from_millis(200),
-                    ui.ui_dismiss(&correlation_id),
+                    interactor.ui_dismiss(&correlation_id),
                 )
                 .await;
+                (
+                    "timeout".into(),
+                    rejected(&correlation_id, InteractionStatus::Timeout),
+                )
             }
-        }
+        };
         self.bus.record(
             "interaction.answered",
             json!({"id": correlation_id, "by": by, "status": status_str(response.status)}),

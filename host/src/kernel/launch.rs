@@ -32,6 +32,9 @@ use crate::runtime::bindings::stud::extension::provider_types::ThinkingLevel;
 use crate::runtime::bindings::stud::extension::types as wit;
 use crate::runtime::{Extension, Runtime, RuntimeError, RuntimeOptions};
 
+/// The UI that answers questions unless `active.interactor` names another.
+pub const DEFAULT_INTERACTOR: &str = "console";
+
 /// What the user chose for this session (flags over settings).
 pub struct LaunchOptions {
     pub home: StudHome,
@@ -199,13 +202,22 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     for logger in &loggers {
         subscribers.push(spawn_logger(&bus, logger.clone()));
     }
-    let interactors = if opts.headless {
-        Vec::new()
-    } else {
-        uis.clone()
-    };
+    // Only the interactor the user chose answers; every other UI observes.
+    let interactor_id = settings
+        .active
+        .interactor
+        .clone()
+        .unwrap_or_else(|| DEFAULT_INTERACTOR.to_string());
+    let chosen = uis.iter().find(|u| u.id().as_str() == interactor_id);
+    if chosen.is_none() && !opts.headless {
+        warnings.push(format!(
+            "settings.json: active.interactor: `{interactor_id}` is not a loaded UI extension (loaded: {}); nobody can answer questions, so a call that needs an approval halts the turn",
+            uis.iter().map(|u| u.id().to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let interactor = chosen.filter(|_| !opts.headless).cloned();
     let interactions = Arc::new(Interactions::new(
-        interactors,
+        interactor,
         opts.headless,
         opts.yolo,
         settings
@@ -240,8 +252,12 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             Some(persist::read(store, target, &project_root, &exts).await?)
         }
     };
-    // A resumed session keeps the security mode it was started with.
-    let mode = resumed.as_ref().and_then(|r| r.mode).unwrap_or(mode);
+    // A resumed session never gets looser than it was started: the
+    // stricter of its stored mode and what this run asks for.
+    let mode = match resumed.as_ref().and_then(|r| r.mode) {
+        Some(stored) => stored.stricter(mode),
+        None => mode,
+    };
     let authority = Authority::new(mode, allowlist, bus.clone());
     let config = SessionConfig {
         provider: opts

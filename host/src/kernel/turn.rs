@@ -22,7 +22,7 @@ use super::retry::{CONTEXT_OVERFLOW, RetryPolicy};
 use super::session::Session;
 use super::tools::ToolEntry;
 use super::usage::{BudgetExceeded, cost};
-use crate::manifest::{Phase, Stage};
+use crate::manifest::{HookSlot, Phase, Stage};
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::provider_types::{
     FinishReason, Request, StreamEvent,
@@ -722,22 +722,58 @@ impl Session {
                 ),
             ));
         }
+        // `tool-call.pre` transforms run before anything is decided, so the
+        // arguments approved and guarded are exactly the ones that run.
+        let slot = HookSlot {
+            stage: Stage::ToolCall,
+            phase: Phase::Pre,
+        };
+        let hooked = self.hooks.is_hooked(slot);
+        let call = if hooked {
+            let transformed = self
+                .hooks
+                .transform(slot, json!({"call": call_json(call)}))
+                .await;
+            match transformed
+                .changed()
+                .and_then(|p| p.pointer("/call/arguments").cloned())
+            {
+                Some(rewritten) if rewritten != args => {
+                    if let Some(problems) = entry.violations(&rewritten) {
+                        return Admit::Refuse(self.refuse(
+                            call,
+                            "input-invalid",
+                            &format!(
+                                "arguments rewritten by a hook do not match the schema:\n{problems}"
+                            ),
+                        ));
+                    }
+                    ToolCall {
+                        arguments: rewritten.to_string(),
+                        ..call.clone()
+                    }
+                }
+                _ => call.clone(),
+            }
+        } else {
+            call.clone()
+        };
         let key = match entry.ext.tool_approval_key(&call.arguments).await {
             Ok(k) => k,
             // The tool refused the arguments (a path outside the project):
             // the model gets the tool's own words.
             Err(CallError::Guest { error, .. }) => {
-                return Admit::Refuse(self.refuse(call, &error.code, &error.message));
+                return Admit::Refuse(self.refuse(&call, &error.code, &error.message));
             }
             Err(e) => {
-                return Admit::Refuse(self.refuse(call, "approval-key-failed", &e.to_string()));
+                return Admit::Refuse(self.refuse(&call, "approval-key-failed", &e.to_string()));
             }
         };
         // Lines are meaningful (each must be approved); other control
         // characters could hide part of the key from the person asked.
         if key.chars().any(|c| c.is_control() && c != '\n') {
             return Admit::Refuse(self.refuse(
-                call,
+                &call,
                 "approval-key-invalid",
                 "the tool derived an approval key with a control character",
             ));
@@ -752,49 +788,27 @@ impl Session {
         match self.authority.decide(&proposal, &self.interactions).await {
             Decision::Approve => {}
             Decision::Deny(reason) => {
-                return Admit::Refuse(self.refuse(call, "approval-denied", &reason));
+                return Admit::Refuse(self.refuse(&call, "approval-denied", &reason));
             }
             Decision::Halt => return Admit::Halt(key),
         }
-        match self
-            .hooks
-            .run(
-                Stage::ToolCall,
-                Phase::Pre,
-                || json!({"call": call_json(call)}),
-            )
-            .await
-        {
-            SlotOutcome::Denied { by, error } => {
+        if !hooked {
+            return Admit::Run(entry, call);
+        }
+        let payload = json!({"call": call_json(&call)});
+        let denied = self.hooks.guard(slot, &payload).await;
+        self.hooks.observe_slot(slot, &payload);
+        match denied {
+            Some((by, error)) => {
                 self.authority
                     .audit_guard(&proposal, by.as_str(), &error.message);
                 Admit::Refuse(self.refuse(
-                    call,
+                    &call,
                     "approval-denied",
                     &format!("denied by guard `{by}`: {}", error.message),
                 ))
             }
-            SlotOutcome::Continue(rewritten) => {
-                let args = rewritten
-                    .and_then(|p| p.pointer("/call/arguments").cloned())
-                    .unwrap_or(args);
-                if let Some(problems) = entry.violations(&args) {
-                    return Admit::Refuse(self.refuse(
-                        call,
-                        "input-invalid",
-                        &format!(
-                            "arguments rewritten by a hook do not match the schema:\n{problems}"
-                        ),
-                    ));
-                }
-                Admit::Run(
-                    entry,
-                    ToolCall {
-                        arguments: args.to_string(),
-                        ..call.clone()
-                    },
-                )
-            }
+            None => Admit::Run(entry, call),
         }
     }
 
