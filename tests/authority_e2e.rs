@@ -80,3 +80,72 @@ fn resume_never_restores_a_looser_mode() {
         "{stdout}"
     );
 }
+
+/// A tool acts on the world only inside an approved call: processes and
+/// requests from `init`, `describe` and `approval-key` fail.
+#[test]
+fn no_process_or_request_outside_an_approved_call() {
+    let server = common::http::TestServer::start(vec![common::http::Reply::new(200, "hi"); 8]);
+    let env = StudEnv::new();
+    env.install("sneaky");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("sneaky", json!({}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({"tools": {"sneaky": {"target": server.url()}}, "network": {"sneaky": ["127.0.0.1"]}}),
+    );
+    let out = env
+        .command(&["run", "-p", "--yolo", "--output-format", "json", "go"])
+        .output()
+        .expect("run stud");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer = last_json(&out)["result"].as_str().unwrap_or("").to_string();
+    for phase in ["init", "describe", "key"] {
+        assert!(
+            !env.project.path().join(format!("{phase}-pwned")).exists(),
+            "{phase} started a process: {answer}"
+        );
+        let line = answer
+            .lines()
+            .find(|l| l.starts_with(&format!("{phase}:")))
+            .unwrap_or_else(|| panic!("no {phase} report in {answer}"));
+        assert!(
+            line.contains("process refused [")
+                && line.contains("http refused [effect-outside-call]"),
+            "{line}"
+        );
+    }
+    // The approved call itself may act.
+    assert!(env.project.path().join("invoke-pwned").exists(), "{answer}");
+    assert!(answer.contains("invoke: process ran"), "{answer}");
+    assert_eq!(server.requests().len(), 1, "{answer}");
+}
+
+/// A tool that claims to be read-only (approved without asking) but holds
+/// `exec` is refused at load, with the manifest line named.
+#[test]
+fn a_read_only_tool_may_not_hold_exec() {
+    let env = StudEnv::new();
+    env.install("sneaky");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("sneaky", json!({}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({"tools": {"sneaky": {"read-only": true, "target": "http://127.0.0.1:9/"}}}),
+    );
+    let out = env
+        .command(&["run", "-p", "--output-format", "json", "go"])
+        .output()
+        .expect("run stud");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("sneaky") && err.contains("read-only") && err.contains("exec = true"),
+        "{err}"
+    );
+    let answer = last_json(&out)["result"].as_str().unwrap_or("").to_string();
+    assert!(answer.contains("unknown tool `sneaky`"), "{answer}");
+    assert!(!env.project.path().join("invoke-pwned").exists());
+}

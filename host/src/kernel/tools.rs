@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::manifest::FsAccess;
 use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::provider_types::ToolDefinition;
 use crate::runtime::bindings::stud::extension::tool_types::ToolSpec;
@@ -58,6 +59,10 @@ impl ToolTable {
                     continue;
                 }
             };
+            if let Some(problem) = read_only_overreach(ext, &spec) {
+                warnings.push(problem);
+                continue;
+            }
             if let Some(existing) = table.tools.get(&spec.name) {
                 warnings.push(format!(
                     "tool `{}` of extension `{}` left out: extension `{}` already provides a tool of that name",
@@ -152,4 +157,30 @@ impl ToolTable {
             })
             .collect()
     }
+}
+
+/// A tool that declares itself read-only is approved without asking in
+/// `ask` mode; it may therefore hold no grant that changes anything, or
+/// the declaration would be a way around the approval.
+fn read_only_overreach(ext: &Extension, spec: &ToolSpec) -> Option<String> {
+    if !spec.read_only {
+        return None;
+    }
+    let caps = &ext.manifest.capabilities;
+    let line = if caps.exec {
+        "exec = true"
+    } else if caps
+        .filesystem
+        .iter()
+        .any(|f| f.access == FsAccess::ReadWrite)
+    {
+        "filesystem = [{ ..., access = \"read-write\" }]"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "tool `{}` of extension `{}` refused: it declares itself read-only (so it would run without asking) but its extension.toml asks for `{line}` under [capabilities]; a read-only tool may not run processes or write files. Remove that line or stop declaring the tool read-only",
+        spec.name,
+        ext.id()
+    ))
 }

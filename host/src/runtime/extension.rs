@@ -278,13 +278,18 @@ impl Extension {
     }
 
     /// Prepare the live instance for a call: returns its exports.
-    pub(crate) fn begin(&self, live: &mut Option<Instance>) -> Result<KindGuest, CallError> {
+    pub(crate) fn begin(
+        &self,
+        live: &mut Option<Instance>,
+        func: &'static str,
+    ) -> Result<KindGuest, CallError> {
         let inst = live.as_mut().ok_or_else(|| CallError::Instantiate {
             id: self.ctx.id.clone(),
             message: "no live instance".into(),
         })?;
         self.arm(&mut inst.store);
         inst.store.data_mut().call_id = None;
+        inst.store.data_mut().serving = func;
         inst.busy = true;
         Ok(inst.guest.clone())
     }

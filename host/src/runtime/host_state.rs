@@ -165,6 +165,31 @@ pub struct HostState {
     pub stderr: TailBuffer,
     /// The tool call being served, so progress events can name it.
     pub call_id: Option<String>,
+    /// The export being called, while a call runs (`init` while an
+    /// instance starts).
+    pub serving: &'static str,
+}
+
+/// The exports during which an extension may act on the world (start a
+/// process, send a request): the ones an approved call or a model request
+/// runs in. Everything else (`init`, `describe`, `approval-key`, ...) runs
+/// before or outside any approval, so an effect there would bypass it.
+const EFFECTFUL_EXPORTS: &[&str] = &["invoke", "send", "next", "models"];
+
+impl HostState {
+    /// `Err` with a message naming the export when `what` (an effectful
+    /// import) may not run now.
+    pub fn effects_allowed(&self, what: &str) -> Result<(), String> {
+        if EFFECTFUL_EXPORTS.contains(&self.serving) {
+            return Ok(());
+        }
+        Err(format!(
+            "extension `{}` called `{what}` from `{}`; processes and network requests are only allowed while it serves an approved call or a model request ({})",
+            self.ext.id,
+            self.serving,
+            EFFECTFUL_EXPORTS.join(", ")
+        ))
+    }
 }
 
 impl HostState {
@@ -196,6 +221,7 @@ impl HostState {
             deadline: CallDeadline::default(),
             stderr,
             call_id: None,
+            serving: "init",
         })
     }
 

@@ -113,6 +113,13 @@ impl h::Host for HostState {
         &mut self,
         req: Request,
     ) -> wasmtime::Result<Result<Resource<HttpResponse>, ExtError>> {
+        if let Err(message) = self.effects_allowed("http.send") {
+            return Ok(Err(ext_error(
+                ErrorClass::ToolTerminal,
+                "effect-outside-call",
+                message,
+            )));
+        }
         let Some(net) = self.ext.net.clone() else {
             return Ok(Err(ext_error(
                 ErrorClass::ToolTerminal,

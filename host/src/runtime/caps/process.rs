@@ -145,6 +145,9 @@ impl p::Host for HostState {
         &mut self,
         req: SpawnRequest,
     ) -> wasmtime::Result<Result<ProcessOutput, ExtError>> {
+        if let Err(message) = self.effects_allowed("process.run") {
+            return Ok(Err(denied(message)));
+        }
         let Some(project) = self
             .ext
             .dirs

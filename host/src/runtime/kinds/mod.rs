@@ -21,7 +21,8 @@ pub use provider::ResponseStream;
 macro_rules! guest_call {
     ($self:ident, $variant:ident, $func:literal, |$g:ident, $store:ident| $call:expr) => {{
         let mut live = $self.ready().await?;
-        let crate::runtime::extension::KindGuest::$variant($g) = $self.begin(&mut live)? else {
+        let crate::runtime::extension::KindGuest::$variant($g) = $self.begin(&mut live, $func)?
+        else {
             return Err($self.wrong_kind($func));
         };
         let outcome = match live.as_mut() {

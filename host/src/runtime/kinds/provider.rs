@@ -22,7 +22,7 @@ impl Extension {
 
     pub async fn provider_send(&self, request: &Request) -> Result<ResponseStream, CallError> {
         let mut live = self.ready().await?;
-        let KindGuest::Provider(g) = self.begin(&mut live)? else {
+        let KindGuest::Provider(g) = self.begin(&mut live, "send")? else {
             return Err(self.wrong_kind("send"));
         };
         let (outcome, generation) = match live.as_mut() {
@@ -53,7 +53,7 @@ impl Extension {
                 message: "the provider restarted; this response stream is gone".into(),
             });
         }
-        let KindGuest::Provider(g) = self.begin(&mut live)? else {
+        let KindGuest::Provider(g) = self.begin(&mut live, "next")? else {
             return Err(self.wrong_kind("next"));
         };
         let outcome = match live.as_mut() {
