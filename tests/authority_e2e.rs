@@ -149,3 +149,67 @@ fn a_read_only_tool_may_not_hold_exec() {
     assert!(answer.contains("unknown tool `sneaky`"), "{answer}");
     assert!(!env.project.path().join("invoke-pwned").exists());
 }
+
+/// A hostile repository links `src/cfg` to `../.stud`: `write:src/*` must
+/// not let the model write `.stud/settings.json` through the link.
+#[cfg(unix)]
+#[test]
+fn an_allowlisted_path_does_not_reach_through_a_symlink() {
+    let env = StudEnv::new();
+    std::fs::create_dir_all(env.project.path().join("src")).expect("mkdir");
+    std::fs::create_dir_all(env.project.path().join(".stud")).expect("mkdir");
+    std::os::unix::fs::symlink("../.stud", env.project.path().join("src/cfg")).expect("link");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("write", json!({"path": "src/cfg/settings.json", "content": "{\"securityMode\": {\"mode\": \"yolo\"}}"}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = env.run_allowlist(&["write:src/*"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(".stud/settings.json"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!env.project.path().join(".stud/settings.json").exists());
+    // A plain file under src/ is still approved by the entry.
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("write", json!({"path": "src/ok.txt", "content": "fine"}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = env.run_allowlist(&["write:src/*"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(env.read("src/ok.txt"), "fine");
+}
+
+/// `notes.txt -> .env`: the guard protects what the link leads to.
+#[cfg(unix)]
+#[test]
+fn a_protected_file_behind_a_symlink_stays_protected() {
+    let env = StudEnv::new();
+    env.file(".env", "API_KEY=very-secret-value\n");
+    std::os::unix::fs::symlink(".env", env.project.path().join("notes.txt")).expect("link");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("read", json!({"path": "notes.txt"}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = env
+        .command(&["run", "-p", "--yolo", "--output-format", "json", "go"])
+        .output()
+        .expect("run stud");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer = last_json(&out)["result"].as_str().unwrap_or("").to_string();
+    assert!(
+        answer.contains("denied by guard `protect-paths`") && answer.contains("leads to `.env`"),
+        "{answer}"
+    );
+    assert!(!answer.contains("very-secret-value"), "{answer}");
+}

@@ -28,17 +28,102 @@ pub fn project_path(call: &CallContext, rel: &str) -> Result<String, Error> {
 }
 
 /// The approval key of a path argument: the path relative to the project
-/// root, normalized (`src/../.git/x` is `.git/x`, `./a` is `a`, the root is
-/// `.`), so an allowlist pattern like `edit:src/*` matches what is really
-/// touched rather than how the model spelled it. Paths that leave the
-/// project are refused here already.
+/// root with `.`, `..` and symbolic links resolved (`src/../.git/x` is
+/// `.git/x`; with `src/cfg -> ../.stud`, `src/cfg/settings.json` is
+/// `.stud/settings.json`; `./a` is `a`; the root is `.`), so an allowlist
+/// pattern like `edit:src/*` matches what is really touched rather than how
+/// the model spelled it. Paths that leave the project, directly or through
+/// a link, are refused here already.
 pub fn approval_path(rel: &str) -> Result<String, Error> {
-    let parts = normalize(PROJECT_ROOT, rel)?;
+    resolved_path(rel)
+}
+
+/// `rel` relative to the project root with `.`, `..` and symbolic links
+/// inside the project resolved; what guards should match (a link
+/// `notes.txt -> .env` is `.env`). Needs the project directory grant.
+pub fn resolved_path(rel: &str) -> Result<String, Error> {
+    let inner = normalize(PROJECT_ROOT, rel).map(|_| strip_root(PROJECT_ROOT, rel))?;
+    let parts = resolve_links(std::path::Path::new(PROJECT_ROOT), inner, rel)?;
     Ok(if parts.is_empty() {
         ".".to_string()
     } else {
         parts.join("/")
     })
+}
+
+/// Most links followed while resolving one path (as Linux's `MAXSYMLINKS`).
+const MAX_LINKS: usize = 40;
+
+/// `rel` with the project root prefix (if any) removed.
+fn strip_root<'a>(root: &str, rel: &'a str) -> &'a str {
+    match rel.strip_prefix(root) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+        _ => rel,
+    }
+}
+
+/// Walk `rel` under `root` one component at a time, following symbolic
+/// links the way the file system will (a link's target replaces it,
+/// relative to its folder). Missing components are kept as written: a new
+/// file's path is what it will be. Refuses anything that leaves `root`:
+/// `..` past it, or a link to an absolute path (the sandbox refuses those
+/// too, and inside it their meaning is the host's, not the project's).
+fn resolve_links(root: &std::path::Path, rel: &str, shown: &str) -> Result<Vec<String>, Error> {
+    let leaves = |how: &str| {
+        Error::tool(
+            "forbidden",
+            format!(
+                "`{shown}` leads outside the project directory{how}; only files inside it can be used"
+            ),
+        )
+    };
+    let mut pending: std::collections::VecDeque<String> =
+        rel.split('/').map(str::to_string).collect();
+    let mut resolved: Vec<String> = Vec::new();
+    let mut links = 0;
+    while let Some(part) = pending.pop_front() {
+        match part.as_str() {
+            "" | "." => continue,
+            ".." => {
+                if resolved.pop().is_none() {
+                    return Err(leaves(if links > 0 {
+                        " (through a symbolic link)"
+                    } else {
+                        ""
+                    }));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let mut at = root.to_path_buf();
+        at.extend(resolved.iter());
+        at.push(&part);
+        let is_link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            resolved.push(part);
+            continue;
+        }
+        links += 1;
+        if links > MAX_LINKS {
+            return Err(Error::invalid_input(format!(
+                "`{shown}` goes through more than {MAX_LINKS} symbolic links"
+            )));
+        }
+        let target = std::fs::read_link(&at).map_err(|e| Error::io(shown, e))?;
+        let target = target.to_str().ok_or_else(|| {
+            Error::invalid_input(format!(
+                "`{shown}` goes through a link whose target is not UTF-8"
+            ))
+        })?;
+        if target.starts_with('/') {
+            return Err(leaves(" (through a symbolic link to an absolute path)"));
+        }
+        for (i, t) in target.split('/').enumerate() {
+            pending.insert(i, t.to_string());
+        }
+    }
+    Ok(resolved)
 }
 
 /// The components of `rel` below `root` after `.` and `..` are resolved.
@@ -132,6 +217,30 @@ mod tests {
         assert!(project_path(&ctx(), "a/../../x").is_err());
         assert!(project_path(&ctx(), "/etc/passwd").is_err());
         assert!(project_path(&ctx(), "/projectile").is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_resolve_inside_the_root_and_never_out() {
+        use std::os::unix::fs::symlink;
+        let dir = std::env::temp_dir().join(format!("stud-sdk-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::create_dir_all(dir.join(".stud")).unwrap();
+        symlink("../.stud", dir.join("src/cfg")).unwrap();
+        symlink(".env", dir.join("notes.txt")).unwrap();
+        symlink("../..", dir.join("src/up")).unwrap();
+        symlink("/etc", dir.join("abs")).unwrap();
+        symlink("loop", dir.join("loop")).unwrap();
+        let r = |rel: &str| resolve_links(&dir, rel, rel).map(|p| p.join("/"));
+        assert_eq!(r("src/cfg/settings.json").unwrap(), ".stud/settings.json");
+        assert_eq!(r("notes.txt").unwrap(), ".env");
+        assert_eq!(r("src/cfg/../x").unwrap(), "x");
+        assert_eq!(r("new/file.txt").unwrap(), "new/file.txt");
+        assert!(r("src/up/x").is_err());
+        assert!(r("abs/passwd").is_err());
+        assert!(r("loop").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

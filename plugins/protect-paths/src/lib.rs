@@ -1,6 +1,8 @@
 //! `protect-paths`: a guard at `tool-call.pre` that denies a call when any
 //! path-like argument matches a protected glob (by default `.env` files and
-//! private keys). Patterns match the whole path and its last component.
+//! private keys). Patterns match the whole path and its last component, as
+//! written and as the file system will resolve it (so a link
+//! `notes.txt -> .env` is protected like `.env`).
 
 use glob::Pattern;
 use stud_sdk::prelude::*;
@@ -51,11 +53,21 @@ impl Hook for ProtectPaths {
                 _ => continue,
             };
             for path in values {
-                if let Some(p) = self.matching(path) {
+                // A path that cannot be resolved (it leaves the project) is
+                // refused by the tool itself; match it as written.
+                let resolved = stud_sdk::fs::resolved_path(path).ok();
+                let hit = self
+                    .matching(path)
+                    .or_else(|| resolved.as_deref().and_then(|r| self.matching(r)));
+                if let Some(p) = hit {
+                    let shown = match resolved.as_deref() {
+                        Some(r) if r != path => format!("`{path}` (it leads to `{r}`)"),
+                        _ => format!("`{path}`"),
+                    };
                     return Ok(HookOutcome::Deny(Error::validation(
                         "path-protected",
                         format!(
-                            "{tool}: `{path}` matches the protected pattern `{p}`; ask the user to handle this file"
+                            "{tool}: {shown} matches the protected pattern `{p}`; ask the user to handle this file"
                         ),
                     )));
                 }
