@@ -430,6 +430,67 @@ fn a_tool_replaced_during_a_session_answers_anew_and_keeps_its_state() {
     );
 }
 
+/// A hand-placed extension is swapped for a version whose manifest asks
+/// for a new host while a headless session runs: nobody can consent, so
+/// the old version keeps serving and the refusal says what it asked for.
+#[test]
+fn a_reload_that_asks_for_more_is_refused_headless() {
+    use std::io::{BufRead, BufReader};
+    let env = Env::new();
+    let dir = common::install_fixture(env.home.path(), "counter");
+    let turns = json!({"turns": [
+        {"text": "", "tool_calls": [call("counter", json!({}))]},
+        {"text": "", "sleep_ms": 2500, "tool_calls": [call("counter", json!({}))]},
+        {"text": "done"}
+    ]});
+    env.file("script.json", &turns.to_string());
+    let grown = std::fs::read_to_string(common::fixture_dir("counter-v2").join("extension.toml"))
+        .unwrap()
+        .replace("fixture_counter_v2.wasm", "fixture_counter.wasm");
+    let mut child = env
+        .command(&["run", "-p", "--output-format", "stream-json", "go"])
+        .spawn()
+        .unwrap();
+    let mut events = Vec::new();
+    let mut outputs = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let Ok(ev) = serde_json::from_str::<Value>(&line.unwrap()) else {
+            continue;
+        };
+        if ev["event"] == "tool.succeeded" {
+            outputs.push(
+                ev["payload"]["output"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+            if outputs.len() == 1 {
+                replace(&dir.join("extension.toml"), grown.as_bytes());
+                replace(
+                    &dir.join("fixture_counter.wasm"),
+                    &std::fs::read(common::wasm("fixture_counter_v2.wasm")).unwrap(),
+                );
+            }
+        }
+        events.push(ev);
+    }
+    assert!(child.wait().unwrap().success());
+    assert_eq!(outputs, ["v1 count=1", "v1 count=2"], "{events:#?}");
+    assert!(events.iter().all(|e| e["event"] != "extension.reloaded"));
+    let refused: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "extension.reload.refused")
+        .collect();
+    assert!(
+        refused.iter().any(|e| {
+            let reason = e["payload"]["reason"].as_str().unwrap_or_default();
+            reason.contains("asks for more than it was granted")
+                && reason.contains("connect to example.com")
+        }),
+        "{refused:#?}"
+    );
+}
+
 #[test]
 fn the_trust_prompt_offers_trust_trust_once_and_decline() {
     let env = Env::new();

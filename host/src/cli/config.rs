@@ -26,7 +26,7 @@ pub fn run(cmd: ConfigCommand) -> anyhow::Result<ExitCode> {
     let home = StudHome::resolve()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let scope = recorded_scope(home.root(), &cwd);
-    let layered = Layered::load(&home.settings_file(), scope.settings_file().as_deref())?;
+    let layered = Layered::load(&home.settings_file(), scope.settings_layer().as_ref())?;
     if as_json {
         let values: Vec<_> = layered
             .provenance

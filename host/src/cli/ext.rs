@@ -16,7 +16,7 @@ use crate::extensions::install::{
 };
 use crate::extensions::lockfile::Lockfile;
 use crate::extensions::registry::project_dir;
-use crate::extensions::trust::recorded_scope;
+use crate::extensions::trust::{Decision, TrustStore, recorded_scope};
 use crate::extensions::{Discovered, Discovery, ProjectScope, Registry, Scope};
 use crate::manifest::{Capabilities, FsAccess, FsDir, Kind};
 use crate::paths::StudHome;
@@ -105,6 +105,10 @@ fn scope_root(
                 "{} is not trusted; trust the project first with `stud trust grant`",
                 root.display()
             ),
+            ProjectScope::Changed(root) => anyhow::bail!(
+                "what {} may do changed since you trusted it; review and accept it first with `stud trust grant`",
+                root.display()
+            ),
             ProjectScope::None => {
                 let root = cwd.join(".stud");
                 anyhow::bail!(
@@ -156,7 +160,20 @@ async fn install_cmd(
         report.component,
         report.path.display()
     );
+    reaccept_project(&home, &opts.root, scope)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// After the user changed a trusted project's extensions themselves
+/// (`install`/`remove --scope project`, with its own consent), the
+/// project's review now includes that change: record it as accepted, so
+/// the next run does not treat the user's own install as a surprise.
+fn reaccept_project(home: &StudHome, root: &std::path::Path, scope: Scope) -> anyhow::Result<()> {
+    if scope == Scope::Project {
+        let review = crate::extensions::trust::review(home.root(), root);
+        TrustStore::new(home.root()).record(root, Decision::Trusted, Some(review.digest()))?;
+    }
+    Ok(())
 }
 
 fn remove_cmd(
@@ -168,6 +185,7 @@ fn remove_cmd(
     let (scope, root) = scope_root(home, cwd, scope)?;
     if remove(&root, id)? {
         println!("{id} removed from the {scope} scope");
+        reaccept_project(home, &root, scope)?;
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!("error: `{id}` is not installed in the {scope} scope (see `stud ext list`)");

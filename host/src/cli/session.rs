@@ -35,12 +35,12 @@ async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
     let home = StudHome::resolve()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let scope = recorded_scope(home.root(), &cwd);
-    let layered = Layered::load(&home.settings_file(), scope.settings_file().as_deref())?;
+    let layered = Layered::load(&home.settings_file(), scope.settings_layer().as_ref())?;
     let mut discovery = Discovery::scan(&home, &scope);
     discovery
         .found
         .retain(|d| d.manifest.kind == Kind::SessionStore);
-    let (grants, _) = UserGrants::from_settings(&layered.settings);
+    let (grants, _) = UserGrants::from_layers(&layered);
     let registry = Registry {
         runtime: Runtime::new(RuntimeOptions {
             cache_dir: Some(home.compile_cache_dir()),

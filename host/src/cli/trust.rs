@@ -8,8 +8,8 @@ use anyhow::Context as _;
 use clap::Subcommand;
 
 use crate::extensions::ProjectScope;
-use crate::extensions::lockfile::Lockfile;
-use crate::extensions::trust::{Decision, TrustStore, project_stud_dir, recorded_scope};
+use crate::extensions::review::ProjectReview;
+use crate::extensions::trust::{Decision, TrustStore, project_stud_dir, recorded_scope, review};
 use crate::paths::StudHome;
 
 #[derive(Subcommand)]
@@ -50,60 +50,63 @@ pub fn run(cmd: TrustCommand) -> anyhow::Result<ExitCode> {
         }
         TrustCommand::Grant { path } => {
             let dir = stud_dir(path)?;
-            store.record(&dir, Decision::Trusted)?;
+            let review = review(home.root(), &dir);
+            println!("trusting {}; it may:", dir.display());
+            for line in summary(&dir, &review) {
+                println!("  - {line}");
+            }
+            store.record(&dir, Decision::Trusted, Some(review.digest()))?;
             println!("trusted {}", dir.display());
         }
         TrustCommand::Revoke { path } => {
             let dir = stud_dir(path)?;
-            store.record(&dir, Decision::Declined)?;
+            store.record(&dir, Decision::Declined, None)?;
             println!("no longer trusted: {}", dir.display());
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// What the project folder would add, without running any of it.
-fn summary(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
+/// What the project folder would add, without running any of it: every
+/// security-relevant item in plain words, then what else it holds.
+fn summary(dir: &Path, review: &ProjectReview) -> Vec<String> {
+    let mut out: Vec<String> = review.lines().iter().map(|l| terminal_safe(l)).collect();
     if dir.join("settings.json").is_file() {
         out.push("settings.json (overrides your settings for this project)".to_string());
     }
-    if let Ok(lock) = Lockfile::load(dir) {
-        out.extend(
-            lock.extensions
-                .iter()
-                .map(|(id, e)| format!("extension `{id}` {} ({})", e.version, e.kind)),
-        );
-    }
-    if let Ok(entries) = std::fs::read_dir(dir.join("extensions")) {
-        out.extend(
-            entries
-                .flatten()
-                .map(|e| format!("extension folder `{}`", e.file_name().to_string_lossy())),
-        );
+    if out.is_empty() {
+        out.push("nothing yet (an empty .stud folder)".to_string());
     }
     out
 }
 
 /// The project scope for a run: the recorded decision, or (interactive
 /// runs only) the user's answer now. Headless runs never prompt and
-/// `--yolo` does not answer this: an untrusted `.stud/` is skipped, with a
-/// notice from discovery.
+/// `--yolo` does not answer this: an untrusted `.stud/` is skipped, and a
+/// trusted one whose security review changed runs without those items,
+/// with a notice.
 pub fn decide(home: &StudHome, cwd: &Path, headless: bool) -> anyhow::Result<ProjectScope> {
     let scope = recorded_scope(home.root(), cwd);
-    let ProjectScope::Untrusted(dir) = &scope else {
+    let (ProjectScope::Untrusted(dir) | ProjectScope::Changed(dir)) = &scope else {
         return Ok(scope);
     };
     if headless || !std::io::stdin().is_terminal() {
         return Ok(scope);
     }
     let store = TrustStore::new(home.root());
-    let earlier = store.decision(dir)? == Some(Decision::Declined);
-    eprintln!("{} holds project configuration:", dir.display());
-    for line in summary(dir) {
+    let review = review(home.root(), dir);
+    if matches!(scope, ProjectScope::Changed(_)) {
+        eprintln!(
+            "{} is trusted, but what it may do changed since you accepted it:",
+            dir.display()
+        );
+    } else {
+        eprintln!("{} holds project configuration:", dir.display());
+    }
+    for line in summary(dir, &review) {
         eprintln!("  - {line}");
     }
-    if earlier {
+    if store.decision(dir)? == Some(Decision::Declined) {
         eprintln!("You declined this project before.");
     }
     eprint!("Read and run it? [t]rust / trust [o]nce / [d]ecline: ");
@@ -111,13 +114,27 @@ pub fn decide(home: &StudHome, cwd: &Path, headless: bool) -> anyhow::Result<Pro
     std::io::stdin().read_line(&mut line).ok();
     Ok(match line.trim().to_ascii_lowercase().as_str() {
         "t" | "trust" => {
-            store.record(dir, Decision::Trusted)?;
+            store.record(dir, Decision::Trusted, Some(review.digest()))?;
             ProjectScope::Trusted(dir.clone())
         }
         "o" | "once" => ProjectScope::Trusted(dir.clone()),
         _ => {
-            store.record(dir, Decision::Declined)?;
-            scope
+            store.record(dir, Decision::Declined, None)?;
+            ProjectScope::Untrusted(dir.clone())
         }
     })
+}
+
+/// Control characters (escape sequences could redraw the prompt) shown
+/// as visible escapes.
+fn terminal_safe(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }

@@ -4,7 +4,7 @@
 mod layers;
 mod settings;
 
-pub use layers::Layered;
+pub use layers::{Layered, ProjectLayer};
 pub use settings::{
     Budget, CompactionSettings, Price, ProcessSandbox, Retries, SandboxMode, SecretRef, Settings,
     SettingsError,

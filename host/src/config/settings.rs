@@ -120,7 +120,9 @@ pub enum SecretRef {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecurityMode {
-    pub mode: String,
+    /// Absent: `ask` (a project file may set only an allowlist).
+    #[serde(default)]
+    pub mode: Option<String>,
     #[serde(default)]
     pub allowlist: Vec<String>,
 }
@@ -290,6 +292,6 @@ mod example {
             "/../settings.example.json"
         ));
         let s = Settings::load(path).expect("settings.example.json must stay valid");
-        assert_eq!(s.security_mode.map(|m| m.mode).as_deref(), Some("ask"));
+        assert_eq!(s.security_mode.and_then(|m| m.mode).as_deref(), Some("ask"));
     }
 }

@@ -34,3 +34,16 @@ pub fn describe(caps: &Capabilities) -> Vec<String> {
     }
     out
 }
+
+/// What `new` may do that `old` could not, in the words of [`describe`].
+pub fn added(old: &Capabilities, new: &Capabilities) -> Vec<String> {
+    if new == old {
+        return Vec::new();
+    }
+    let before = describe(old);
+    let nothing = describe(&Capabilities::default());
+    describe(new)
+        .into_iter()
+        .filter(|line| !before.contains(line) && !nothing.contains(line))
+        .collect()
+}

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::lockfile::{LockEntry, LockError, Lockfile};
 use super::scope::Scope;
 use crate::bundled::{BUNDLED, BundledExtension};
+use crate::config::ProjectLayer;
 use crate::contract::HOST_CONTRACT;
 use crate::digest::Sha256Digest;
 use crate::manifest::{ExtensionId, MAX_MANIFEST_BYTES, Manifest, ManifestError, parse_manifest};
@@ -72,6 +73,10 @@ pub enum DiscoveryProblem {
     )]
     ProjectScopeSkipped { path: PathBuf },
     #[error(
+        "the extensions in {path} were not loaded: what this project may do changed since you trusted it; run `stud trust grant` (or answer the prompt in an interactive run) to review and accept it"
+    )]
+    ProjectChanged { path: PathBuf },
+    #[error(
         "extension `{id}`: integrity check failed for {path}: expected {expected}, found {actual}; the manifest changed after it was installed. Reinstall it with `stud ext install <source>` or drop it with `stud ext remove {id}`"
     )]
     ManifestIntegrity {
@@ -101,15 +106,27 @@ pub enum ProjectScope {
     None,
     /// A `.stud` folder the user has not trusted: noted, not read.
     Untrusted(PathBuf),
-    /// The trusted `.stud` folder.
+    /// The trusted `.stud` folder, its security-relevant items accepted.
     Trusted(PathBuf),
+    /// A trusted `.stud` folder whose security-relevant items changed since
+    /// the user accepted them (`extensions::review`): its other settings
+    /// are read, its grants, allowlist, key redirections and extensions
+    /// are not, until the user accepts them again.
+    Changed(PathBuf),
 }
 
 impl ProjectScope {
-    /// The project settings file, when the project is read at all.
-    pub fn settings_file(&self) -> Option<PathBuf> {
+    /// The project settings layer, when the project is read at all.
+    pub fn settings_layer(&self) -> Option<ProjectLayer> {
         match self {
-            ProjectScope::Trusted(root) => Some(root.join("settings.json")),
+            ProjectScope::Trusted(root) => Some(ProjectLayer {
+                path: root.join("settings.json"),
+                accepted: true,
+            }),
+            ProjectScope::Changed(root) => Some(ProjectLayer {
+                path: root.join("settings.json"),
+                accepted: false,
+            }),
             _ => None,
         }
     }
@@ -146,6 +163,9 @@ impl Discovery {
             ProjectScope::Untrusted(path) => d
                 .problems
                 .push(DiscoveryProblem::ProjectScopeSkipped { path: path.clone() }),
+            ProjectScope::Changed(path) => d
+                .problems
+                .push(DiscoveryProblem::ProjectChanged { path: path.clone() }),
             ProjectScope::Trusted(root) => {
                 for (id, mut x) in scan_scope(root, Scope::Project, &mut d.problems) {
                     x.overrides = by_id.get(&id).map(|lower| lower.scope);
@@ -220,6 +240,14 @@ pub fn from_folder(dir: &Path, scope: Scope) -> Result<Discovered, DiscoveryProb
         overrides: None,
         lock: None,
     })
+}
+
+/// The extensions a project's `.stud` folder brings (pinned and
+/// hand-placed), without loading any: what its trust review lists.
+pub fn project_extensions(stud_dir: &Path) -> (Vec<Discovered>, Vec<DiscoveryProblem>) {
+    let mut problems = Vec::new();
+    let found = scan_scope(stud_dir, Scope::Project, &mut problems);
+    (found.into_values().collect(), problems)
 }
 
 /// One scope's extensions: those in its lockfile (pinned to their

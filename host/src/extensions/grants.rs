@@ -8,34 +8,37 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::config::{SandboxMode, SecretRef, Settings};
+use super::scope::Scope;
+use crate::config::{Layered, SandboxMode, SecretRef, Settings};
 use crate::manifest::{HostPattern, Kind, Manifest};
 use crate::runtime::caps::confine::ProcessConfinement;
 
 #[derive(Debug, Default, Clone)]
 pub struct UserGrants {
+    /// From the global settings: for bundled and global extensions only.
     network: HashMap<String, Vec<HostPattern>>,
+    /// From an accepted project's settings: for any extension of that id.
+    project_network: HashMap<String, Vec<HostPattern>>,
     secrets: HashMap<String, HashMap<String, SecretRef>>,
     /// Where processes started by tools may write.
     pub processes: ProcessConfinement,
 }
 
 impl UserGrants {
-    /// The grants in `settings`, and a warning for each entry that is not a
-    /// host pattern (it is left out).
+    /// The grants of the layered settings (network grants kept apart by
+    /// scope), and a warning for each entry that is not a host pattern
+    /// (it is left out).
+    pub fn from_layers(layered: &Layered) -> (Self, Vec<String>) {
+        let (mut grants, mut warnings) = UserGrants::from_settings(&layered.settings);
+        grants.network = host_patterns(&layered.global_network, &mut warnings);
+        grants.project_network = host_patterns(&layered.project_network, &mut warnings);
+        (grants, warnings)
+    }
+
+    /// The grants in one settings document, all of it the user's own.
     pub fn from_settings(settings: &Settings) -> (Self, Vec<String>) {
         let mut warnings = Vec::new();
-        let mut network: HashMap<String, Vec<HostPattern>> = HashMap::new();
-        for (id, hosts) in &settings.network {
-            for (i, text) in hosts.iter().enumerate() {
-                match text.parse::<HostPattern>() {
-                    Ok(p) => network.entry(id.clone()).or_default().push(p),
-                    Err(e) => warnings.push(format!(
-                        "settings.json: network.{id}[{i}]: {e}; the entry is ignored"
-                    )),
-                }
-            }
-        }
+        let network = host_patterns(&settings.network, &mut warnings);
         let sandbox = &settings.runtime.process_sandbox;
         let processes = match sandbox.mode {
             SandboxMode::Off => ProcessConfinement::Off,
@@ -58,6 +61,7 @@ impl UserGrants {
         (
             UserGrants {
                 network,
+                project_network: HashMap::new(),
                 secrets: settings.secrets.clone(),
                 processes,
             },
@@ -65,14 +69,23 @@ impl UserGrants {
         )
     }
 
-    /// Hosts the user granted `manifest`'s extension: its `network` list,
-    /// plus for a provider the host (and port) of its config's `baseUrl`.
-    pub fn network_for(&self, manifest: &Manifest, config: Option<&Value>) -> Vec<HostPattern> {
-        let mut out = self
-            .network
-            .get(manifest.id.as_str())
-            .cloned()
-            .unwrap_or_default();
+    /// Hosts the user granted `manifest`'s extension (from `scope`): its
+    /// `network` list (the global settings' only for bundled and global
+    /// extensions: a project extension named `anthropic` gets none of the
+    /// global `anthropic`'s hosts), plus for a provider the host (and port)
+    /// of its config's `baseUrl`.
+    pub fn network_for(
+        &self,
+        manifest: &Manifest,
+        scope: Scope,
+        config: Option<&Value>,
+    ) -> Vec<HostPattern> {
+        let id = manifest.id.as_str();
+        let mut out = Vec::new();
+        if scope != Scope::Project {
+            out.extend(self.network.get(id).into_iter().flatten().cloned());
+        }
+        out.extend(self.project_network.get(id).into_iter().flatten().cloned());
         if manifest.kind == Kind::Provider
             && let Some(p) = config
                 .and_then(|c| c.get("baseUrl"))
@@ -87,8 +100,30 @@ impl UserGrants {
     /// Each declared secret that has a value: from the reference in
     /// settings, else from the environment variable of the same name.
     /// `Err` explains a reference that does not resolve.
-    pub fn secrets_for(&self, manifest: &Manifest) -> HashMap<String, Result<String, String>> {
+    /// Project extensions get none: a secret is the user's, given to the
+    /// extensions the user installed, never to one a repository brings
+    /// under the same id.
+    pub fn secrets_for(
+        &self,
+        manifest: &Manifest,
+        scope: Scope,
+    ) -> HashMap<String, Result<String, String>> {
         let id = manifest.id.as_str();
+        if scope == Scope::Project {
+            return manifest
+                .capabilities
+                .secrets
+                .iter()
+                .map(|name| {
+                    (
+                        name.clone(),
+                        Err(format!(
+                            "extension `{id}` comes from the project's .stud folder, and project extensions get no secrets; install it yourself (`stud ext install <source>`) to give it {name}"
+                        )),
+                    )
+                })
+                .collect();
+        }
         let refs = self.secrets.get(id);
         let mut out = HashMap::new();
         for name in &manifest.capabilities.secrets {
@@ -116,12 +151,34 @@ impl UserGrants {
     }
 
     /// Every secret value these grants resolve for `manifests` (what the
-    /// bus must redact).
+    /// bus must redact), as if each were the user's own.
     pub fn all_values<'a>(&self, manifests: impl Iterator<Item = &'a Manifest>) -> Vec<String> {
         manifests
-            .flat_map(|m| self.secrets_for(m).into_values().filter_map(Result::ok))
+            .flat_map(|m| {
+                self.secrets_for(m, Scope::Global)
+                    .into_values()
+                    .filter_map(Result::ok)
+            })
             .collect()
     }
+}
+
+fn host_patterns(
+    grants: &HashMap<String, Vec<String>>,
+    warnings: &mut Vec<String>,
+) -> HashMap<String, Vec<HostPattern>> {
+    let mut network: HashMap<String, Vec<HostPattern>> = HashMap::new();
+    for (id, hosts) in grants {
+        for (i, text) in hosts.iter().enumerate() {
+            match text.parse::<HostPattern>() {
+                Ok(p) => network.entry(id.clone()).or_default().push(p),
+                Err(e) => warnings.push(format!(
+                    "settings.json: network.{id}[{i}]: {e}; the entry is ignored"
+                )),
+            }
+        }
+    }
+    network
 }
 
 fn env_value(var: &str) -> Option<String> {

@@ -8,6 +8,7 @@ pub mod grants;
 pub mod install;
 pub mod lockfile;
 pub mod registry;
+pub mod review;
 pub mod scope;
 pub mod trust;
 pub mod watch;

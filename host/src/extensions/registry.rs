@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::discovery::{Discovered, Discovery};
 use super::grants::UserGrants;
+use super::scope::Scope;
 use crate::manifest::{ExtensionId, FsDir};
 use crate::paths::StudHome;
 use crate::runtime::host_state::{DATA_GUEST_DIR, DirGrant, PROJECT_GUEST_DIR};
@@ -112,12 +113,36 @@ impl Registry {
             expected_digest: d.expected_digest.clone(),
             config: config.clone(),
             dirs: self.dir_grants(d),
-            network: self.grants.network_for(&d.manifest, config.as_ref()),
-            secrets: self.grants.secrets_for(&d.manifest),
+            network: self
+                .grants
+                .network_for(&d.manifest, d.scope, config.as_ref()),
+            secrets: self.grants.secrets_for(&d.manifest, d.scope),
             processes: self.grants.processes.clone(),
             state: None,
             services: self.services.clone(),
         })
+    }
+
+    /// An extension's private folder, bound to where it came from: a
+    /// project extension named like a global one never sees the global
+    /// one's data (sessions, logs), and projects never share theirs.
+    fn data_dir(&self, d: &Discovered) -> PathBuf {
+        match d.scope {
+            Scope::Project => {
+                let key = crate::digest::Sha256Digest::of(
+                    self.project_dir.as_os_str().as_encoded_bytes(),
+                )
+                .to_string();
+                let hex = key.trim_start_matches("sha256:");
+                self.home
+                    .root()
+                    .join("data")
+                    .join("project")
+                    .join(&hex[..16.min(hex.len())])
+                    .join(d.manifest.id.as_str())
+            }
+            Scope::Bundled | Scope::Global => self.home.data_dir(&d.manifest.id),
+        }
     }
 
     fn dir_grants(&self, d: &Discovered) -> Vec<DirGrant> {
@@ -129,7 +154,7 @@ impl Registry {
                 let (host, guest) = match req.dir {
                     FsDir::Project => (self.project_dir.clone(), PROJECT_GUEST_DIR),
                     FsDir::Data => {
-                        let dir = self.home.data_dir(&d.manifest.id);
+                        let dir = self.data_dir(d);
                         std::fs::create_dir_all(&dir).ok()?;
                         (dir, DATA_GUEST_DIR)
                     }

@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::discovery::{Discovery, ProjectScope};
+use super::review::ProjectReview;
+use crate::paths::StudHome;
+
 const TRUST_FILE: &str = "trust.json";
 const SCHEMA_VERSION: u32 = 1;
 
@@ -39,6 +43,10 @@ pub struct TrustEntry {
     /// Unix seconds.
     pub granted_at: u64,
     pub schema_version: u32,
+    /// The digest of the project's security review the user accepted with
+    /// this decision (`extensions::review`); none for older entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -82,18 +90,28 @@ impl TrustStore {
 
     /// The newest decision for a project's `.stud` folder.
     pub fn decision(&self, stud_dir: &Path) -> Result<Option<Decision>, TrustError> {
+        Ok(self.latest(stud_dir)?.map(|e| e.decision))
+    }
+
+    /// The newest entry for a project's `.stud` folder.
+    pub fn latest(&self, stud_dir: &Path) -> Result<Option<TrustEntry>, TrustError> {
         let key = stud_dir.display().to_string();
         Ok(self
             .read()?
             .entries
-            .iter()
+            .into_iter()
             .rev()
-            .find(|e| e.canonical_path == key)
-            .map(|e| e.decision))
+            .find(|e| e.canonical_path == key))
     }
 
-    /// Append a decision (atomic rewrite of the file).
-    pub fn record(&self, stud_dir: &Path, decision: Decision) -> Result<(), TrustError> {
+    /// Append a decision (atomic rewrite of the file); `accepted` is the
+    /// digest of the security review the user saw and accepted.
+    pub fn record(
+        &self,
+        stud_dir: &Path,
+        decision: Decision,
+        accepted: Option<String>,
+    ) -> Result<(), TrustError> {
         let mut file = self.read()?;
         file.entries.push(TrustEntry {
             canonical_path: stud_dir.display().to_string(),
@@ -103,6 +121,7 @@ impl TrustStore {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
             schema_version: SCHEMA_VERSION,
+            accepted,
         });
         let write = |source| TrustError::Write {
             path: self.path.clone(),
@@ -128,15 +147,30 @@ impl TrustStore {
     }
 }
 
+/// The security review of a project's `.stud` folder against the user's
+/// settings and the bundled and global extensions.
+pub fn review(global_root: &Path, stud_dir: &Path) -> ProjectReview {
+    let home = StudHome::at(global_root);
+    let lower = Discovery::scan(&home, &ProjectScope::None).found;
+    ProjectReview::of(stud_dir, &home.settings_file(), &lower)
+}
+
 /// The project scope by the recorded decisions alone (no prompt): trusted
-/// only when the newest decision for this folder says so.
-pub fn recorded_scope(global_root: &Path, cwd: &Path) -> super::discovery::ProjectScope {
-    use super::discovery::ProjectScope;
+/// when the newest decision for this folder says so, and `Changed` when
+/// what it may do is not what the user accepted then.
+pub fn recorded_scope(global_root: &Path, cwd: &Path) -> ProjectScope {
     let Some(dir) = project_stud_dir(cwd) else {
         return ProjectScope::None;
     };
-    match TrustStore::new(global_root).decision(&dir) {
-        Ok(Some(Decision::Trusted)) => ProjectScope::Trusted(dir),
+    match TrustStore::new(global_root).latest(&dir) {
+        Ok(Some(e)) if e.decision == Decision::Trusted => {
+            let review = review(global_root, &dir);
+            if !review.needs_acceptance() || e.accepted.as_deref() == Some(&review.digest()) {
+                ProjectScope::Trusted(dir)
+            } else {
+                ProjectScope::Changed(dir)
+            }
+        }
         _ => ProjectScope::Untrusted(dir),
     }
 }
@@ -154,9 +188,9 @@ mod tests {
         let dir = project_stud_dir(project.path()).unwrap();
         let store = TrustStore::new(home.path());
         assert_eq!(store.decision(&dir).unwrap(), None);
-        store.record(&dir, Decision::Trusted).unwrap();
+        store.record(&dir, Decision::Trusted, None).unwrap();
         assert_eq!(store.decision(&dir).unwrap(), Some(Decision::Trusted));
-        store.record(&dir, Decision::Declined).unwrap();
+        store.record(&dir, Decision::Declined, None).unwrap();
         assert_eq!(store.decision(&dir).unwrap(), Some(Decision::Declined));
         assert_eq!(store.list().unwrap().len(), 1);
     }

@@ -123,17 +123,21 @@ pub struct Launched {
 }
 
 pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
-    let layered = Layered::load(
+    let mut layered = Layered::load(
         &opts.home.settings_file(),
-        opts.project.settings_file().as_deref(),
+        opts.project.settings_layer().as_ref(),
     )?;
-    let settings = layered.settings;
+    let (grants, grant_warnings) = UserGrants::from_layers(&layered);
+    let settings = std::mem::take(&mut layered.settings);
     let mode = if opts.yolo {
         Mode::Yolo
     } else {
         match (opts.mode, &settings.security_mode) {
             (Some(m), _) => m,
-            (None, Some(s)) => s.mode.parse().map_err(LaunchError::Mode)?,
+            (None, Some(s)) => match &s.mode {
+                Some(m) => m.parse().map_err(LaunchError::Mode)?,
+                None => Mode::Ask,
+            },
             (None, None) => Mode::Ask,
         }
     };
@@ -158,7 +162,6 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let discovery = Discovery::scan(&opts.home, &opts.project);
     let mut warnings: Vec<String> = layered.warnings;
     warnings.extend(discovery.problems.iter().map(|p| p.to_string()));
-    let (grants, grant_warnings) = UserGrants::from_settings(&settings);
     warnings.extend(grant_warnings);
     bus.set_redactor(Redactor::new(
         grants.all_values(discovery.found.iter().map(|d| &d.manifest)),
@@ -311,6 +314,11 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         opts.project.clone(),
         bus.clone(),
         &exts,
+        discovery
+            .found
+            .iter()
+            .map(|d| (d.manifest.id.to_string(), d.scope))
+            .collect(),
     );
     let watch = if opts.watch {
         let r = reloader.clone();

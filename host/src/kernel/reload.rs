@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 
 use super::events::Bus;
 use crate::digest::Sha256Digest;
-use crate::extensions::{Discovery, ProjectScope, Registry};
+use crate::extensions::{Discovery, ProjectScope, Registry, Scope};
 use crate::manifest::{Manifest, ReloadBehavior};
 use crate::paths::StudHome;
 use crate::runtime::{Extension, LoadError};
@@ -43,6 +43,10 @@ pub struct Reloader {
     failed: Mutex<HashMap<String, Failed>>,
     /// Extensions that appeared during the session, announced once each.
     new_seen: Mutex<HashSet<String>>,
+    /// The scope each loaded id came from: its grants, secrets and data
+    /// are bound to it, so a version from another scope is a different
+    /// extension, not a reload.
+    scopes: HashMap<String, Scope>,
 }
 
 /// A component and manifest that failed to load together.
@@ -66,6 +70,7 @@ impl Reloader {
         project: ProjectScope,
         bus: Bus,
         loaded: &[Arc<Extension>],
+        scopes: HashMap<String, Scope>,
     ) -> Arc<Self> {
         Arc::new(Reloader {
             registry,
@@ -83,6 +88,7 @@ impl Reloader {
             pending: Mutex::default(),
             failed: Mutex::default(),
             new_seen: Mutex::default(),
+            scopes,
         })
     }
 
@@ -131,6 +137,16 @@ impl Reloader {
                     }
                     continue;
                 };
+                if self.scopes.get(&id).is_some_and(|s| *s != d.scope) {
+                    let mut seen = self.new_seen.lock().unwrap_or_else(|p| p.into_inner());
+                    if seen.insert(format!("{id}@{}", d.scope)) {
+                        self.bus.record(
+                            "extension.reload.refused",
+                            json!({"id": id, "reason": format!("the `{id}` now found comes from the {} scope, not the one this session loaded; it is another extension with its own grants, loaded when stud next starts", d.scope)}),
+                        );
+                    }
+                    continue;
+                }
                 let Ok(bytes) = d.read_bytes() else { continue };
                 let new = Sha256Digest::of(&bytes);
                 let tried = failed

@@ -11,12 +11,14 @@ use super::capabilities::{MissingCapability, check_request, check_session};
 use super::compaction::CompactionConfig;
 use super::events::Bus;
 use super::hooks::HookRunner;
-use super::interaction::Interactions;
+use super::interaction::{Answer, Interactions};
 use super::persist::Persistence;
 use super::reload::{Ready, Reloader};
 use super::retry::RetryPolicy;
 use super::tools::ToolTable;
+use crate::extensions::consent;
 use crate::manifest::{Kind, ReloadBehavior};
+use crate::runtime::bindings::stud::extension::interaction::{InteractionKind, InteractionStatus};
 use crate::runtime::bindings::stud::extension::provider_types::{
     ModelCapabilities, ModelInfo, Request, RequestParams, ThinkingLevel,
 };
@@ -314,6 +316,12 @@ impl Session {
                 reloader.settle(&ext);
                 continue;
             }
+            if let Some(old) = &current
+                && let Err(reason) = self.consent_to_growth(old, &ext).await
+            {
+                reloader.refuse(&ext, &reason);
+                continue;
+            }
             // The old version may have written its state since the new one
             // was compiled: carry the latest value over.
             if let Some(state) = current.and_then(|old| old.state())
@@ -326,6 +334,32 @@ impl Session {
                 Ok(()) => reloader.swapped(&ext, &item.from, boundary),
                 Err(reason) => reloader.refuse(&ext, &reason),
             }
+        }
+    }
+
+    /// A new version that asks for more than the running one was granted
+    /// needs the user's yes (interactive); headless it is refused.
+    async fn consent_to_growth(&self, old: &Extension, new: &Extension) -> Result<(), String> {
+        let added = consent::added(&old.manifest.capabilities, &new.manifest.capabilities);
+        if added.is_empty() {
+            return Ok(());
+        }
+        let asks = format!(
+            "the new version of `{}` asks for more than it was granted: {}",
+            new.id(),
+            added.join("; ")
+        );
+        if self.interactions.is_headless() {
+            return Err(format!(
+                "{asks}; a headless run cannot ask, so the old version keeps running (restart stud interactively to grant it)"
+            ));
+        }
+        let question = InteractionKind::Confirm(format!("{asks}. Allow it?"));
+        match self.interactions.request(question).await {
+            Answer::Response(r) if r.status == InteractionStatus::Accepted => Ok(()),
+            _ => Err(format!(
+                "{asks}; you declined, so the old version keeps running"
+            )),
         }
     }
 

@@ -14,7 +14,7 @@ use wasmtime::component::Resource;
 
 use crate::runtime::bindings::stud::extension::http::{self as h, Header, Request};
 use crate::runtime::host_state::HostState;
-use crate::runtime::net::{NetDenied, NetPolicy, build_client};
+use crate::runtime::net::{NetDenied, NetPolicy, build_client, without_query};
 use crate::runtime::services::{ErrorClass, ExtError, ext_error};
 
 /// Longest wait for the next body chunk before the response is given up.
@@ -108,6 +108,45 @@ fn transport(e: &reqwest::Error) -> ExtError {
     )
 }
 
+impl HostState {
+    /// The name of a secret of this extension that `req` would carry in
+    /// clear text to another machine (plain `http` to a host that is not
+    /// loopback), if any.
+    fn secret_over_plain_http(&self, url: &Url, req: &Request) -> Option<String> {
+        if url.scheme() != "http" || is_loopback(url) {
+            return None;
+        }
+        let carries = |value: &str| {
+            let needle = value.as_bytes();
+            let contains = |hay: &[u8]| memchr::memmem::find(hay, needle).is_some();
+            contains(req.url.as_bytes())
+                || req.headers.iter().any(|h| contains(h.value.as_bytes()))
+                || req.body.as_deref().is_some_and(contains)
+        };
+        self.ext
+            .secret_values
+            .iter()
+            .filter_map(|(name, v)| v.as_ref().ok().map(|v| (name, v)))
+            .find(|(_, v)| !v.is_empty() && carries(v))
+            .map(|(name, _)| name.clone())
+    }
+}
+
+/// `localhost`, `*.localhost` or a loopback address.
+pub(crate) fn is_loopback(url: &Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => {
+            let d = bare.trim_end_matches('.').to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost")
+        }
+    }
+}
+
 impl h::Host for HostState {
     async fn send(
         &mut self,
@@ -133,6 +172,17 @@ impl h::Host for HostState {
         };
         if let Err(d) = net.policy.check(&url) {
             return Ok(Err(denied(&d)));
+        }
+        if let Some(name) = self.secret_over_plain_http(&url, &req) {
+            return Ok(Err(ext_error(
+                ErrorClass::ToolTerminal,
+                "secret-over-plain-http",
+                format!(
+                    "extension `{}` tried to send the secret {name} to {} over plain http; keys only travel over https (or plain http to this machine). Use an https:// baseUrl",
+                    self.ext.id,
+                    without_query(&url)
+                ),
+            )));
         }
         let method = match Method::from_bytes(req.method.to_ascii_uppercase().as_bytes()) {
             Ok(m) => m,

@@ -57,6 +57,18 @@ pub fn build_client(policy: Arc<NetPolicy>) -> reqwest::Result<reqwest::Client> 
                 max: MAX_REDIRECTS,
             });
         }
+        // A request that went out over https may carry a key in its
+        // headers; following it to plain http elsewhere would expose it.
+        let downgrade = attempt.url().scheme() == "http"
+            && attempt.previous().iter().any(|u| u.scheme() == "https")
+            && !crate::runtime::caps::http::is_loopback(attempt.url());
+        if downgrade {
+            let url = without_query(attempt.url());
+            return attempt.error(NetDenied::Downgrade {
+                ext: for_redirects.ext.clone(),
+                url,
+            });
+        }
         match for_redirects.check(attempt.url()) {
             Ok(()) => attempt.follow(),
             Err(denied) => attempt.error(denied),

@@ -10,4 +10,4 @@ mod policy;
 
 pub use address::is_internal;
 pub use client::build_client;
-pub use policy::{NetDenied, NetPolicy};
+pub use policy::{NetDenied, NetPolicy, without_query};

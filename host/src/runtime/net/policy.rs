@@ -37,6 +37,10 @@ pub enum NetDenied {
         url: String,
         max: usize,
     },
+    #[error(
+        "extension `{ext}`: a redirect from https to plain http (`{url}`) is refused: it would send what the request carries (keys in headers) in clear text"
+    )]
+    Downgrade { ext: ExtensionId, url: String },
 }
 
 /// What one extension may reach.

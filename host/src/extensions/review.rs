@@ -1,0 +1,409 @@
+//! What a project's `.stud/` changes that bears on security, in plain
+//! words: the trust prompt shows it, and the user's acceptance is recorded
+//! as a digest of it. A trusted project whose review no longer matches the
+//! accepted digest (a `git pull` added a network grant, say) runs without
+//! those items until the user looks at them again.
+//!
+//! Some things a project may never do, accepted or not: loosen the
+//! security mode (ask > allowlist > yolo), or set keys that are the user's
+//! own (`config::layers::GLOBAL_ONLY`). Those are listed as ignored.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::consent;
+use super::discovery::{Discovered, project_extensions};
+use super::scope::Scope;
+use crate::digest::Sha256Digest;
+use crate::kernel::Mode;
+use crate::manifest::Kind;
+
+/// One security-relevant thing the project changes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "item", rename_all = "kebab-case")]
+pub enum ReviewItem {
+    /// The project asks for a looser mode than the user's: never honoured.
+    ModeLoosened { asked: String, kept: String },
+    /// The project makes approvals stricter: always honoured.
+    ModeStricter { mode: String },
+    /// An allowlist entry the project adds.
+    Allowlist { entry: String },
+    /// A host the project grants an extension.
+    NetworkGrant { extension: String, host: String },
+    /// A provider's `baseUrl` pointing somewhere the user's settings and
+    /// its manifest do not: its keys go there.
+    KeyRedirect {
+        provider: String,
+        host: String,
+        secrets: Vec<String>,
+        plain_http: bool,
+    },
+    /// The project turns off a hook or logger extension.
+    Disables { extension: String, kind: String },
+    /// The project changes a hook's settings (a guard's patterns, say).
+    HookConfig { extension: String },
+    /// An extension the project brings, with what it may do.
+    Extension {
+        id: String,
+        kind: String,
+        version: String,
+        /// Pinned in the project's `extensions.lock` (installed with
+        /// `stud ext install --scope project`), or a hand-placed folder.
+        pinned: bool,
+        component: String,
+        capabilities: Vec<String>,
+    },
+}
+
+impl ReviewItem {
+    /// Whether honouring it needs the user's acceptance (the others are
+    /// either always applied or never).
+    fn needs_acceptance(&self) -> bool {
+        !matches!(
+            self,
+            ReviewItem::ModeLoosened { .. } | ReviewItem::ModeStricter { .. }
+        )
+    }
+
+    /// The item in plain words, one line (more for an extension).
+    pub fn describe(&self) -> Vec<String> {
+        match self {
+            ReviewItem::ModeLoosened { asked, kept } => vec![format!(
+                "asks for security mode `{asked}`: ignored, a project can only make approvals stricter (`{kept}` stays)"
+            )],
+            ReviewItem::ModeStricter { mode } => {
+                vec![format!("makes approvals stricter: security mode `{mode}`")]
+            }
+            ReviewItem::Allowlist { entry } => {
+                vec![format!(
+                    "runs calls matching `{entry}` without asking (allowlist)"
+                )]
+            }
+            ReviewItem::NetworkGrant { extension, host } => {
+                vec![format!("lets extension `{extension}` connect to {host}")]
+            }
+            ReviewItem::KeyRedirect {
+                provider,
+                host,
+                secrets,
+                plain_http,
+            } => {
+                let what = if secrets.is_empty() {
+                    format!("points provider `{provider}` at {host}")
+                } else {
+                    format!(
+                        "sends your {} key to {host} (provider `{provider}`)",
+                        secrets.join(" / ")
+                    )
+                };
+                let mut lines = vec![what];
+                if *plain_http {
+                    lines.push(
+                        "    over plain http: keys are never sent that way except to this machine"
+                            .into(),
+                    );
+                }
+                lines
+            }
+            ReviewItem::Disables { extension, kind } => {
+                vec![format!("turns off the {kind} extension `{extension}`")]
+            }
+            ReviewItem::HookConfig { extension } => {
+                vec![format!("changes the settings of hook `{extension}`")]
+            }
+            ReviewItem::Extension {
+                id,
+                kind,
+                version,
+                pinned,
+                capabilities,
+                ..
+            } => {
+                let how = if *pinned {
+                    "pinned in its extensions.lock"
+                } else {
+                    "an unpinned folder in .stud/extensions/"
+                };
+                let mut lines = vec![format!(
+                    "brings the {kind} extension `{id}` {version} ({how}); it may:"
+                )];
+                lines.extend(capabilities.iter().map(|c| format!("    - {c}")));
+                lines
+            }
+        }
+    }
+}
+
+/// Everything security-relevant a project changes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ProjectReview {
+    pub items: Vec<ReviewItem>,
+}
+
+impl ProjectReview {
+    /// Review `stud_dir` (a project's `.stud` folder) against the global
+    /// settings file and the bundled and global extensions.
+    pub fn of(stud_dir: &Path, global_settings: &Path, lower: &[Discovered]) -> Self {
+        let project = read_json(&stud_dir.join("settings.json"));
+        let global = read_json(global_settings);
+        let mut items = Vec::new();
+        mode_items(&project, &global, &mut items);
+        if let Some(list) = project
+            .pointer("/securityMode/allowlist")
+            .and_then(Value::as_array)
+        {
+            items.extend(
+                list.iter()
+                    .filter_map(Value::as_str)
+                    .map(|e| ReviewItem::Allowlist {
+                        entry: e.to_string(),
+                    }),
+            );
+        }
+        if let Some(map) = project.get("network").and_then(Value::as_object) {
+            for (id, hosts) in map {
+                for host in hosts
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                {
+                    items.push(ReviewItem::NetworkGrant {
+                        extension: id.clone(),
+                        host: host.to_string(),
+                    });
+                }
+            }
+        }
+        redirect_items(&project, &global, lower, &mut items);
+        hook_items(&project, lower, &mut items);
+        let (found, _) = project_extensions(stud_dir);
+        for d in found {
+            items.push(extension_item(&d));
+        }
+        ProjectReview { items }
+    }
+
+    /// Whether there is anything the user must accept.
+    pub fn needs_acceptance(&self) -> bool {
+        self.items.iter().any(ReviewItem::needs_acceptance)
+    }
+
+    /// `sha256:<hex>` of the items that need acceptance: what the trust
+    /// list records when the user accepts them.
+    pub fn digest(&self) -> String {
+        let accepted: Vec<&ReviewItem> =
+            self.items.iter().filter(|i| i.needs_acceptance()).collect();
+        let text = serde_json::to_string(&accepted).unwrap_or_default();
+        Sha256Digest::of(text.as_bytes()).to_string()
+    }
+
+    /// Every item in plain words.
+    pub fn lines(&self) -> Vec<String> {
+        self.items.iter().flat_map(ReviewItem::describe).collect()
+    }
+}
+
+fn read_json(path: &Path) -> Value {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null)
+}
+
+fn mode_of(settings: &Value) -> Option<Mode> {
+    settings
+        .pointer("/securityMode/mode")
+        .and_then(Value::as_str)
+        .and_then(|m| m.parse().ok())
+}
+
+fn mode_items(project: &Value, global: &Value, items: &mut Vec<ReviewItem>) {
+    let Some(asked) = mode_of(project) else {
+        return;
+    };
+    let kept = mode_of(global).unwrap_or(Mode::Ask);
+    if asked.is_looser_than(kept) {
+        items.push(ReviewItem::ModeLoosened {
+            asked: asked.to_string(),
+            kept: kept.to_string(),
+        });
+    } else if kept.is_looser_than(asked) {
+        items.push(ReviewItem::ModeStricter {
+            mode: asked.to_string(),
+        });
+    }
+}
+
+/// `host[:port]` of a URL, and whether it is plain http.
+fn url_host(url: &str) -> Option<(String, bool)> {
+    let url = reqwest::Url::parse(url).ok()?;
+    let host = url.host_str()?.to_string();
+    let shown = match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host,
+    };
+    Some((shown, url.scheme() == "http"))
+}
+
+fn redirect_items(
+    project: &Value,
+    global: &Value,
+    lower: &[Discovered],
+    items: &mut Vec<ReviewItem>,
+) {
+    let Some(providers) = project.get("providers").and_then(Value::as_object) else {
+        return;
+    };
+    for (id, config) in providers {
+        let Some((host, plain_http)) = config
+            .get("baseUrl")
+            .and_then(Value::as_str)
+            .and_then(url_host)
+        else {
+            continue;
+        };
+        let global_host = global
+            .pointer(&format!("/providers/{}/baseUrl", escape_pointer(id)))
+            .and_then(Value::as_str)
+            .and_then(url_host)
+            .map(|(h, _)| h);
+        let manifest = lower.iter().find(|d| d.manifest.id.as_str() == id);
+        let declared = manifest.is_some_and(|d| {
+            let bare = host.rsplit_once(':').map_or(host.as_str(), |(h, _)| h);
+            d.manifest
+                .capabilities
+                .network
+                .iter()
+                .any(|p| p.to_string() == host || p.to_string() == bare)
+        });
+        if global_host.as_deref() == Some(host.as_str()) || declared {
+            continue;
+        }
+        items.push(ReviewItem::KeyRedirect {
+            provider: id.clone(),
+            host,
+            secrets: manifest
+                .map(|d| d.manifest.capabilities.secrets.clone())
+                .unwrap_or_default(),
+            plain_http,
+        });
+    }
+}
+
+fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+fn hook_items(project: &Value, lower: &[Discovered], items: &mut Vec<ReviewItem>) {
+    for (key, kind) in [("hooks", "hook"), ("loggers", "logger")] {
+        let Some(map) = project.get(key).and_then(Value::as_object) else {
+            continue;
+        };
+        for (id, config) in map {
+            if config.get("disable") == Some(&Value::Bool(true)) {
+                items.push(ReviewItem::Disables {
+                    extension: id.clone(),
+                    kind: kind.to_string(),
+                });
+            } else if kind == "hook"
+                && lower
+                    .iter()
+                    .any(|d| d.manifest.id.as_str() == id && d.manifest.kind == Kind::Hook)
+            {
+                items.push(ReviewItem::HookConfig {
+                    extension: id.clone(),
+                });
+            }
+        }
+    }
+}
+
+fn extension_item(d: &Discovered) -> ReviewItem {
+    let component = match (&d.lock, d.read_bytes()) {
+        (Some(lock), _) => lock.component.clone(),
+        (None, Ok(bytes)) => Sha256Digest::of(&bytes).to_string(),
+        (None, Err(_)) => "unreadable".into(),
+    };
+    ReviewItem::Extension {
+        id: d.manifest.id.to_string(),
+        kind: d.manifest.kind.to_string(),
+        version: d.manifest.version.to_string(),
+        pinned: d.lock.is_some() && d.scope == Scope::Project,
+        component,
+        capabilities: consent::describe(&d.manifest.capabilities),
+    }
+}
+
+/// Keep only what is honoured without acceptance: `project` (a project
+/// settings document) loses its allowlist, network grants and hook/logger
+/// settings, and its provider `baseUrl`s become the user's (a project
+/// provider entry replaces the global one whole, so the global value is
+/// put back rather than dropped).
+pub fn strip_unaccepted(project: &mut Value, global: &Value) -> Vec<String> {
+    let mut removed = Vec::new();
+    if let Some(sm) = project
+        .get_mut("securityMode")
+        .and_then(Value::as_object_mut)
+        && sm.remove("allowlist").is_some()
+    {
+        removed.push("securityMode.allowlist".to_string());
+    }
+    drop_empty_security_mode(project);
+    if let Some(obj) = project.as_object_mut() {
+        for key in ["network", "hooks", "loggers"] {
+            if obj.remove(key).is_some() {
+                removed.push(key.to_string());
+            }
+        }
+    }
+    if let Some(providers) = project.get_mut("providers").and_then(Value::as_object_mut) {
+        for (id, config) in providers.iter_mut() {
+            let Some(c) = config.as_object_mut() else {
+                continue;
+            };
+            let users = global
+                .pointer(&format!("/providers/{}/baseUrl", escape_pointer(id)))
+                .cloned();
+            let theirs = c.get("baseUrl").cloned();
+            if theirs.is_some() && theirs != users {
+                match users {
+                    Some(u) => c.insert("baseUrl".into(), u),
+                    None => c.remove("baseUrl"),
+                };
+                removed.push(format!("providers.{id}.baseUrl"));
+            }
+        }
+    }
+    removed
+}
+
+/// A project's mode may only be stricter than the global one: a looser
+/// `securityMode.mode` is removed from `project`. `Some` names what was.
+pub fn strip_looser_mode(project: &mut Value, global: &Value) -> Option<String> {
+    let asked = mode_of(project)?;
+    let kept = mode_of(global).unwrap_or(Mode::Ask);
+    if !asked.is_looser_than(kept) {
+        return None;
+    }
+    project
+        .get_mut("securityMode")
+        .and_then(Value::as_object_mut)
+        .and_then(|sm| sm.remove("mode"));
+    drop_empty_security_mode(project);
+    Some(asked.to_string())
+}
+
+/// `securityMode: {}` left behind would not parse (it needs a mode).
+fn drop_empty_security_mode(project: &mut Value) {
+    if project
+        .get("securityMode")
+        .and_then(Value::as_object)
+        .is_some_and(|sm| sm.is_empty())
+        && let Some(obj) = project.as_object_mut()
+    {
+        obj.remove("securityMode");
+    }
+}
