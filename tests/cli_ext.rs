@@ -207,3 +207,62 @@ fn a_tool_that_imports_processes_without_the_exec_grant_is_refused() {
     let bash = exts.iter().find(|e| e["id"] == "bash").unwrap();
     assert_eq!(bash["status"], "ok");
 }
+
+/// Compiled code runs as native code: an entry planted in the cache (the
+/// code of another component under `list`'s name, with a checksum that
+/// matches it) must not be loaded.
+#[test]
+fn a_planted_cache_entry_is_not_loaded() {
+    use sha2::Digest as _;
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("a.txt"), "x").unwrap();
+    json_of(&stud(home.path(), cwd.path(), &["ext", "check", "--json"]));
+    let listed = json_of(&stud(home.path(), cwd.path(), &["ext", "list", "--json"]));
+    let digest = |id: &str| {
+        listed["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id)
+            .unwrap()["sha256"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let cache = home.path().join("cache").join("compiled");
+    let entry = |hex: &str| {
+        std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name().unwrap().to_string_lossy().starts_with(hex)
+                    && p.extension().is_some_and(|x| x == "cwasm")
+            })
+            .unwrap()
+    };
+    let victim = entry(&digest("list"));
+    let planted = std::fs::read(entry(&digest("read"))).unwrap();
+    let sum = hex::encode(sha2::Sha256::digest(&planted));
+    std::fs::write(&victim, &planted).unwrap();
+    for ext in ["sha256", "hmac"] {
+        std::fs::write(victim.with_extension(ext), &sum).unwrap();
+    }
+    // The demo session lists the project with `list`.
+    let out = stud(home.path(), cwd.path(), &["run", "-p", "what is here?"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("a.txt"), "list did not run as itself: {text}");
+    let key = home.path().join("cache.key");
+    assert_eq!(std::fs::read(&key).unwrap().len(), 32);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}

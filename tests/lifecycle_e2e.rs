@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use common::http::{Reply, TestServer};
@@ -637,4 +638,99 @@ fn install_asks_first_checks_the_contract_and_installs_into_a_project() {
     );
     assert!(info.contains("it may:"), "{info}");
     assert_eq!(env.session().0, "global answer: v1 count=1");
+}
+
+/// Everything under `dir`, relative, sorted (for "nothing was left" checks).
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    common::walk(dir, &mut |p| {
+        out.push(p.strip_prefix(dir).unwrap().display().to_string());
+    });
+    out.sort();
+    out
+}
+
+/// Consent comes before any work: a "no" leaves no temporary folder, no
+/// stored copy and no compiled code behind.
+#[test]
+fn a_declined_install_leaves_nothing_behind() {
+    let env = Env::new();
+    let before = tree(env.home.path());
+    let cache = tempfile::tempdir().unwrap();
+    let archive = env.archive("counter");
+    let mut child = env
+        .command(&["ext", "install", archive.to_str().unwrap()])
+        .env("STUD_CACHE_DIR", cache.path())
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"n\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Install `counter` 0.1.0"), "{stderr}");
+    assert!(stderr.contains("declined"), "{stderr}");
+    assert_eq!(tree(env.home.path()), before);
+    assert!(tree(cache.path()).is_empty(), "{:?}", tree(cache.path()));
+}
+
+/// Hostile archives: too many entries, or more bytes than the limit once
+/// unpacked (a few hundred KB of gzip). Refused with a clear message
+/// before anything is asked or written.
+#[test]
+fn tar_bombs_are_refused_and_leave_nothing() {
+    let env = Env::new();
+    let before = tree(env.home.path());
+    let manifest = std::fs::read(common::fixture_dir("counter").join("extension.toml")).unwrap();
+    let build =
+        |name: &str, add: &dyn Fn(&mut tar::Builder<flate2::write::GzEncoder<std::fs::File>>)| {
+            let path = env.work.path().join(name);
+            let gz = flate2::write::GzEncoder::new(
+                std::fs::File::create(&path).unwrap(),
+                flate2::Compression::fast(),
+            );
+            let mut tar = tar::Builder::new(gz);
+            let mut header = tar::Header::new_gnu();
+            header.set_size(manifest.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            tar.append_data(&mut header, "extension.toml", manifest.as_slice())
+                .unwrap();
+            add(&mut tar);
+            tar.into_inner().unwrap().finish().unwrap();
+            path
+        };
+    let many = build("many.tar.gz", &|tar| {
+        for i in 0..10_001 {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(1);
+            h.set_mode(0o644);
+            h.set_cksum();
+            tar.append_data(&mut h, format!("f/{i}"), &b"x"[..])
+                .unwrap();
+        }
+    });
+    let huge = build("huge.tar.gz", &|tar| {
+        let size: u64 = 300 << 20;
+        let mut h = tar::Header::new_gnu();
+        h.set_size(size);
+        h.set_mode(0o644);
+        h.set_cksum();
+        tar.append_data(
+            &mut h,
+            "fixture_counter.wasm",
+            std::io::repeat(0).take(size),
+        )
+        .unwrap();
+    });
+    for (archive, says) in [
+        (many, "more than 10000 files"),
+        (huge, "unpacks to more than"),
+    ] {
+        let out = env.run(&["ext", "install", archive.to_str().unwrap(), "--yes"], "");
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{stderr}");
+        assert_eq!(tree(env.home.path()), before);
+    }
 }

@@ -228,3 +228,33 @@ fn the_trust_prompt_lists_what_the_project_may_do() {
     }
     assert!(!env.project.path().join("init-pwned").exists());
 }
+
+/// Symlinks planted where stud writes its trust list (at the old
+/// predictable temp name, and at the list itself) are replaced, never
+/// followed: the file they point at is untouched.
+#[cfg(unix)]
+#[test]
+fn planted_symlinks_do_not_redirect_the_trust_list() {
+    let env = StudEnv::new();
+    std::fs::create_dir_all(env.project.path().join(".stud")).expect("mkdir");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let victim = outside.path().join("victim.txt");
+    std::fs::write(&victim, "precious").expect("write victim");
+    let home = env.home.path();
+    std::os::unix::fs::symlink(&victim, home.join("trust.json.tmp")).expect("link");
+    std::os::unix::fs::symlink(&victim, home.join("trust.json")).expect("link");
+    // The symlinked trust.json reads as the victim's text: not a list.
+    std::fs::write(&victim, "{\"entries\": []}").expect("write victim");
+    env.ok(&["trust", "grant"]);
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("read victim"),
+        "{\"entries\": []}"
+    );
+    assert!(
+        !std::fs::symlink_metadata(home.join("trust.json"))
+            .expect("meta")
+            .file_type()
+            .is_symlink()
+    );
+    assert!(env.ok(&["trust", "list"]).contains("trusted"));
+}

@@ -87,7 +87,10 @@ async fn install_time() {
         let home = tempfile::tempdir().expect("tmp");
         let cache = tempfile::tempdir().expect("tmp");
         let runtime = Runtime::new(RuntimeOptions {
-            cache_dir: Some(cache.path().to_path_buf()),
+            cache: Some(stud::runtime::CacheLocation {
+                dir: cache.path().to_path_buf(),
+                key_file: cache.path().join("key"),
+            }),
             pooling: false,
         })
         .expect("runtime");
@@ -115,7 +118,10 @@ async fn verify_50() {
     let home = tempfile::tempdir().expect("tmp");
     let cache = tempfile::tempdir().expect("tmp");
     let runtime = Runtime::new(RuntimeOptions {
-        cache_dir: Some(cache.path().to_path_buf()),
+        cache: Some(stud::runtime::CacheLocation {
+            dir: cache.path().to_path_buf(),
+            key_file: cache.path().join("key"),
+        }),
         pooling: false,
     })
     .expect("runtime");

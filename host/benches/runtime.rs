@@ -58,7 +58,7 @@ fn payload(size: usize) -> String {
 fn hook_calls(c: &mut Criterion) {
     let tokio = tokio::runtime::Runtime::new().expect("tokio");
     let rt = Runtime::new(RuntimeOptions {
-        cache_dir: None,
+        cache: None,
         pooling: true,
     })
     .expect("runtime");
@@ -84,7 +84,7 @@ fn instantiation(c: &mut Criterion) {
     let mut group = c.benchmark_group("instantiate");
     for pooling in [true, false] {
         let rt = Runtime::new(RuntimeOptions {
-            cache_dir: None,
+            cache: None,
             pooling,
         })
         .expect("runtime");
@@ -100,14 +100,20 @@ fn instantiation(c: &mut Criterion) {
 
 fn compile_vs_cache(c: &mut Criterion) {
     let rt = Runtime::new(RuntimeOptions {
-        cache_dir: None,
+        cache: None,
         pooling: false,
     })
     .expect("runtime");
     let engine = rt.engine();
     let dir = tempfile::tempdir().expect("tempdir");
-    let uncached = CompileCache::new(engine, None);
-    let cached = CompileCache::new(engine, Some(dir.path().to_path_buf()));
+    let (uncached, _) = CompileCache::new(engine, None);
+    let (cached, _) = CompileCache::new(
+        engine,
+        Some(stud::runtime::CacheLocation {
+            dir: dir.path().to_path_buf(),
+            key_file: dir.path().join("key"),
+        }),
+    );
     let mut group = c.benchmark_group("compile");
     group.sample_size(10);
     for b in BUNDLED {

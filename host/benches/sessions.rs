@@ -26,7 +26,7 @@ async fn store(home: &std::path::Path, fsync: bool) -> Arc<Extension> {
         .retain(|d| d.manifest.kind == Kind::SessionStore);
     let registry = Registry {
         runtime: Runtime::new(RuntimeOptions {
-            cache_dir: None,
+            cache: None,
             pooling: false,
         })
         .expect("runtime"),

@@ -61,6 +61,15 @@ impl StudHome {
         }
     }
 
+    /// The compile cache and the key that authenticates its entries (the
+    /// key stays in the home even when `STUD_CACHE_DIR` moves the cache).
+    pub fn compile_cache(&self) -> crate::runtime::CacheLocation {
+        crate::runtime::CacheLocation {
+            dir: self.compile_cache_dir(),
+            key_file: self.root.join("cache.key"),
+        }
+    }
+
     /// An extension's private data folder (the `data` filesystem grant).
     pub fn data_dir(&self, id: &ExtensionId) -> PathBuf {
         self.root.join("data").join(id.as_str())

@@ -44,7 +44,7 @@ impl Services for Recorder {
 
 pub fn runtime() -> Arc<Runtime> {
     Runtime::new(RuntimeOptions {
-        cache_dir: None,
+        cache: None,
         pooling: true,
     })
     .expect("runtime")
@@ -148,6 +148,33 @@ pub fn install_fixture(home: &Path, name: &str) -> PathBuf {
 /// cli_ext with a private one).
 pub fn shared_cache() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stud-compile-cache")
+}
+
+/// Put the key that authenticates the shared cache's entries into `home`
+/// (each stud home otherwise makes its own, and entries written under one
+/// key do not verify under another).
+pub fn share_cache_key(home: &Path) {
+    use std::io::Write as _;
+    let shared = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stud-cache.key");
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    if let Ok(mut f) = options.open(&shared) {
+        // Any 32 bytes that stay the same for this target dir will do.
+        let seed = format!("{:?}{}", std::time::SystemTime::now(), std::process::id());
+        let key: Vec<u8> = seed.bytes().cycle().take(32).collect();
+        f.write_all(&key).expect("write the shared cache key");
+    }
+    // Wait out a concurrent writer.
+    for _ in 0..100 {
+        if std::fs::metadata(&shared).map(|m| m.len()).unwrap_or(0) == 32 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::create_dir_all(home).expect("mkdir home");
+    std::fs::copy(&shared, home.join("cache.key")).expect("copy the shared cache key");
 }
 
 /// A scripted tool call: `{"name", "arguments"}`.

@@ -20,10 +20,12 @@ impl Default for StudEnv {
 
 impl StudEnv {
     pub fn new() -> Self {
-        StudEnv {
+        let env = StudEnv {
             home: tempfile::tempdir().expect("tempdir"),
             project: tempfile::tempdir().expect("tempdir"),
-        }
+        };
+        super::share_cache_key(env.home.path());
+        env
     }
 
     /// `stud ARGS` in the project with this home and the shared compile

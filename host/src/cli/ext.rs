@@ -131,7 +131,7 @@ async fn install_cmd(
     let (scope, root) = scope_root(&home, &cwd, scope)?;
     let source = Source::parse(&source)?;
     let runtime = Runtime::new(RuntimeOptions {
-        cache_dir: Some(home.compile_cache_dir()),
+        cache: Some(home.compile_cache()),
         pooling: false,
     })?;
     let opts = InstallOptions {
@@ -454,9 +454,8 @@ async fn check(
     let settings = Settings::load(&home.settings_file())?;
     let configs = settings.extension_configs();
     let (grants, _) = UserGrants::from_settings(&settings);
-    let cache_dir = (!no_cache).then(|| home.compile_cache_dir());
     let runtime = Runtime::new(RuntimeOptions {
-        cache_dir,
+        cache: (!no_cache).then(|| home.compile_cache()),
         pooling: true,
     })?;
     let registry = Registry {

@@ -43,7 +43,7 @@ async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
     let (grants, _) = UserGrants::from_layers(&layered);
     let registry = Registry {
         runtime: Runtime::new(RuntimeOptions {
-            cache_dir: Some(home.compile_cache_dir()),
+            cache: Some(home.compile_cache()),
             pooling: false,
         })?,
         home: home.clone(),

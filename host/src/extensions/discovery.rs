@@ -206,23 +206,41 @@ fn bundled(b: &'static BundledExtension) -> Result<Discovered, DiscoveryProblem>
 
 /// One extension folder: `extension.toml` plus its component.
 pub fn from_folder(dir: &Path, scope: Scope) -> Result<Discovered, DiscoveryProblem> {
+    let bytes = read_manifest(dir)?;
+    from_manifest(dir, scope, &bytes)
+}
+
+/// The bytes of `<dir>/extension.toml`, read once (what is hashed is what
+/// is parsed), refused past [`MAX_MANIFEST_BYTES`].
+fn read_manifest(dir: &Path) -> Result<Vec<u8>, DiscoveryProblem> {
+    use std::io::Read as _;
     let manifest_path = dir.join("extension.toml");
-    let meta = std::fs::metadata(&manifest_path).map_err(|source| DiscoveryProblem::Read {
+    let read = |source| DiscoveryProblem::Read {
         path: manifest_path.clone(),
         source,
-    })?;
-    if meta.len() > MAX_MANIFEST_BYTES as u64 {
+    };
+    let file = std::fs::File::open(&manifest_path).map_err(read)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_MANIFEST_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read)?;
+    if bytes.len() > MAX_MANIFEST_BYTES {
         return Err(DiscoveryProblem::TooLarge {
             path: manifest_path,
-            size: meta.len(),
+            size: bytes.len() as u64,
         });
     }
-    let text =
-        std::fs::read_to_string(&manifest_path).map_err(|source| DiscoveryProblem::Read {
-            path: manifest_path.clone(),
-            source,
-        })?;
-    let manifest = parse_manifest(&text, &manifest_path, &HOST_CONTRACT)?;
+    Ok(bytes)
+}
+
+/// An extension folder from manifest bytes already read.
+fn from_manifest(dir: &Path, scope: Scope, bytes: &[u8]) -> Result<Discovered, DiscoveryProblem> {
+    let manifest_path = dir.join("extension.toml");
+    let text = std::str::from_utf8(bytes).map_err(|e| DiscoveryProblem::Read {
+        path: manifest_path.clone(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+    })?;
+    let manifest = parse_manifest(text, &manifest_path, &HOST_CONTRACT)?;
     let component_path = dir.join(&manifest.component);
     if !component_path.is_file() {
         return Err(DiscoveryProblem::ComponentMissing {
@@ -300,21 +318,17 @@ fn locked(
     id: &str,
     entry: &LockEntry,
 ) -> Result<Discovered, DiscoveryProblem> {
-    let manifest_path = dir.join("extension.toml");
-    let bytes = std::fs::read(&manifest_path).map_err(|source| DiscoveryProblem::Read {
-        path: manifest_path.clone(),
-        source,
-    })?;
+    let bytes = read_manifest(dir)?;
     let actual = Sha256Digest::of(&bytes).to_string();
     if actual != entry.manifest {
         return Err(DiscoveryProblem::ManifestIntegrity {
             id: id.to_string(),
-            path: manifest_path,
+            path: dir.join("extension.toml"),
             expected: entry.manifest.clone(),
             actual,
         });
     }
-    let mut x = from_folder(dir, scope)?;
+    let mut x = from_manifest(dir, scope, &bytes)?;
     if x.manifest.id.as_str() != id {
         return Err(DiscoveryProblem::LockMismatch {
             id: id.to_string(),

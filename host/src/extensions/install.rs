@@ -1,9 +1,11 @@
 //! `stud ext install`: fetch (folder, `.tar.gz`, or URL, hashed while it
-//! streams), unpack into a temporary folder inside the scope, validate the
-//! manifest and the component (contract range, imports, compile), ask for
-//! consent to what it may do, move it into the content-addressed store and
-//! record it in the scope's lockfile. Any failure leaves everything as it
-//! was.
+//! streams), read only its manifest and the component's digest, ask for
+//! consent to what it may do, then unpack into a temporary folder inside
+//! the scope (with entry and size limits counted as written), check it is
+//! what was shown, validate the component (contract range, imports,
+//! compile), move it into the content-addressed store and record it in the
+//! scope's lockfile. Any failure, a "no" included, leaves everything as it
+//! was: the temporary folder is removed.
 
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
@@ -12,10 +14,11 @@ use std::sync::Arc;
 use sha2::{Digest as _, Sha256};
 
 use super::consent::describe;
-use super::discovery::from_folder;
 use super::lockfile::{Granted, LockEntry, LockError, Lockfile};
 use super::scope::Scope;
+use crate::contract::HOST_CONTRACT;
 use crate::digest::Sha256Digest;
+use crate::manifest::{Limits, MAX_MANIFEST_BYTES, Manifest, parse_manifest};
 use crate::runtime::{LoadError, Runtime};
 
 /// Largest archive download and largest unpacked size.
@@ -139,43 +142,31 @@ pub async fn install(
     runtime: &Arc<Runtime>,
     consent: &mut dyn Consent,
 ) -> Result<Report, InstallError> {
-    std::fs::create_dir_all(&opts.root).map_err(io("create", &opts.root))?;
-    let staging = tempfile::Builder::new()
-        .prefix(".install-")
-        .tempdir_in(&opts.root)
-        .map_err(io("create a temporary folder in", &opts.root))?;
-    match source {
-        Source::Folder(dir) => copy_folder(dir, staging.path())?,
+    // Nothing is unpacked, compiled or stored before the user said yes:
+    // first only the manifest (and the component's digest) is read.
+    let archive = match source {
+        Source::Folder(_) => None,
         Source::Archive(path) => {
             let bytes = std::fs::read(path).map_err(io("read", path))?;
             check_sha(&Sha256Digest::of(&bytes), opts.expected_sha256.as_deref())?;
-            unpack(&bytes, staging.path())?;
+            Some(bytes)
         }
         Source::Url(url) => {
             let (bytes, digest) = download(url).await?;
             check_sha(&digest, opts.expected_sha256.as_deref())?;
-            unpack(&bytes, staging.path())?;
+            Some(bytes)
         }
-    }
-    let folder = manifest_folder(staging.path())?;
-    let found =
-        from_folder(&folder, opts.scope).map_err(|e| InstallError::Invalid(e.to_string()))?;
-    let manifest = found.manifest;
+    };
+    let peeked = match (source, &archive) {
+        (Source::Folder(dir), _) => peek_folder(dir)?,
+        (_, Some(bytes)) => peek_archive(bytes)?,
+        (_, None) => return Err(InstallError::Invalid("no archive was read".into())),
+    };
+    let manifest = peeked.manifest.clone();
     let id = manifest.id.to_string();
     let version = manifest.version.to_string();
-    let manifest_bytes =
-        std::fs::read(folder.join("extension.toml")).map_err(io("read", &folder))?;
-    let component_path = folder.join(&manifest.component);
-    let component_bytes = std::fs::read(&component_path).map_err(io("read", &component_path))?;
-    let component = Sha256Digest::of(&component_bytes);
-    let manifest_digest = Sha256Digest::of(&manifest_bytes);
-    // Verify and compile before anything is recorded: a bad component
-    // fails here and changes nothing.
-    let rt = runtime.clone();
-    let (m, b, p) = (manifest.clone(), component_bytes, component_path.clone());
-    tokio::task::spawn_blocking(move || rt.precompile(&m, &b, &p))
-        .await
-        .map_err(|e| InstallError::Invalid(format!("compiling panicked: {e}")))??;
+    let manifest_digest = Sha256Digest::of(&peeked.manifest_bytes);
+    let component = peeked.component.clone();
 
     let mut lock = Lockfile::load(&opts.root)?;
     let previous = lock.extensions.get(&id).cloned();
@@ -193,10 +184,12 @@ pub async fn install(
             capabilities,
         });
     }
+    let limits = describe_limits(&manifest);
     let question = match &previous {
         None => Some(format!(
-            "Install `{id}` {version} ({kind}) into the {scope} scope? It may:\n{}\n",
+            "Install `{id}` {version} ({kind}) into the {scope} scope? It may:\n{}{}\n",
             bullet(&capabilities),
+            limits_text(&limits),
             kind = manifest.kind,
             scope = opts.scope
         )),
@@ -204,9 +197,10 @@ pub async fn install(
             let more = prev.granted.missing(&manifest.capabilities);
             (!more.is_empty()).then(|| {
                 format!(
-                    "`{id}` {version} asks for more than version {} was granted. It also wants to:\n{}\n",
+                    "`{id}` {version} asks for more than version {} was granted. It also wants to:\n{}{}\n",
                     prev.version,
-                    bullet(&more)
+                    bullet(&more),
+                    limits_text(&limits)
                 )
             })
         }
@@ -217,6 +211,35 @@ pub async fn install(
     {
         return Err(InstallError::Declined { id, version });
     }
+
+    // Now unpack (with limits) into a staging folder that is removed on
+    // any failure, and check it holds exactly what was shown.
+    std::fs::create_dir_all(&opts.root).map_err(io("create", &opts.root))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".install-")
+        .tempdir_in(&opts.root)
+        .map_err(io("create a temporary folder in", &opts.root))?;
+    match (source, &archive) {
+        (Source::Folder(dir), _) => copy_folder(dir, staging.path(), &mut Budget::default())?,
+        (_, Some(bytes)) => unpack(bytes, staging.path())?,
+        (_, None) => return Err(InstallError::Invalid("no archive was read".into())),
+    }
+    let folder = manifest_folder(staging.path())?;
+    let staged_manifest = read_limited(&folder.join("extension.toml"), MAX_MANIFEST_BYTES as u64)?;
+    let component_path = folder.join(&manifest.component);
+    let component_bytes = std::fs::read(&component_path).map_err(io("read", &component_path))?;
+    if staged_manifest != peeked.manifest_bytes || Sha256Digest::of(&component_bytes) != component {
+        return Err(InstallError::Invalid(format!(
+            "`{id}` changed while it was being installed (its manifest or component is not what was shown); nothing was installed"
+        )));
+    }
+    // Verify and compile before anything is recorded: a bad component
+    // fails here and changes nothing.
+    let rt = runtime.clone();
+    let (m, b, p) = (manifest.clone(), component_bytes, component_path.clone());
+    tokio::task::spawn_blocking(move || rt.precompile(&m, &b, &p))
+        .await
+        .map_err(|e| InstallError::Invalid(format!("compiling panicked: {e}")))??;
 
     let key = Sha256Digest::of(format!("{component}\n{manifest_digest}").as_bytes());
     let rel = format!("store/{}", key.hex());
@@ -257,6 +280,146 @@ pub async fn install(
         component,
         capabilities,
     })
+}
+
+/// What the consent question is about, read without unpacking anything.
+struct Peeked {
+    manifest_bytes: Vec<u8>,
+    manifest: Manifest,
+    component: Sha256Digest,
+}
+
+fn parse_peeked(bytes: Vec<u8>, shown: &Path) -> Result<Manifest, InstallError> {
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| InstallError::Invalid(format!("{} is not UTF-8 text", shown.display())))?;
+    parse_manifest(text, shown, &HOST_CONTRACT).map_err(|e| InstallError::Invalid(e.to_string()))
+}
+
+/// The manifest and component digest of a folder source.
+fn peek_folder(dir: &Path) -> Result<Peeked, InstallError> {
+    let folder = manifest_folder(dir)?;
+    let manifest_path = folder.join("extension.toml");
+    let manifest_bytes = read_limited(&manifest_path, MAX_MANIFEST_BYTES as u64)?;
+    let manifest = parse_peeked(manifest_bytes.clone(), &manifest_path)?;
+    let component_path = folder.join(&manifest.component);
+    let bytes = std::fs::read(&component_path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => InstallError::Invalid(format!(
+            "extension `{}`: its component {} is missing; build it first (for a Rust crate: `cargo build --release --target wasm32-wasip2`) or fix `component` in extension.toml",
+            manifest.id,
+            component_path.display()
+        )),
+        _ => InstallError::Io {
+            what: "read",
+            path: component_path.clone(),
+            source,
+        },
+    })?;
+    Ok(Peeked {
+        manifest_bytes,
+        manifest,
+        component: Sha256Digest::of(&bytes),
+    })
+}
+
+/// The manifest and component digest of an archive, read from its entries
+/// in memory (at the top, or in its single top folder).
+fn peek_archive(bytes: &[u8]) -> Result<Peeked, InstallError> {
+    let bad = |m: String| InstallError::Invalid(format!("the archive {m}"));
+    let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    let mut budget = Budget::default();
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    for entry in archive
+        .entries()
+        .map_err(|e| bad(format!("cannot be read: {e}")))?
+    {
+        let mut entry = entry.map_err(|e| bad(format!("cannot be read: {e}")))?;
+        let path = checked_entry_path(&entry)?;
+        budget.entry(&path)?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let name = path.file_name().map(|n| n.to_os_string());
+        let depth = path.components().count();
+        // Keep what might be the manifest or a component (a `.wasm`).
+        let wanted = depth <= 2
+            && (name.as_deref() == Some(std::ffi::OsStr::new("extension.toml"))
+                || path.extension().is_some_and(|e| e == "wasm"));
+        if wanted {
+            let mut kept: Vec<u8> = Vec::new();
+            copy_limited(&mut entry, &mut kept, &mut budget, &path)?;
+            files.push((path, kept));
+        } else {
+            copy_limited(&mut entry, &mut std::io::sink(), &mut budget, &path)?;
+        }
+    }
+    let manifest_at = files
+        .iter()
+        .filter(|(p, _)| p.file_name() == Some(std::ffi::OsStr::new("extension.toml")))
+        .map(|(p, _)| p.clone())
+        .min_by_key(|p| p.components().count())
+        .ok_or_else(|| {
+            InstallError::Invalid(
+                "no extension.toml at the top of the archive (or in its single top folder)".into(),
+            )
+        })?;
+    let folder = manifest_at
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let take = |p: &Path| files.iter().find(|(f, _)| f == p).map(|(_, b)| b.clone());
+    let manifest_bytes = take(&manifest_at).unwrap_or_default();
+    let manifest = parse_peeked(manifest_bytes.clone(), &manifest_at)?;
+    let component_at = folder.join(&manifest.component);
+    let component = take(&component_at).ok_or_else(|| {
+        InstallError::Invalid(format!(
+            "extension `{}`: the archive has no {} (the `component` its extension.toml names)",
+            manifest.id,
+            component_at.display()
+        ))
+    })?;
+    Ok(Peeked {
+        manifest_bytes,
+        manifest,
+        component: Sha256Digest::of(&component),
+    })
+}
+
+/// `[limits]` above the defaults, in plain words.
+fn describe_limits(manifest: &Manifest) -> Vec<String> {
+    let default = Limits::default_for(manifest.kind);
+    let mut out = Vec::new();
+    if manifest.limits.memory_mib > default.memory_mib {
+        out.push(format!(
+            "use up to {} MiB of memory (the default is {} MiB)",
+            manifest.limits.memory_mib, default.memory_mib
+        ));
+    }
+    if manifest.limits.timeout_ms > default.timeout_ms {
+        out.push(format!(
+            "run up to {} per call (the default is {})",
+            human_ms(manifest.limits.timeout_ms),
+            human_ms(default.timeout_ms)
+        ));
+    }
+    out
+}
+
+fn limits_text(limits: &[String]) -> String {
+    if limits.is_empty() {
+        String::new()
+    } else {
+        format!("\n{}", bullet(limits))
+    }
+}
+
+fn human_ms(ms: u32) -> String {
+    if ms >= 60_000 && ms.is_multiple_of(60_000) {
+        format!("{} min", ms / 60_000)
+    } else if ms >= 1000 && ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
+    }
 }
 
 /// Drop `id` from the scope's lockfile and delete its stored files when
@@ -301,9 +464,61 @@ fn check_sha(actual: &Sha256Digest, expected: Option<&str>) -> Result<(), Instal
     }
 }
 
+/// Most entries an extension folder or archive may hold.
+pub const MAX_ENTRIES: usize = 10_000;
+
+/// What unpacking may still write: entries and bytes, counted as they are
+/// really written (a tar header's size is only a claim).
+struct Budget {
+    entries: usize,
+    bytes: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            entries: MAX_ENTRIES,
+            bytes: MAX_ARCHIVE_BYTES,
+        }
+    }
+}
+
+impl Budget {
+    fn entry(&mut self, path: &Path) -> Result<(), InstallError> {
+        if self.entries == 0 {
+            return Err(InstallError::Invalid(format!(
+                "the extension has more than {MAX_ENTRIES} files and folders (at `{}`); nothing was installed",
+                path.display()
+            )));
+        }
+        self.entries -= 1;
+        Ok(())
+    }
+}
+
+/// Copy `from` into `to`, stopping once the budget's bytes are spent.
+fn copy_limited(
+    from: &mut dyn std::io::Read,
+    to: &mut dyn std::io::Write,
+    budget: &mut Budget,
+    path: &Path,
+) -> Result<u64, InstallError> {
+    let mut limited = std::io::Read::take(from, budget.bytes + 1);
+    let copied = std::io::copy(&mut limited, to)
+        .map_err(|e| InstallError::Invalid(format!("cannot unpack `{}`: {e}", path.display())))?;
+    if copied > budget.bytes {
+        return Err(InstallError::Invalid(format!(
+            "the extension unpacks to more than {MAX_ARCHIVE_BYTES} bytes (at `{}`); nothing was installed",
+            path.display()
+        )));
+    }
+    budget.bytes -= copied;
+    Ok(copied)
+}
+
 /// Copy regular files and folders; links are refused (what is installed
 /// must be what was checked).
-fn copy_folder(from: &Path, to: &Path) -> Result<(), InstallError> {
+fn copy_folder(from: &Path, to: &Path, budget: &mut Budget) -> Result<(), InstallError> {
     let entries = std::fs::read_dir(from).map_err(io("read", from))?;
     for entry in entries {
         let entry = entry.map_err(io("read", from))?;
@@ -319,63 +534,97 @@ fn copy_folder(from: &Path, to: &Path) -> Result<(), InstallError> {
             if entry.file_name() == "target" || entry.file_name() == ".git" {
                 continue;
             }
+            budget.entry(&path)?;
             std::fs::create_dir(&dest).map_err(io("create", &dest))?;
-            copy_folder(&path, &dest)?;
+            copy_folder(&path, &dest, budget)?;
         } else if kind.is_file() {
-            std::fs::copy(&path, &dest).map_err(io("copy", &path))?;
+            budget.entry(&path)?;
+            let mut src = std::fs::File::open(&path).map_err(io("read", &path))?;
+            let mut out = std::fs::File::create_new(&dest).map_err(io("create", &dest))?;
+            copy_limited(&mut src, &mut out, budget, &path)?;
         }
     }
     Ok(())
 }
 
+/// An entry's path, refused when it is absolute or climbs out with `..`,
+/// and its type refused unless a file or folder.
+fn checked_entry_path<R: std::io::Read>(
+    entry: &tar::Entry<'_, R>,
+) -> Result<PathBuf, InstallError> {
+    let bad = |m: String| InstallError::Invalid(format!("the archive {m}"));
+    let path = entry
+        .path()
+        .map_err(|e| bad(format!("has a bad path: {e}")))?
+        .into_owned();
+    if path
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(bad(format!(
+            "has an entry `{}` outside its own folder",
+            path.display()
+        )));
+    }
+    let kind = entry.header().entry_type();
+    if !(kind.is_file() || kind.is_dir()) {
+        return Err(bad(format!(
+            "has `{}`, which is a link or special file; only files and folders are allowed",
+            path.display()
+        )));
+    }
+    // `./a` and `a` are one path.
+    Ok(path
+        .components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .collect())
+}
+
 /// Unpack a `.tar.gz` refusing links, device files, absolute paths and
-/// `..`, and stopping at [`MAX_ARCHIVE_BYTES`] unpacked.
+/// `..`, stopping at [`MAX_ENTRIES`] entries or [`MAX_ARCHIVE_BYTES`]
+/// really written. Files are created new: an entry cannot replace another.
 fn unpack(bytes: &[u8], to: &Path) -> Result<(), InstallError> {
     let bad = |m: String| InstallError::Invalid(format!("the archive {m}"));
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
-    let mut total: u64 = 0;
-    let entries = archive
+    let mut budget = Budget::default();
+    for entry in archive
         .entries()
-        .map_err(|e| bad(format!("cannot be read: {e}")))?;
-    for entry in entries {
+        .map_err(|e| bad(format!("cannot be read: {e}")))?
+    {
         let mut entry = entry.map_err(|e| bad(format!("cannot be read: {e}")))?;
-        let path = entry
-            .path()
-            .map_err(|e| bad(format!("has a bad path: {e}")))?
-            .into_owned();
-        if path
-            .components()
-            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-        {
-            return Err(bad(format!(
-                "has an entry `{}` outside its own folder",
-                path.display()
-            )));
+        let path = checked_entry_path(&entry)?;
+        budget.entry(&path)?;
+        if path.as_os_str().is_empty() {
+            continue;
         }
-        let kind = entry.header().entry_type();
-        if !(kind.is_file() || kind.is_dir()) {
-            return Err(bad(format!(
-                "has `{}`, which is a link or special file; only files and folders are allowed",
-                path.display()
-            )));
+        let dest = to.join(&path);
+        if entry.header().entry_type().is_dir() {
+            std::fs::create_dir_all(&dest).map_err(io("create", &dest))?;
+            continue;
         }
-        total += entry.size();
-        if total > MAX_ARCHIVE_BYTES {
-            return Err(bad(format!(
-                "unpacks to more than {MAX_ARCHIVE_BYTES} bytes"
-            )));
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent).map_err(io("create", parent))?;
         }
-        let ok = entry
-            .unpack_in(to)
+        let mut out = std::fs::File::create_new(&dest)
             .map_err(|e| bad(format!("cannot be unpacked at `{}`: {e}", path.display())))?;
-        if !ok {
-            return Err(bad(format!(
-                "has an entry `{}` outside its own folder",
-                path.display()
-            )));
-        }
+        copy_limited(&mut entry, &mut out, &mut budget, &path)?;
     }
     Ok(())
+}
+
+/// A file read whole, refused past `limit` bytes.
+fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, InstallError> {
+    let file = std::fs::File::open(path).map_err(io("read", path))?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)
+        .map_err(io("read", path))?;
+    if bytes.len() as u64 > limit {
+        return Err(InstallError::Invalid(format!(
+            "{} is over {limit} bytes; manifests are small",
+            path.display()
+        )));
+    }
+    Ok(bytes)
 }
 
 /// `extension.toml` at the top, or in the one folder at the top.
@@ -449,4 +698,28 @@ async fn download(url: &str) -> Result<(Vec<u8>, Sha256Digest), InstallError> {
         }
     }
     Ok((body, Sha256Digest::finish(hasher)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_above_the_defaults_are_named_in_plain_words() {
+        let text = "id = \"big\"\nname = \"Big\"\nversion = \"1.0.0\"\nkind = \"hook\"\ncontract = \"^0.1\"\n\n[limits]\nmemory-mib = 2048\ntimeout-ms = 60000\n\n[[hooks]]\nslot = \"render.post\"\nkind = \"observer\"\n";
+        let m = parse_manifest(text, Path::new("extension.toml"), &HOST_CONTRACT).unwrap();
+        assert_eq!(
+            describe_limits(&m),
+            [
+                "use up to 2048 MiB of memory (the default is 256 MiB)",
+                "run up to 1 min per call (the default is 2 s)"
+            ]
+        );
+        let small = text.replace(
+            "memory-mib = 2048\ntimeout-ms = 60000\n",
+            "memory-mib = 64\n",
+        );
+        let m = parse_manifest(&small, Path::new("extension.toml"), &HOST_CONTRACT).unwrap();
+        assert!(describe_limits(&m).is_empty());
+    }
 }

@@ -169,15 +169,7 @@ impl Lockfile {
             "# Written by `stud ext install`; edit with `stud ext install/remove`.\n{}",
             toml::to_string(self).map_err(|e| write(std::io::Error::other(e)))?
         );
-        std::fs::create_dir_all(root).map_err(write)?;
-        let tmp = root.join(format!(".{LOCKFILE}.tmp-{}", std::process::id()));
-        {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&tmp).map_err(write)?;
-            f.write_all(text.as_bytes()).map_err(write)?;
-            f.sync_all().map_err(write)?;
-        }
-        std::fs::rename(&tmp, &path).map_err(write)
+        crate::atomic_write::write_atomic(&path, text.as_bytes()).map_err(write)
     }
 }
 

@@ -129,12 +129,7 @@ impl TrustStore {
         };
         let text =
             serde_json::to_string_pretty(&file).map_err(|e| write(std::io::Error::other(e)))?;
-        if let Some(parent) = self.path.parent() {
-            std::fs::create_dir_all(parent).map_err(write)?;
-        }
-        let tmp = self.path.with_extension("json.tmp");
-        std::fs::write(&tmp, text).map_err(write)?;
-        std::fs::rename(&tmp, &self.path).map_err(write)
+        crate::atomic_write::write_atomic(&self.path, text.as_bytes()).map_err(write)
     }
 
     /// The current decision per project, sorted by path.

@@ -156,11 +156,12 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let bus = Bus::new();
     let services = Arc::new(KernelServices::new(bus.clone(), opts.terminal));
     let runtime = Runtime::new(RuntimeOptions {
-        cache_dir: Some(opts.home.compile_cache_dir()),
+        cache: Some(opts.home.compile_cache()),
         pooling: true,
     })?;
     let discovery = Discovery::scan(&opts.home, &opts.project);
-    let mut warnings: Vec<String> = layered.warnings;
+    let mut warnings: Vec<String> = std::mem::take(&mut layered.warnings);
+    warnings.extend(runtime.cache_problem().map(str::to_string));
     warnings.extend(discovery.problems.iter().map(|p| p.to_string()));
     warnings.extend(grant_warnings);
     bus.set_redactor(Redactor::new(

@@ -1,16 +1,25 @@
 //! Compiled-code cache on disk, keyed by the component's sha256 and the
 //! engine's compatibility hash. A second start deserializes instead of
-//! compiling; a changed component has another key; a corrupt entry (its own
-//! checksum does not match) is deleted and recompiled.
+//! compiling; a changed component has another key.
+//!
+//! An entry is native code that runs unchecked once deserialized, so each
+//! is authenticated: an HMAC-SHA256 under a per-user key
+//! (`<stud home>/cache.key`, 32 random bytes created exclusively with mode
+//! 0600) over the entry's name and bytes sits next to it. A planted or
+//! corrupted entry does not verify: it is deleted and the component is
+//! compiled again. Without a usable key there is no disk cache (every load
+//! compiles): caching only ever costs or saves time.
 
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use hmac::{Hmac, Mac as _};
 use sha2::{Digest as _, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::atomic_write::write_atomic;
 use crate::digest::Sha256Digest;
 
 /// Where a loaded component's machine code came from.
@@ -39,20 +48,56 @@ pub struct CacheStats {
     pub discarded: AtomicU64,
 }
 
+/// Where compiled code is kept, and the file holding the key that
+/// authenticates it (the user's own, in the stud home; the cache folder may
+/// be shared or elsewhere, see `STUD_CACHE_DIR`).
+#[derive(Debug, Clone)]
+pub struct CacheLocation {
+    pub dir: PathBuf,
+    pub key_file: PathBuf,
+}
+
 pub struct CompileCache {
     dir: Option<PathBuf>,
+    key: Option<Hmac<Sha256>>,
     engine_key: String,
     pub stats: CacheStats,
 }
 
+/// Why the disk cache is off.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheKeyError {
+    #[error("cannot read or create the compile cache key {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "the compile cache key {path} is readable or writable by others (or not yours); delete it and stud makes a new one"
+    )]
+    Exposed { path: PathBuf },
+    #[error("the compile cache key {path} is not 32 bytes; delete it and stud makes a new one")]
+    Malformed { path: PathBuf },
+}
+
 impl CompileCache {
-    /// `dir = None` disables the disk cache (every load compiles).
-    pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
-        CompileCache {
+    /// `location = None` disables the disk cache (every load compiles), as
+    /// does a key that cannot be read or created (the error says why).
+    pub fn new(engine: &Engine, location: Option<CacheLocation>) -> (Self, Option<CacheKeyError>) {
+        let (dir, key, problem) = match location {
+            None => (None, None, None),
+            Some(loc) => match load_or_create_key(&loc.key_file) {
+                Ok(key) => (Some(loc.dir), Some(key), None),
+                Err(e) => (None, None, Some(e)),
+            },
+        };
+        let cache = CompileCache {
             dir,
+            key,
             engine_key: engine_key(engine),
             stats: CacheStats::default(),
-        }
+        };
+        (cache, problem)
     }
 
     pub fn dir(&self) -> Option<&Path> {
@@ -70,58 +115,142 @@ impl CompileCache {
             self.stats.compiled.fetch_add(1, Ordering::Relaxed);
             return Ok((Component::new(engine, bytes)?, CodeSource::Compiled));
         };
-        let base = dir.join(format!("{}-{}", digest.hex(), self.engine_key));
+        let Some(key) = &self.key else {
+            self.stats.compiled.fetch_add(1, Ordering::Relaxed);
+            return Ok((Component::new(engine, bytes)?, CodeSource::Compiled));
+        };
+        let name = format!("{}-{}", digest.hex(), self.engine_key);
+        let base = dir.join(&name);
         let code_path = base.with_extension("cwasm");
-        let sum_path = base.with_extension("sha256");
-        if let Some(component) = self.read_entry(engine, &code_path, &sum_path) {
+        let mac_path = base.with_extension("hmac");
+        if let Some(component) = self.read_entry(engine, key, &name, &code_path, &mac_path) {
             self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok((component, CodeSource::Cached));
         }
         self.stats.compiled.fetch_add(1, Ordering::Relaxed);
         let component = Component::new(engine, bytes)?;
         // A cache that cannot be written only costs speed.
-        let _ = write_entry(dir, &code_path, &sum_path, &component);
+        let _ = write_entry(key, &name, &code_path, &mac_path, &component);
         Ok((component, CodeSource::Compiled))
     }
 
-    fn read_entry(&self, engine: &Engine, code_path: &Path, sum_path: &Path) -> Option<Component> {
+    fn read_entry(
+        &self,
+        engine: &Engine,
+        key: &Hmac<Sha256>,
+        name: &str,
+        code_path: &Path,
+        mac_path: &Path,
+    ) -> Option<Component> {
         let code = std::fs::read(code_path).ok()?;
-        let recorded = std::fs::read_to_string(sum_path).ok();
-        let intact =
-            recorded.as_deref().map(str::trim) == Some(hex::encode(Sha256::digest(&code)).as_str());
-        if intact {
-            // SAFETY: the bytes were produced by `Component::serialize` of an
-            // engine with the same compatibility hash (it is in the file
-            // name), and their checksum matches what we wrote next to them.
+        let recorded = std::fs::read_to_string(mac_path).unwrap_or_default();
+        let authentic = hex::decode(recorded.trim())
+            .is_ok_and(|tag| entry_mac(key, name, &code).verify_slice(&tag).is_ok());
+        if authentic {
+            // SAFETY: the bytes carry our own HMAC over their name (component
+            // digest and engine compatibility hash) and content, so they are
+            // what `Component::serialize` of a compatible engine wrote here.
             if let Ok(c) = unsafe { Component::deserialize(engine, &code) } {
                 return Some(c);
             }
         }
         self.stats.discarded.fetch_add(1, Ordering::Relaxed);
         let _ = std::fs::remove_file(code_path);
-        let _ = std::fs::remove_file(sum_path);
+        let _ = std::fs::remove_file(mac_path);
         None
     }
 }
 
-fn write_entry(
-    dir: &Path,
-    code_path: &Path,
-    sum_path: &Path,
-    component: &Component,
-) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let code = component.serialize().map_err(std::io::Error::other)?;
-    let sum = hex::encode(Sha256::digest(&code));
-    atomic_write(sum_path, sum.as_bytes())?;
-    atomic_write(code_path, &code)
+/// The MAC of an entry: its name (digest and engine) and its bytes.
+fn entry_mac(key: &Hmac<Sha256>, name: &str, code: &[u8]) -> Hmac<Sha256> {
+    let mut mac = key.clone();
+    mac.update(name.as_bytes());
+    mac.update(&[0]);
+    mac.update(code);
+    mac
 }
 
-/// Write to a temp file in the same folder, then rename over the target.
-fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+fn write_entry(
+    key: &Hmac<Sha256>,
+    name: &str,
+    code_path: &Path,
+    mac_path: &Path,
+    component: &Component,
+) -> std::io::Result<()> {
+    let code = component.serialize().map_err(std::io::Error::other)?;
+    let tag = hex::encode(entry_mac(key, name, &code).finalize().into_bytes());
+    write_atomic(code_path, &code)?;
+    write_atomic(mac_path, tag.as_bytes())
+}
+
+/// The user's cache key: read it, or create it (exclusively, 0600) when
+/// there is none. One that others could read or write is refused.
+fn load_or_create_key(path: &Path) -> Result<Hmac<Sha256>, CacheKeyError> {
+    let io = |source| CacheKeyError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => {
+            check_private(path)?;
+            b
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_key(path).map_err(io)?,
+        Err(e) => return Err(io(e)),
+    };
+    if bytes.len() != 32 {
+        return Err(CacheKeyError::Malformed {
+            path: path.to_path_buf(),
+        });
+    }
+    Hmac::<Sha256>::new_from_slice(&bytes).map_err(|_| CacheKeyError::Malformed {
+        path: path.to_path_buf(),
+    })
+}
+
+fn create_key(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Write as _;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut key = vec![0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(mut f) => {
+            f.write_all(&key)?;
+            f.sync_all()?;
+            Ok(key)
+        }
+        // Another stud made it first: use theirs.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::read(path),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(unix)]
+fn check_private(path: &Path) -> Result<(), CacheKeyError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::symlink_metadata(path).map_err(|source| CacheKeyError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_file() || meta.mode() & 0o077 != 0 || meta.uid() != me {
+        return Err(CacheKeyError::Exposed {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private(_path: &Path) -> Result<(), CacheKeyError> {
+    Ok(())
 }
 
 /// A short stable key of the engine's configuration and version.

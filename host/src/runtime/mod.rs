@@ -20,13 +20,12 @@ pub mod services;
 mod stderr;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
-pub use cache::{CacheStats, CodeSource};
+pub use cache::{CacheLocation, CacheStats, CodeSource};
 pub use engine::Allocator;
 pub use error::{CallError, LoadError, RuntimeError};
 pub use extension::Extension;
@@ -38,7 +37,7 @@ use host_state::HostState;
 
 pub struct RuntimeOptions {
     /// Where compiled code is cached; `None` compiles on every load.
-    pub cache_dir: Option<PathBuf>,
+    pub cache: Option<CacheLocation>,
     /// Try the pooling allocator first.
     pub pooling: bool,
 }
@@ -49,17 +48,20 @@ pub struct Runtime {
     engine: Engine,
     allocator: Allocator,
     cache: cache::CompileCache,
+    /// Why the disk cache is off, when it should have been on.
+    cache_problem: Option<String>,
     linkers: Mutex<HashMap<LinkerKey, Arc<Linker<HostState>>>>,
 }
 
 impl Runtime {
     pub fn new(options: RuntimeOptions) -> Result<Arc<Self>, RuntimeError> {
         let (engine, allocator) = engine::build_engine(options.pooling)?;
-        let cache = cache::CompileCache::new(&engine, options.cache_dir);
+        let (cache, problem) = cache::CompileCache::new(&engine, options.cache);
         Ok(Arc::new(Runtime {
             engine,
             allocator,
             cache,
+            cache_problem: problem.map(|e| format!("{e}; compiled code is not cached")),
             linkers: Mutex::default(),
         }))
     }
@@ -70,6 +72,11 @@ impl Runtime {
 
     pub fn allocator(&self) -> Allocator {
         self.allocator
+    }
+
+    /// Why compiled code is not cached although a cache was asked for.
+    pub fn cache_problem(&self) -> Option<&str> {
+        self.cache_problem.as_deref()
     }
 
     /// Compile, cache-hit and discard counters.
