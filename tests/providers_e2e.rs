@@ -554,7 +554,7 @@ fn a_provider_cannot_reach_a_host_it_was_not_granted() {
     let other = TestServer::start(vec![Reply::new(200, "should never be asked")]);
     let env = Env::new(json!({
         "active": {"provider": "net-probe"},
-        "providers": {"net-probe": {"target": format!("http://localhost:{}/", other.addr.port())}}
+        "providers": {"net-probe": {"target": format!("http://127.0.0.1:{}/", other.addr.port())}}
     }));
     common::install_fixture(env.home.path(), "net-probe");
     let out = env.stud(&["-p", "--output-format", "json", "hi"], &[]);
@@ -562,7 +562,7 @@ fn a_provider_cannot_reach_a_host_it_was_not_granted() {
     let r = result(&out);
     let message = r["error"].as_str().unwrap_or_default();
     assert!(
-        message.contains("`net-probe`") && message.contains("localhost"),
+        message.contains("`net-probe`") && message.contains("127.0.0.1"),
         "{r}"
     );
     assert!(message.contains("not granted"), "{r}");
@@ -573,12 +573,28 @@ fn a_provider_cannot_reach_a_host_it_was_not_granted() {
         "a request left for an ungranted host"
     );
 
-    // The granted host works through the same component.
-    let settings = json!({
+    // Its manifest asks for `localhost`, which resolves to this machine:
+    // the manifest's word is not enough for an internal address.
+    let target = format!("http://localhost:{}/ok", granted.addr.port());
+    env.settings(json!({
         "active": {"provider": "net-probe"},
-        "providers": {"net-probe": {"target": format!("{}/ok", granted.url())}}
-    });
-    env.settings(settings);
+        "providers": {"net-probe": {"target": target}}
+    }));
+    let out = env.stud(&["-p", "--output-format", "json", "hi"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let message = result(&out)["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(message.contains("internal address"), "{message}");
+    assert_eq!(granted.requests().len(), 0);
+
+    // Granted by the user, exactly: the same component reaches it.
+    env.settings(json!({
+        "active": {"provider": "net-probe"},
+        "providers": {"net-probe": {"target": target}},
+        "network": {"net-probe": ["localhost"]}
+    }));
     let out = env.stud(&["-p", "--output-format", "json", "hi"], &[]);
     assert_ok(&out);
     assert_eq!(result(&out)["result"], "status 200: hello");

@@ -87,12 +87,14 @@ pub fn build_client(policy: Arc<NetPolicy>) -> reqwest::Result<reqwest::Client> 
 mod tests {
     use super::*;
 
-    fn policy(patterns: &[&str]) -> Arc<NetPolicy> {
+    /// The manifest asks for `manifest`; the user granted `user`.
+    fn policy(manifest: &[&str], user: &[&str]) -> Arc<NetPolicy> {
+        let parse = |v: &[&str]| v.iter().map(|p| p.parse().unwrap()).collect();
         Arc::new(NetPolicy::new(
             "probe".parse().unwrap(),
-            patterns.iter().map(|p| p.parse().unwrap()).collect(),
-            Vec::new(),
-            false,
+            parse(manifest),
+            parse(user),
+            true,
         ))
     }
 
@@ -109,14 +111,21 @@ mod tests {
     #[tokio::test]
     async fn internal_answers_need_an_exact_grant() {
         // `localhost` resolves to loopback: refused unless granted by name.
-        let err = resolve(policy(&["*.example.com"]), "localhost")
+        let err = resolve(policy(&["*.example.com"], &[]), "localhost")
             .await
             .unwrap_err();
         assert!(
             err.contains("internal address") && err.contains("`probe`"),
             "{err}"
         );
-        let addrs = resolve(policy(&["localhost"]), "localhost").await.unwrap();
+        // The manifest naming it is not enough; the user must.
+        let err = resolve(policy(&["localhost"], &[]), "localhost")
+            .await
+            .unwrap_err();
+        assert!(err.contains("internal address"), "{err}");
+        let addrs = resolve(policy(&[], &["localhost"]), "localhost")
+            .await
+            .unwrap();
         assert!(addrs.iter().all(|a| a.ip().is_loopback()), "{addrs:?}");
     }
 }

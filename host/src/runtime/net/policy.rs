@@ -7,6 +7,8 @@ use std::net::IpAddr;
 
 use reqwest::Url;
 
+use super::address::is_internal;
+
 use crate::manifest::{ExtensionId, HostPattern};
 
 /// Why a request was refused. Each message names the extension, the host
@@ -98,6 +100,19 @@ impl NetPolicy {
         let host = url.host_str().unwrap_or_default();
         let port = url.port_or_known_default().unwrap_or(0);
         if self.patterns().any(|p| p.matches(host, port)) {
+            // An address written in the URL is never looked up, so the
+            // internal-address rule applies here, not in the resolver.
+            if let Ok(ip) = bare(host).parse::<IpAddr>()
+                && is_internal(ip)
+                && !self.exact(host)
+            {
+                return Err(NetDenied::Internal {
+                    ext: self.ext.clone(),
+                    fix: self.fix(bare(host)),
+                    host: bare(host).to_string(),
+                    addr: ip,
+                });
+            }
             Ok(())
         } else {
             let host = bare(host);
@@ -110,12 +125,17 @@ impl NetPolicy {
         }
     }
 
-    /// Whether `host` is granted by name (not by wildcard): only then may
-    /// it resolve to an internal address.
+    /// Whether the *user* granted `host` by name (not by wildcard): only
+    /// then may it be (or resolve to) an internal address. A manifest's
+    /// word is not enough: an extension could name `localhost` or a name
+    /// that resolves to the cloud metadata address.
     pub fn exact(&self, host: &str) -> bool {
         let host = bare(host);
-        self.patterns()
-            .any(|p| !p.wildcard && p.host.eq_ignore_ascii_case(host))
+        self.user_hosts
+            && self
+                .user
+                .iter()
+                .any(|p| !p.wildcard && p.host.eq_ignore_ascii_case(host))
     }
 }
 
@@ -180,11 +200,23 @@ mod tests {
     }
 
     #[test]
-    fn wildcards_are_not_exact() {
-        let p = policy(&["*.example.com", "host.lan"], &[], false);
+    fn only_exact_user_grants_reach_internal_addresses() {
+        let p = policy(&["*.example.com", "host.lan", "127.0.0.1"], &[], true);
         assert!(p.check(&url("https://a.example.com/")).is_ok());
         assert!(!p.exact("a.example.com"));
-        assert!(p.exact("HOST.lan"));
+        // The manifest's word is not enough.
+        assert!(!p.exact("host.lan"));
+        assert!(matches!(
+            p.check(&url("http://127.0.0.1:9/")),
+            Err(NetDenied::Internal { .. })
+        ));
+        let p = policy(&[], &["*.corp.lan", "HOST.lan", "127.0.0.1"], true);
+        assert!(!p.exact("a.corp.lan"));
+        assert!(p.exact("host.lan"));
+        assert!(p.check(&url("http://127.0.0.1:9/")).is_ok());
+        // Granted, but not accepted from settings by this manifest.
+        let p = policy(&[], &["127.0.0.1"], false);
+        assert!(!p.exact("127.0.0.1"));
     }
 
     #[test]
