@@ -213,3 +213,83 @@ fn a_protected_file_behind_a_symlink_stays_protected() {
     );
     assert!(!answer.contains("very-secret-value"), "{answer}");
 }
+
+/// Install the `hostile` fixture under another id, with a longer deadline.
+fn hostile_as(env: &StudEnv, id: &str) {
+    let dir = env.install("hostile");
+    let target = env.home.path().join("extensions").join(id);
+    std::fs::rename(&dir, &target).expect("rename fixture");
+    let manifest = std::fs::read_to_string(target.join("extension.toml"))
+        .expect("manifest")
+        .replace("id = \"hostile\"", &format!("id = \"{id}\""))
+        .replace("timeout-ms = 500", "timeout-ms = 60000")
+        .replace("name = \"Hostile tool\"", &format!("name = \"{id}\""));
+    std::fs::write(target.join("extension.toml"), manifest).expect("write manifest");
+}
+
+/// One tool reports progress 200,000 times while another reports three
+/// steps: the stream stays small, the flood costs only the flooder, and
+/// nothing a consumer relies on is lost.
+#[test]
+fn an_event_flood_is_contained() {
+    let env = StudEnv::new();
+    hostile_as(&env, "flooder");
+    env.install("hostile");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [
+                {"id": "f", "name": "flooder", "arguments": {"mode": "flood"}},
+                {"id": "p", "name": "hostile", "arguments": {"mode": "progress"}}
+            ]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({"tools": {"flooder": {"name": "flooder"}}}),
+    );
+    let out = env
+        .command(&[
+            "run",
+            "-p",
+            "--yolo",
+            "--output-format",
+            "stream-json",
+            "go",
+        ])
+        .output()
+        .expect("run stud");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let named = |n: &str| events.iter().filter(|e| e["event"] == n).count();
+    assert!(
+        named("bus.dropped") <= 3,
+        "{} drop notices",
+        named("bus.dropped")
+    );
+    assert!(events.len() < 5_000, "{} lines on stdout", events.len());
+    assert_eq!(named("tool.succeeded"), 2);
+    let steady: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "tool.progress" && e["payload"]["call_id"] == "p")
+        .collect();
+    assert_eq!(steady.len(), 3, "the other tool's progress was starved");
+    let suppressed: u64 = events
+        .iter()
+        .filter(|e| e["event"] == "extension.events.suppressed")
+        .filter(|e| e["payload"]["extension"] == "flooder")
+        .filter_map(|e| e["payload"]["count"].as_u64())
+        .sum();
+    assert!(suppressed > 100_000, "suppressed {suppressed}");
+    let result = events.last().expect("result line");
+    assert_eq!(result["type"], "result");
+    let answer = result["result"].as_str().unwrap_or_default();
+    assert!(
+        answer.contains("flooded") && answer.contains("done"),
+        "{answer}"
+    );
+    // Sequence numbers only grow.
+    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+}

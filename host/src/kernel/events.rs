@@ -1,13 +1,16 @@
 //! The event bus. Every subscriber has its own bounded queue: a slow one
-//! loses observer events (and is told how many, with a `bus.dropped`
-//! event) but never slows the loop. Authoritative records (decisions,
-//! appended messages, turn boundaries) are queued even past the bound, so
-//! no subscriber ever misses one.
+//! loses observer events but never slows the loop. It is told how many
+//! with `bus.dropped` notices, coalesced: at most one per
+//! [`DROP_NOTICE_INTERVAL`] while it falls behind, and one when it caught
+//! up, each with a count and a `seq` of its own in the bus's order.
+//! Authoritative records (decisions, appended messages, tool outcomes,
+//! turn boundaries) are queued even past the bound, so no subscriber ever
+//! misses one.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -16,6 +19,9 @@ use super::redact::Redactor;
 
 /// Default queue bound per subscriber.
 pub const DEFAULT_QUEUE: usize = 1024;
+/// Shortest time between two `bus.dropped` notices to one subscriber
+/// while it keeps losing events.
+pub const DROP_NOTICE_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone)]
 pub struct Event {
@@ -40,7 +46,13 @@ pub struct Subscriber {
     pub name: String,
     queue: Mutex<VecDeque<Event>>,
     cap: usize,
+    /// Lost and not yet reported.
     dropped: AtomicU64,
+    /// When the last `bus.dropped` notice was made.
+    last_notice: Mutex<Option<Instant>>,
+    /// The bus's last sequence number; held while an event is numbered
+    /// and queued, so every subscriber sees numbers only grow.
+    order: Arc<Mutex<u64>>,
     notify: Notify,
     closed: AtomicBool,
     /// Events handed out by `next` and not yet acknowledged.
@@ -71,17 +83,6 @@ impl Subscriber {
     /// Losses since the last call are reported first as `bus.dropped`.
     pub async fn next(&self) -> Option<Event> {
         loop {
-            let lost = self.dropped.swap(0, Ordering::AcqRel);
-            if lost > 0 {
-                return Some(Event {
-                    seq: 0,
-                    name: "bus.dropped".into(),
-                    turn_id: None,
-                    timestamp_ms: now_ms(),
-                    payload: json!({"subscriber": self.name, "count": lost}),
-                    authoritative: false,
-                });
-            }
             let notified = self.notify.notified();
             if let Some(ev) = self
                 .queue
@@ -91,6 +92,22 @@ impl Subscriber {
             {
                 return Some(ev);
             }
+            // Caught up: what was lost since the last notice, in one,
+            // numbered after everything queued so far.
+            {
+                let mut last = self.order.lock().unwrap_or_else(|p| p.into_inner());
+                let empty = self
+                    .queue
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .is_empty();
+                if !empty {
+                    continue;
+                }
+                if let Some(notice) = self.drop_notice(&mut last) {
+                    return Some(notice);
+                }
+            }
             if self.closed.load(Ordering::Acquire) {
                 return None;
             }
@@ -98,12 +115,31 @@ impl Subscriber {
         }
     }
 
+    /// A `bus.dropped` notice for everything lost and not yet reported.
+    fn drop_notice(&self, last: &mut u64) -> Option<Event> {
+        let lost = self.dropped.swap(0, Ordering::AcqRel);
+        if lost == 0 {
+            return None;
+        }
+        *self.last_notice.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        *last += 1;
+        Some(Event {
+            seq: *last,
+            name: "bus.dropped".into(),
+            turn_id: None,
+            timestamp_ms: now_ms(),
+            payload: json!({"subscriber": self.name, "count": lost}),
+            authoritative: false,
+        })
+    }
+
     /// Events this subscriber lost and has not been told about yet.
     pub fn pending_drops(&self) -> u64 {
         self.dropped.load(Ordering::Acquire)
     }
 
-    fn offer(&self, ev: &Event) {
+    /// Queue `ev`; `last` is the bus's sequence, held by the caller.
+    fn offer(&self, ev: &Event, last: &mut u64) {
         if self.skip.is_some_and(|skip| skip(&ev.name)) {
             return;
         }
@@ -111,6 +147,16 @@ impl Subscriber {
             let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
             if q.len() >= self.cap && !ev.authoritative {
                 self.dropped.fetch_add(1, Ordering::AcqRel);
+                // Falling behind for a while: say so now and then, in the
+                // queue's order, rather than only once it caught up.
+                let due = self
+                    .last_notice
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .is_none_or(|t| t.elapsed() >= DROP_NOTICE_INTERVAL);
+                if due && let Some(notice) = self.drop_notice(last) {
+                    q.push_back(notice);
+                }
                 return;
             }
             q.push_back(ev.clone());
@@ -126,7 +172,8 @@ impl Subscriber {
 
 #[derive(Default)]
 struct BusInner {
-    seq: AtomicU64,
+    /// The last sequence number handed out.
+    order: Arc<Mutex<u64>>,
     subscribers: Mutex<Vec<Arc<Subscriber>>>,
     turn: Mutex<Option<String>>,
     redactor: RwLock<Redactor>,
@@ -159,9 +206,11 @@ impl Bus {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         let sub = self.subscribe(name, cap);
+        let mut last = self.inner.order.lock().unwrap_or_else(|p| p.into_inner());
         for ev in startup.unwrap_or_default() {
-            sub.offer(&ev);
+            sub.offer(&ev, &mut last);
         }
+        drop(last);
         sub
     }
 
@@ -182,6 +231,8 @@ impl Bus {
             queue: Mutex::new(VecDeque::new()),
             cap: cap.max(1),
             dropped: AtomicU64::new(0),
+            last_notice: Mutex::new(None),
+            order: self.inner.order.clone(),
             notify: Notify::new(),
             closed: AtomicBool::new(false),
             outstanding: AtomicU64::new(0),
@@ -249,8 +300,12 @@ impl Bus {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
+        // Numbered and queued under one lock: concurrent publishers (tools
+        // running in parallel) never queue a higher number before a lower.
+        let mut last = self.inner.order.lock().unwrap_or_else(|p| p.into_inner());
+        *last += 1;
         let ev = Event {
-            seq: self.inner.seq.fetch_add(1, Ordering::AcqRel) + 1,
+            seq: *last,
             name: name.to_string(),
             turn_id: self
                 .inner
@@ -274,7 +329,7 @@ impl Bus {
             buf.push(ev.clone());
         }
         for s in subs {
-            s.offer(&ev);
+            s.offer(&ev, &mut last);
         }
     }
 
@@ -316,9 +371,42 @@ mod tests {
         while let Some(ev) = sub.next().await {
             names.push((ev.name.clone(), ev.payload.get("count").cloned()));
         }
-        assert_eq!(names[0], ("bus.dropped".to_string(), Some(json!(3))));
+        // One notice at the first loss (in the queue's order), one with
+        // the rest once the subscriber caught up.
+        let notices: Vec<_> = names.iter().filter(|(n, _)| n == "bus.dropped").collect();
+        assert_eq!(notices.len(), 2, "{names:?}");
+        let lost: u64 = notices
+            .iter()
+            .filter_map(|(_, c)| c.as_ref()?.as_u64())
+            .sum();
+        assert_eq!(lost, 3);
         assert_eq!(names.iter().filter(|(n, _)| n == "tick").count(), 2);
-        assert_eq!(names.last().map(|(n, _)| n.as_str()), Some("decision"));
+        assert!(names.iter().any(|(n, _)| n == "decision"));
+    }
+
+    #[tokio::test]
+    async fn a_flood_gives_few_notices_in_order() {
+        let bus = Bus::new();
+        let sub = bus.subscribe("slow", 8);
+        for i in 0..200_000 {
+            bus.publish("tick", json!({"i": i}));
+        }
+        bus.record("done", json!({}));
+        bus.close();
+        let mut seqs = Vec::new();
+        let mut notices = 0;
+        let mut lost = 0;
+        while let Some(ev) = sub.next().await {
+            if ev.name == "bus.dropped" {
+                notices += 1;
+                lost += ev.payload["count"].as_u64().unwrap();
+            }
+            seqs.push(ev.seq);
+        }
+        assert!(notices <= 3, "{notices} notices");
+        assert_eq!(lost, 200_000 - 8);
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "out of order");
+        assert!(seqs.iter().all(|s| *s > 0));
     }
 
     #[tokio::test]

@@ -632,7 +632,7 @@ impl Session {
             async move {
                 let _permit = permits.acquire_owned().await;
                 let started = Instant::now();
-                bus.publish(
+                bus.record(
                     "tool.started",
                     json!({"call_id": call.id, "tool": call.name}),
                 );
@@ -813,7 +813,7 @@ impl Session {
     }
 
     fn refuse(&self, call: &ToolCall, code: &str, message: &str) -> ToolResult {
-        self.bus.publish("tool.failed", json!({"call_id": call.id, "tool": call.name, "class": "ToolTerminal", "code": code, "message": message}));
+        self.bus.record("tool.failed", json!({"call_id": call.id, "tool": call.name, "class": "ToolTerminal", "code": code, "message": message}));
         error_result(call, code, message)
     }
 
@@ -828,7 +828,7 @@ impl Session {
         let duration_ms = started.elapsed().as_millis() as u64;
         let (content, is_error) = match outcome {
             None => {
-                self.bus.publish(
+                self.bus.record(
                     "tool.cancelled",
                     json!({"call_id": call.id, "tool": call.name, "reason": "turn cancelled"}),
                 );
@@ -840,7 +840,7 @@ impl Session {
             }
             Some(Ok(out)) => {
                 let text = result_text(&out.content);
-                self.bus.publish(
+                self.bus.record(
                     "tool.succeeded",
                     json!({"call_id": call.id, "tool": call.name, "output": clip(&text), "details": out.details.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok()), "duration_ms": duration_ms}),
                 );
@@ -859,7 +859,7 @@ impl Session {
                         call_error_code(other).to_string(),
                     ),
                 };
-                self.bus.publish("tool.failed", json!({"call_id": call.id, "tool": call.name, "class": class, "code": code, "message": e.to_string(), "duration_ms": duration_ms}));
+                self.bus.record("tool.failed", json!({"call_id": call.id, "tool": call.name, "class": class, "code": code, "message": e.to_string(), "duration_ms": duration_ms}));
                 let message = match &e {
                     CallError::Guest { error, .. } => error.message.clone(),
                     other => other.to_string(),

@@ -14,6 +14,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use super::cancel::CancelFlag;
 use super::caps::confine::ProcessConfinement;
 use super::caps::http::NetAccess;
+use super::emit_limit::{Admit, EmitLimiter};
 use super::limits::MemoryLimiter;
 use super::services::Services;
 use super::stderr::TailBuffer;
@@ -44,6 +45,30 @@ pub struct ExtensionContext {
     pub net: Option<Arc<NetAccess>>,
     pub processes: ProcessConfinement,
     pub services: Arc<dyn Services>,
+    /// How fast this extension may publish events and log lines.
+    pub emits: Mutex<EmitLimiter>,
+}
+
+impl ExtensionContext {
+    /// Whether one more event or log line may go out now; reports what
+    /// was suppressed before it, once.
+    pub fn admit_emit(&self) -> bool {
+        let verdict = self.emits.lock().unwrap_or_else(|p| p.into_inner()).admit();
+        match verdict {
+            Admit::Drop => false,
+            Admit::Pass { suppressed } => {
+                if suppressed > 0 {
+                    let notice = serde_json::json!({"extension": self.id.as_str(), "count": suppressed, "reason": "the extension published events faster than the bus accepts from one extension"});
+                    self.services.emit(
+                        &self.id,
+                        "extension.events.suppressed",
+                        &notice.to_string(),
+                    );
+                }
+                true
+            }
+        }
+    }
 }
 
 /// A host directory mapped into the guest.

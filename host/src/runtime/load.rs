@@ -149,6 +149,7 @@ impl Runtime {
             processes: spec.processes,
             net,
             services: spec.services,
+            emits: Default::default(),
         });
         Ok(Extension::new(
             self.clone(),

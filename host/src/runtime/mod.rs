@@ -6,6 +6,7 @@ pub mod bindings;
 pub mod cache;
 pub mod cancel;
 pub mod caps;
+pub mod emit_limit;
 pub mod engine;
 pub mod error;
 pub mod extension;

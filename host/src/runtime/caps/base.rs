@@ -35,13 +35,19 @@ fn clip(text: &str) -> &str {
 
 impl log::Host for HostState {
     async fn log(&mut self, level: log::Level, message: String) -> wasmtime::Result<()> {
-        self.ext.services.log(&self.ext.id, level, clip(&message));
+        if self.ext.admit_emit() {
+            self.ext.services.log(&self.ext.id, level, clip(&message));
+        }
         Ok(())
     }
 }
 
 impl events::Host for HostState {
     async fn emit(&mut self, name: String, payload: String) -> wasmtime::Result<()> {
+        // First, before any work: a flood must stay cheap for the host.
+        if !self.ext.admit_emit() {
+            return Ok(());
+        }
         let valid_name = !name.is_empty()
             && name.len() <= 128
             && name
