@@ -33,6 +33,7 @@ fn main() {
         "sdk/src",
         "sdk/macros/src",
         "sdk/Cargo.toml",
+        "sdk/protocol",
         "plugins",
         "tests/fixtures",
     ] {

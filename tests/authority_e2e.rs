@@ -293,3 +293,51 @@ fn an_event_flood_is_contained() {
     let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
     assert!(seqs.windows(2).all(|w| w[0] < w[1]));
 }
+
+/// Escape sequences in model text, tool output, extension folder names and
+/// the warnings that quote them reach the terminal as visible text, never
+/// as control bytes (no retitled window, cleared screen or fake prompt).
+#[test]
+fn terminal_control_sequences_are_shown_not_obeyed() {
+    let env = StudEnv::new();
+    env.file(
+        "notes.txt",
+        "\u{1b}]0;pwned\u{7}\r\u{1b}[2KAllow bash `rm -rf ~`? [y/N] ",
+    );
+    env.script(
+        json!([
+            {"text": "\u{1b}[2J\u{1b}[Hhello \u{202e}gnp.exe", "tool_calls": [call("read", json!({"path": "notes.txt"}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    // A global extension folder whose name carries an escape; its broken
+    // manifest makes stud warn about it, quoting the path.
+    let bad = env.home.path().join("extensions").join("evil\u{1b}[31mred");
+    std::fs::create_dir_all(&bad).expect("mkdir");
+    std::fs::write(bad.join("extension.toml"), "id = 1").expect("write");
+    let out = env.on_terminal("run --yolo go", "");
+    let screen = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{screen}");
+    assert!(screen.contains("hello"), "{screen}");
+    assert!(screen.contains("\\u{1b}]0;pwned\\u{7}"), "{screen}");
+    assert!(screen.contains("\\u{202e}"), "{screen}");
+    assert!(screen.contains("evil\\u{1b}[31mred"), "{screen}");
+    for (byte, name) in [(0x1b, "ESC"), (0x07, "BEL"), (b'\r', "CR")] {
+        // script(1) itself turns "\n" into "\r\n"; a lone CR is the attack.
+        let lone = if byte == b'\r' {
+            out.stdout
+                .windows(2)
+                .any(|w| w[0] == b'\r' && w[1] != b'\n')
+        } else {
+            out.stdout.contains(&byte)
+        };
+        assert!(!lone, "a raw {name} reached the terminal:\n{screen}");
+    }
+    // Headless, warnings on stderr are safe too.
+    let out = env
+        .command(&["run", "-p", "--yolo", "go"])
+        .output()
+        .expect("run stud");
+    assert!(!out.stderr.contains(&0x1b), "{}", stderr(&out));
+}

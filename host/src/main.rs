@@ -6,7 +6,9 @@ fn main() -> ExitCode {
     match stud::cli::run() {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // The message may quote names and text from outside.
+            let text = format!("error: {e:#}");
+            eprintln!("{}", stud_protocol::terminal::safe(&text));
             ExitCode::from(1)
         }
     }

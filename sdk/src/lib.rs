@@ -47,6 +47,9 @@ pub mod llm_http;
 pub mod shell;
 pub mod sse;
 pub mod text;
+/// Text for a person's terminal: [`terminal::safe`] makes model and tool
+/// output inert before a UI shows it.
+pub use stud_protocol::terminal;
 
 pub use error::Error;
 pub use kinds::command::{Command, CommandArgs, CommandOutput, CommandSpec};

@@ -42,17 +42,17 @@ pub fn run(cmd: ConfigCommand) -> anyhow::Result<ExitCode> {
     } else {
         for (path, from) in &layered.provenance {
             let value = layered.merged.pointer(path).cloned().unwrap_or_default();
-            println!("{path} = {value}    ({from})");
+            outln!("{path} = {value}    ({from})");
         }
         if layered.provenance.is_empty() {
-            println!("(no settings; defaults apply)");
+            outln!("(no settings; defaults apply)");
         }
     }
     for w in &layered.warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     if let ProjectScope::Untrusted(dir) = scope {
-        eprintln!(
+        errln!(
             "note: {} is not trusted, so its settings are not shown",
             dir.display()
         );

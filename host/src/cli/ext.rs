@@ -82,7 +82,7 @@ struct StdinConsent;
 
 impl Consent for StdinConsent {
     fn ask(&mut self, question: &str) -> bool {
-        eprint!("{question}Proceed? [y/N] ");
+        errout!("{question}Proceed? [y/N] ");
         let mut line = String::new();
         match std::io::stdin().read_line(&mut line) {
             Ok(n) if n > 0 => matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
@@ -143,7 +143,7 @@ async fn install_cmd(
     let report = match install(&source, &opts, &runtime, &mut StdinConsent).await {
         Ok(r) => r,
         Err(e @ InstallError::Declined { .. }) => {
-            eprintln!("{e}");
+            errln!("{e}");
             return Ok(ExitCode::from(1));
         }
         Err(e) => return Err(e.into()),
@@ -153,7 +153,7 @@ async fn install_cmd(
         Outcome::Updated { from } => format!("updated from {from}"),
         Outcome::Unchanged => "already installed (unchanged)".to_string(),
     };
-    println!(
+    outln!(
         "{} {} {what} in the {scope} scope ({}, {})",
         report.id,
         report.version,
@@ -184,11 +184,11 @@ fn remove_cmd(
 ) -> anyhow::Result<ExitCode> {
     let (scope, root) = scope_root(home, cwd, scope)?;
     if remove(&root, id)? {
-        println!("{id} removed from the {scope} scope");
+        outln!("{id} removed from the {scope} scope");
         reaccept_project(home, &root, scope)?;
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("error: `{id}` is not installed in the {scope} scope (see `stud ext list`)");
+        errln!("error: `{id}` is not installed in the {scope} scope (see `stud ext list`)");
         Ok(ExitCode::from(1))
     }
 }
@@ -243,18 +243,18 @@ fn verify_cmd(home: &StudHome, cwd: &std::path::Path) -> anyhow::Result<ExitCode
                 Err(e) => problems.push(format!("manifest {}: {e}", manifest_path.display())),
             }
             if problems.is_empty() {
-                println!("ok        {id} {} ({scope})", entry.version);
+                outln!("ok        {id} {} ({scope})", entry.version);
             } else {
                 bad += 1;
                 for p in problems {
-                    println!("MISMATCH  {id} {} ({scope}): {p}", entry.version);
+                    outln!("MISMATCH  {id} {} ({scope}): {p}", entry.version);
                 }
             }
         }
     }
-    println!("{checked} checked, {bad} with mismatches");
+    outln!("{checked} checked, {bad} with mismatches");
     if bad > 0 {
-        eprintln!(
+        errln!(
             "reinstall each mismatch with `stud ext install <source>` or drop it with `stud ext remove <id>`"
         );
         return Ok(ExitCode::from(1));
@@ -268,48 +268,48 @@ fn info_cmd(discovery: &Discovery, id: &str) -> anyhow::Result<ExitCode> {
         .iter()
         .find(|d| d.manifest.id.as_str() == id)
     else {
-        eprintln!("error: no extension `{id}` (see `stud ext list`)");
+        errln!("error: no extension `{id}` (see `stud ext list`)");
         return Ok(ExitCode::from(1));
     };
     let m = &d.manifest;
     let bytes = d
         .read_bytes()
         .with_context(|| format!("cannot read {}", d.component_path.display()))?;
-    println!("{} {} ({}) — {}", m.id, m.version, m.kind, m.name);
+    outln!("{} {} ({}) — {}", m.id, m.version, m.kind, m.name);
     if let Some(text) = &m.description {
-        println!("{text}");
+        outln!("{text}");
     }
-    println!(
+    outln!(
         "scope:     {}{}",
         d.scope,
         d.overrides
             .map(|s| format!(" (overrides {s})"))
             .unwrap_or_default()
     );
-    println!("location:  {}", d.location.display());
-    println!(
+    outln!("location:  {}", d.location.display());
+    outln!(
         "component: {} {}",
         d.component_path.display(),
         Sha256Digest::of(&bytes)
     );
-    println!("contract:  {}", m.contract);
+    outln!("contract:  {}", m.contract);
     match &d.lock {
-        Some(l) => println!("installed: from {} (pinned in extensions.lock)", l.source),
-        None if d.scope == Scope::Bundled => println!("installed: bundled with stud"),
-        None => println!("installed: by hand (not pinned; `stud ext install` pins it)"),
+        Some(l) => outln!("installed: from {} (pinned in extensions.lock)", l.source),
+        None if d.scope == Scope::Bundled => outln!("installed: bundled with stud"),
+        None => outln!("installed: by hand (not pinned; `stud ext install` pins it)"),
     }
-    println!("reload:    {}", m.reload);
+    outln!("reload:    {}", m.reload);
     if !m.dependencies.is_empty() {
         let deps: Vec<String> = m
             .dependencies
             .iter()
             .map(|d| format!("{} {}", d.id, d.version))
             .collect();
-        println!("needs:     {}", deps.join(", "));
+        outln!("needs:     {}", deps.join(", "));
     }
-    println!("it may:");
+    outln!("it may:");
     for line in describe(&m.capabilities) {
-        println!("  - {line}");
+        outln!("  - {line}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -360,13 +360,18 @@ fn list(discovery: &Discovery, as_json: bool) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&json!({"extensions": items, "problems": problems}))?
         );
     } else {
-        println!(
+        outln!(
             "{:<18} {:<17} {:<8} {:<9} {:<8} {:<13} CAPABILITIES",
-            "ID", "KIND", "VERSION", "CONTRACT", "SCOPE", "SHA256"
+            "ID",
+            "KIND",
+            "VERSION",
+            "CONTRACT",
+            "SCOPE",
+            "SHA256"
         );
         for (d, digest, contract) in &rows {
             let m = &d.manifest;
-            println!(
+            outln!(
                 "{:<18} {:<17} {:<8} {:<9} {:<8} {:<13} {}",
                 m.id.as_str(),
                 m.kind.as_str(),
@@ -378,7 +383,7 @@ fn list(discovery: &Discovery, as_json: bool) -> anyhow::Result<ExitCode> {
             );
         }
         for p in &discovery.problems {
-            eprintln!("warning: {p}");
+            errln!("warning: {p}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -498,15 +503,15 @@ async fn check(
         for r in &results {
             let id = r["id"].as_str().unwrap_or("?");
             match r["status"].as_str() {
-                Some("ok") => println!(
+                Some("ok") => outln!(
                     "ok      {id:<18} ({}) {}",
                     r["code"].as_str().unwrap_or("?"),
                     r["summary"].as_str().unwrap_or("")
                 ),
-                _ => println!("FAILED  {id:<18} {}", r["error"].as_str().unwrap_or("")),
+                _ => outln!("FAILED  {id:<18} {}", r["error"].as_str().unwrap_or("")),
             }
         }
-        println!(
+        outln!(
             "{} extensions, {} failed; allocator {}; {} compiled, {} from cache",
             results.len(),
             failed,
@@ -515,7 +520,7 @@ async fn check(
             stats.cache_hits.load(load)
         );
         for p in &discovery.problems {
-            eprintln!("warning: {p}");
+            errln!("warning: {p}");
         }
     }
     Ok(if failed == 0 {

@@ -1,4 +1,31 @@
 //! Command-line interface. Exit codes: 0 success, 1 failure, 2 usage error.
+//!
+//! What stud prints for people goes through `outln!`/`errln!`/`errout!`:
+//! names, paths, settings values, model text and errors are data, and a
+//! control character in them must not steer the terminal
+//! (`stud_protocol::terminal::safe`). JSON output is printed as is (JSON
+//! escapes control characters itself).
+
+/// `println!` for people: the line is made terminal-safe.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        println!("{}", stud_protocol::terminal::safe(&format!($($arg)*)))
+    };
+}
+
+/// `eprintln!` for people: the line is made terminal-safe.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        eprintln!("{}", stud_protocol::terminal::safe(&format!($($arg)*)))
+    };
+}
+
+/// `eprint!` for people (a prompt): made terminal-safe.
+macro_rules! errout {
+    ($($arg:tt)*) => {
+        eprint!("{}", stud_protocol::terminal::safe(&format!($($arg)*)))
+    };
+}
 
 mod config;
 mod ext;

@@ -126,7 +126,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
     .await?;
     for w in &launched.warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     let stdout_sub =
         (args.output_format == OutputFormat::StreamJson).then(|| spawn_stdout(&launched.bus));
@@ -149,7 +149,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         if text.trim() == "/reload" {
             launched.session.request_reload();
-            eprintln!(
+            errln!(
                 "looking for changed extensions; they are swapped in at the next stage boundary"
             );
             continue;
@@ -184,7 +184,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// the new model can serve the session.
 fn model_command(session: &mut Session, arg: &str) {
     if arg.is_empty() {
-        eprintln!(
+        errln!(
             "model: {} (provider {})",
             session.model(),
             session.provider_id()
@@ -192,8 +192,8 @@ fn model_command(session: &mut Session, arg: &str) {
         return;
     }
     match session.set_model(arg) {
-        Ok(()) => eprintln!("model: {}", session.model()),
-        Err(e) => eprintln!("error: {e}; still using {}", session.model()),
+        Ok(()) => errln!("model: {}", session.model()),
+        Err(e) => errln!("error: {e}; still using {}", session.model()),
     }
 }
 
@@ -223,7 +223,7 @@ async fn read_from_ui(launched: &Launched) -> Option<String> {
     match ui.ui_read_input().await {
         Ok(line) => line,
         Err(e) => {
-            eprintln!("error: the UI could not read input: {e}");
+            errln!("error: the UI could not read input: {e}");
             None
         }
     }
@@ -248,7 +248,7 @@ fn finish(
         let hint = format!(
             "re-run with --yolo, or with --mode allowlist --allow '{tool}:{key}', or interactively"
         );
-        eprintln!(
+        errln!(
             "{}",
             json!({"type": "permission-required", "request": "approve", "tool": tool, "key": key, "hint": hint})
         );
@@ -260,10 +260,16 @@ fn finish(
     match args.output_format {
         OutputFormat::Text => {
             if headless && outcome.status == TurnStatus::Completed {
-                println!("{}", outcome.text);
+                // Piped, the answer is data for another program: exact.
+                // On a terminal, a person reads it: made safe.
+                if std::io::stdout().is_terminal() {
+                    outln!("{}", outcome.text);
+                } else {
+                    println!("{}", outcome.text);
+                }
             }
             if let Some(e) = &error {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
             }
         }
         OutputFormat::Json | OutputFormat::StreamJson => {
@@ -294,7 +300,7 @@ fn spawn_ctrl_c(current: Arc<Mutex<CancellationToken>>) {
         while tokio::signal::ctrl_c().await.is_ok() {
             presses += 1;
             if presses >= 2 {
-                eprintln!("\ninterrupted");
+                errln!("\ninterrupted");
                 std::process::exit(130);
             }
             current.lock().unwrap_or_else(|p| p.into_inner()).cancel();

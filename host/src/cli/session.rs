@@ -55,7 +55,7 @@ async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
     };
     let report = registry.load_all(&discovery).await;
     for (_, e) in &report.failed {
-        eprintln!("warning: {e}");
+        errln!("warning: {e}");
     }
     let wanted = layered.settings.active.session_store.clone();
     let store = report
@@ -84,10 +84,10 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
                     println!("{}", serde_json::to_string_pretty(&items)?);
                 } else {
                     for s in &sessions {
-                        println!("{}  {}  {}", s.session_id, s.project_root, s.title);
+                        outln!("{}  {}  {}", s.session_id, s.project_root, s.title);
                     }
                     if sessions.is_empty() {
-                        println!("(no sessions)");
+                        outln!("(no sessions)");
                     }
                 }
             }
@@ -98,14 +98,14 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
                 for r in &data.records {
                     let Ok(v) = serde_json::from_str::<Value>(r) else { continue };
                     if let Some(m) = message_from(&v["message"]) {
-                        println!("--- {:?}", m.role);
-                        println!("{}", v["message"]["content"]);
+                        outln!("--- {:?}", m.role);
+                        outln!("{}", v["message"]["content"]);
                     }
                 }
             }
             SessionCommand::Delete { id } => {
                 store.store_delete(&id).await?;
-                println!("deleted {id}");
+                outln!("deleted {id}");
             }
         }
         Ok(ExitCode::SUCCESS)

@@ -45,23 +45,23 @@ pub fn run(cmd: TrustCommand) -> anyhow::Result<ExitCode> {
                     Decision::Trusted => "trusted ",
                     Decision::Declined => "declined",
                 };
-                println!("{d}  {}", e.canonical_path);
+                outln!("{d}  {}", e.canonical_path);
             }
         }
         TrustCommand::Grant { path } => {
             let dir = stud_dir(path)?;
             let review = review(home.root(), &dir);
-            println!("trusting {}; it may:", dir.display());
+            outln!("trusting {}; it may:", dir.display());
             for line in summary(&dir, &review) {
-                println!("  - {line}");
+                outln!("  - {line}");
             }
             store.record(&dir, Decision::Trusted, Some(review.digest()))?;
-            println!("trusted {}", dir.display());
+            outln!("trusted {}", dir.display());
         }
         TrustCommand::Revoke { path } => {
             let dir = stud_dir(path)?;
             store.record(&dir, Decision::Declined, None)?;
-            println!("no longer trusted: {}", dir.display());
+            outln!("no longer trusted: {}", dir.display());
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -70,7 +70,7 @@ pub fn run(cmd: TrustCommand) -> anyhow::Result<ExitCode> {
 /// What the project folder would add, without running any of it: every
 /// security-relevant item in plain words, then what else it holds.
 fn summary(dir: &Path, review: &ProjectReview) -> Vec<String> {
-    let mut out: Vec<String> = review.lines().iter().map(|l| terminal_safe(l)).collect();
+    let mut out: Vec<String> = review.lines();
     if dir.join("settings.json").is_file() {
         out.push("settings.json (overrides your settings for this project)".to_string());
     }
@@ -96,20 +96,20 @@ pub fn decide(home: &StudHome, cwd: &Path, headless: bool) -> anyhow::Result<Pro
     let store = TrustStore::new(home.root());
     let review = review(home.root(), dir);
     if matches!(scope, ProjectScope::Changed(_)) {
-        eprintln!(
+        errln!(
             "{} is trusted, but what it may do changed since you accepted it:",
             dir.display()
         );
     } else {
-        eprintln!("{} holds project configuration:", dir.display());
+        errln!("{} holds project configuration:", dir.display());
     }
     for line in summary(dir, &review) {
-        eprintln!("  - {line}");
+        errln!("  - {line}");
     }
     if store.decision(dir)? == Some(Decision::Declined) {
-        eprintln!("You declined this project before.");
+        errln!("You declined this project before.");
     }
-    eprint!("Read and run it? [t]rust / trust [o]nce / [d]ecline: ");
+    errout!("Read and run it? [t]rust / trust [o]nce / [d]ecline: ");
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).ok();
     Ok(match line.trim().to_ascii_lowercase().as_str() {
@@ -123,18 +123,4 @@ pub fn decide(home: &StudHome, cwd: &Path, headless: bool) -> anyhow::Result<Pro
             ProjectScope::Untrusted(dir.clone())
         }
     })
-}
-
-/// Control characters (escape sequences could redraw the prompt) shown
-/// as visible escapes.
-fn terminal_safe(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
 }

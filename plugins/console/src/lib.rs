@@ -1,9 +1,13 @@
 //! `console`: a line-oriented terminal UI. It renders the event stream
 //! (streamed text, tool calls and results, warnings), answers interaction
-//! requests by asking on the terminal, and reads the next prompt.
+//! requests by asking on the terminal, and reads the next prompt. Every
+//! piece of text it did not write itself goes through
+//! `stud_sdk::terminal::safe`: model or tool output must not be able to
+//! steer the terminal (clear it, move the cursor, fake a prompt).
 
 use stud_sdk::host::terminal;
 use stud_sdk::prelude::*;
+use stud_sdk::terminal::safe;
 use stud_sdk::wit::stud::extension::interaction::{
     InteractionKind, InteractionRequest, InteractionResponse, InteractionStatus,
 };
@@ -20,7 +24,7 @@ struct Console {
 impl Ui for Console {
     fn on_event(&mut self, event: Event) {
         let p: Value = serde_json_parse(&event.payload);
-        let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let s = |k: &str| safe(p.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
         match event.name.as_str() {
             "provider.tokens" => {
                 let delta = s("delta");
@@ -29,7 +33,9 @@ impl Ui for Console {
             }
             "tool.proposed" => {
                 self.newline();
+                // JSON escapes control characters; safe() is for the rest.
                 let args = p.get("arguments").map(Value::to_string).unwrap_or_default();
+                let args = safe(&args);
                 terminal::write(&format!("> {}({})\n", s("tool"), clip(&args)));
             }
             "tool.succeeded" => {
@@ -48,7 +54,7 @@ impl Ui for Console {
                     .pointer("/progress/message")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                terminal::write(&format!("  . {}\n", clip(message)));
+                terminal::write(&format!("  . {}\n", clip(&safe(message))));
             }
             "tool.failed" => {
                 terminal::write(&format!("  ! {}: {}\n", s("code"), clip(&s("message"))))
@@ -100,22 +106,24 @@ impl Ui for Console {
                 let key = if a.approval_key.is_empty() {
                     String::new()
                 } else {
-                    format!(" `{}`", a.approval_key)
+                    format!(" `{}`", safe(&a.approval_key))
                 };
-                yes_no(&format!("Allow {}{key}? [y/N] ", a.tool))
+                yes_no(&format!("Allow {}{key}? [y/N] ", safe(&a.tool)))
             }
-            InteractionKind::Confirm(prompt) => yes_no(&format!("{prompt} [y/N] ")),
-            InteractionKind::Ask(prompt) => match terminal::read_line(&format!("{prompt} ")) {
-                Some(line) => (InteractionStatus::Accepted, Some(line)),
-                None => (InteractionStatus::Rejected, None),
-            },
+            InteractionKind::Confirm(prompt) => yes_no(&format!("{} [y/N] ", safe(&prompt))),
+            InteractionKind::Ask(prompt) => {
+                match terminal::read_line(&format!("{} ", safe(&prompt))) {
+                    Some(line) => (InteractionStatus::Accepted, Some(line)),
+                    None => (InteractionStatus::Rejected, None),
+                }
+            }
             InteractionKind::Select(choice) => {
                 for (i, option) in choice.options.iter().enumerate() {
-                    terminal::write(&format!("  {}. {option}\n", i + 1));
+                    terminal::write(&format!("  {}. {}\n", i + 1, safe(option)));
                 }
                 let line = terminal::read_line(&format!(
                     "{} [1-{}] ",
-                    choice.prompt,
+                    safe(&choice.prompt),
                     choice.options.len()
                 ));
                 match line

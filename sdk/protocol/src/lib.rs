@@ -1,0 +1,4 @@
+//! What stud's kernel and its extensions (through `stud-sdk`) share
+//! beyond the WIT contract: rules both sides must apply the same way.
+
+pub mod terminal;
