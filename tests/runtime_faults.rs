@@ -218,6 +218,7 @@ async fn a_changed_component_fails_its_integrity_check() {
             network: Vec::new(),
             secrets: Default::default(),
             processes: Default::default(),
+            net_limits: Default::default(),
             state: None,
             services: Arc::new(Recorder::default()),
         })

@@ -41,6 +41,7 @@ fn load(rt: &Arc<Runtime>, dir: &str) -> Extension {
         network: Vec::new(),
         secrets: Default::default(),
         processes: Default::default(),
+        net_limits: Default::default(),
         state: None,
         services: Arc::new(Quiet),
     })

@@ -20,29 +20,71 @@ pub use eventsource_stream::Event;
 mod decode;
 pub use decode::{SseDecoder, SseEvents};
 
+/// Where body chunks come from: a host HTTP response, or (in tests) any
+/// sequence of byte chunks.
+pub trait ChunkSource {
+    /// The next chunk, waiting for it; `None` at the end of the body.
+    fn next_chunk(&self) -> Result<Option<Vec<u8>>, Error>;
+}
+
+impl ChunkSource for Response {
+    fn next_chunk(&self) -> Result<Option<Vec<u8>>, Error> {
+        Response::next_chunk(self).map_err(Error::from)
+    }
+}
+
 /// Body chunks of a response as a `Stream`; a poll blocks in the host
 /// until a chunk arrives, unless `wait` is off: then it reports `Pending`
 /// instead, so events already buffered can be drained without waiting.
 struct Chunks {
-    response: Option<Response>,
+    response: Option<Box<dyn ChunkSource>>,
     wait: Rc<Cell<bool>>,
     /// The last host chunk, handed to the parser in pieces from `at`.
     rest: Vec<u8>,
     at: usize,
+    /// Bytes handed over since the last line end.
+    open_line: usize,
 }
 
-/// Largest piece handed to the parser at once. `eventsource-stream` moves
-/// its unparsed buffer after every line, so feeding it a whole 16 KB
-/// network chunk would copy that chunk once per line; small pieces keep
-/// parsing linear.
+/// Largest piece handed to the parser at once when it holds a line end.
+/// `eventsource-stream` moves its unparsed buffer after every line, so
+/// feeding it a whole 16 KB network chunk would copy that chunk once per
+/// line; small pieces keep parsing linear. A piece without a line end
+/// runs to the next one (or the chunk's end): the parser rescans an
+/// unfinished line at every piece, so long lines go in few, big pieces.
 const PIECE: usize = 512;
 
+/// Longest line of an event stream: one without an end in sight is a
+/// broken or hostile server, not a model's answer.
+pub const MAX_LINE_BYTES: usize = 8 << 20;
+
 impl Chunks {
-    fn piece(&mut self) -> Vec<u8> {
-        let end = (self.at + PIECE).min(self.rest.len());
-        let piece = self.rest[self.at..end].to_vec();
-        self.at = end;
-        piece
+    fn piece(&mut self) -> Result<Vec<u8>, Error> {
+        let rest = &self.rest[self.at..];
+        let short = rest.len().min(PIECE);
+        let end = match rest[..short].iter().position(|b| *b == b'\n') {
+            Some(_) => short,
+            None => rest
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(rest.len(), |i| i + 1),
+        };
+        let piece = rest[..end].to_vec();
+        self.at += end;
+        match piece.iter().rposition(|b| *b == b'\n') {
+            Some(i) => self.open_line = piece.len() - i - 1,
+            None => self.open_line += piece.len(),
+        }
+        if self.open_line > MAX_LINE_BYTES {
+            self.response = None;
+            return Err(Error::tool(
+                "sse-line-too-long",
+                format!(
+                    "the server sent a line of more than {MAX_LINE_BYTES} bytes in its event stream; the response was abandoned"
+                ),
+            ));
+        }
+        Ok(piece)
     }
 }
 
@@ -51,7 +93,7 @@ impl Stream for Chunks {
 
     fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         if self.at < self.rest.len() {
-            return Poll::Ready(Some(Ok(self.piece())));
+            return Poll::Ready(Some(self.piece()));
         }
         if !self.wait.get() {
             return Poll::Pending;
@@ -63,7 +105,7 @@ impl Stream for Chunks {
             Ok(Some(chunk)) => {
                 self.rest = chunk;
                 self.at = 0;
-                Some(Ok(self.piece()))
+                Some(self.piece())
             }
             Ok(None) => {
                 self.response = None;
@@ -71,7 +113,7 @@ impl Stream for Chunks {
             }
             Err(e) => {
                 self.response = None;
-                Some(Err(Error::from(e)))
+                Some(Err(e))
             }
         };
         Poll::Ready(next)
@@ -87,13 +129,19 @@ pub struct SseStream {
 impl SseStream {
     /// Read `response`'s body as `text/event-stream`.
     pub fn new(response: Response) -> Self {
+        Self::from_source(Box::new(response))
+    }
+
+    /// Read the chunks `source` gives as `text/event-stream`.
+    pub fn from_source(source: Box<dyn ChunkSource>) -> Self {
         let wait = Rc::new(Cell::new(true));
         SseStream {
             events: Chunks {
-                response: Some(response),
+                response: Some(source),
                 wait: wait.clone(),
                 rest: Vec::new(),
                 at: 0,
+                open_line: 0,
             }
             .eventsource(),
             wait,
@@ -141,5 +189,108 @@ impl SseStream {
             )),
             Poll::Pending => Ok(None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::cell::RefCell;
+    use std::collections::VecDeque;
+
+    /// Chunks from memory.
+    struct Replay(RefCell<VecDeque<Vec<u8>>>);
+
+    impl ChunkSource for Replay {
+        fn next_chunk(&self) -> Result<Option<Vec<u8>>, Error> {
+            Ok(self.0.borrow_mut().pop_front())
+        }
+    }
+
+    /// Every event of `chunks`, or the error that ended them.
+    fn parse(chunks: Vec<Vec<u8>>) -> Result<Vec<(String, String)>, String> {
+        let mut sse = SseStream::from_source(Box::new(Replay(RefCell::new(chunks.into()))));
+        let mut out = Vec::new();
+        loop {
+            match sse.next_batch() {
+                Ok(Some(batch)) => out.extend(batch.into_iter().map(|e| (e.event, e.data))),
+                Ok(None) => return Ok(out),
+                Err(e) => return Err(e.code().to_string()),
+            }
+        }
+    }
+
+    /// A body of SSE events with arbitrary text (multi-line data, event
+    /// names, comments, CRLF line ends).
+    fn body() -> impl Strategy<Value = Vec<u8>> {
+        let text = "[ -~é世\u{1f600}]{0,40}";
+        let event = (
+            prop::option::of("[a-z]{1,8}"),
+            prop::collection::vec(text, 1..3),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(name, lines, comment, crlf)| {
+                let nl = if crlf { "\r\n" } else { "\n" };
+                let mut s = String::new();
+                if comment {
+                    s.push_str(": keep-alive");
+                    s.push_str(nl);
+                }
+                if let Some(n) = name {
+                    s.push_str(&format!("event: {n}{nl}"));
+                }
+                for l in lines {
+                    s.push_str(&format!("data: {l}{nl}"));
+                }
+                s.push_str(nl);
+                s
+            });
+        prop::collection::vec(event, 0..12).prop_map(|v| v.concat().into_bytes())
+    }
+
+    /// `bytes` cut at the given points (any points, inside characters too).
+    fn cut(bytes: &[u8], points: &[usize]) -> Vec<Vec<u8>> {
+        let mut at: Vec<usize> = points.iter().map(|p| p % (bytes.len() + 1)).collect();
+        at.sort_unstable();
+        at.dedup();
+        let mut chunks = Vec::new();
+        let mut from = 0;
+        for p in at {
+            chunks.push(bytes[from..p].to_vec());
+            from = p;
+        }
+        chunks.push(bytes[from..].to_vec());
+        chunks
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_chunking_gives_the_events_of_one_chunk(
+            body in body(),
+            points in prop::collection::vec(any::<usize>(), 0..20),
+        ) {
+            let whole = parse(vec![body.clone()]);
+            prop_assert_eq!(parse(cut(&body, &points)), whole);
+        }
+
+        #[test]
+        fn any_bytes_parse_without_panicking(
+            bytes in prop::collection::vec(any::<u8>(), 0..2048),
+            points in prop::collection::vec(any::<usize>(), 0..8),
+        ) {
+            let _ = parse(cut(&bytes, &points));
+        }
+    }
+
+    #[test]
+    fn an_endless_line_is_refused() {
+        let chunk = vec![b'A'; 1 << 20];
+        let mut chunks = vec![b"data: ".to_vec()];
+        chunks.extend(std::iter::repeat_n(chunk, (MAX_LINE_BYTES >> 20) + 2));
+        assert_eq!(parse(chunks), Err("sse-line-too-long".to_string()));
     }
 }

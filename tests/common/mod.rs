@@ -121,6 +121,7 @@ pub fn load_fixture(
         network: Vec::new(),
         secrets: Default::default(),
         processes: Default::default(),
+        net_limits: Default::default(),
         state: None,
         services: Arc::new(Recorder::default()),
     })

@@ -145,6 +145,36 @@ pub struct RuntimeSettings {
     /// Confinement of the processes tools start.
     #[serde(default)]
     pub process_sandbox: ProcessSandbox,
+    /// What one HTTP response may cost (time, bytes).
+    #[serde(default)]
+    pub network: NetworkSettings,
+    /// What one model response may bring once assembled.
+    #[serde(default)]
+    pub response_limits: ResponseLimitSettings,
+}
+
+/// `runtime.network`: bounds on every response an extension receives.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NetworkSettings {
+    /// Longest wait for a response's headers, milliseconds.
+    pub header_timeout_ms: Option<u64>,
+    /// Longest time one response may take in all, milliseconds.
+    pub response_timeout_ms: Option<u64>,
+    /// Most bytes of body one response may bring.
+    pub max_response_bytes: Option<u64>,
+}
+
+/// `runtime.responseLimits`: bounds on one assembled model response.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResponseLimitSettings {
+    /// Bytes of answer text.
+    pub text_bytes: Option<usize>,
+    /// Bytes of thinking.
+    pub thinking_bytes: Option<usize>,
+    /// Bytes of tool-call arguments, all calls together.
+    pub tool_argument_bytes: Option<usize>,
 }
 
 /// `runtime.processSandbox`: where processes started by tools may write.

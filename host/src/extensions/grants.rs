@@ -9,9 +9,12 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::scope::Scope;
-use crate::config::{Layered, SandboxMode, SecretRef, Settings};
+use std::time::Duration;
+
+use crate::config::{Layered, NetworkSettings, SandboxMode, SecretRef, Settings};
 use crate::manifest::{HostPattern, Kind, Manifest};
 use crate::runtime::caps::confine::ProcessConfinement;
+use crate::runtime::net::NetLimits;
 
 #[derive(Debug, Default, Clone)]
 pub struct UserGrants {
@@ -22,6 +25,8 @@ pub struct UserGrants {
     secrets: HashMap<String, HashMap<String, SecretRef>>,
     /// Where processes started by tools may write.
     pub processes: ProcessConfinement,
+    /// What one HTTP response may cost (`runtime.network`).
+    pub net_limits: NetLimits,
 }
 
 impl UserGrants {
@@ -64,6 +69,7 @@ impl UserGrants {
                 project_network: HashMap::new(),
                 secrets: settings.secrets.clone(),
                 processes,
+                net_limits: net_limits(&settings.runtime.network),
             },
             warnings,
         )
@@ -160,6 +166,19 @@ impl UserGrants {
                     .filter_map(Result::ok)
             })
             .collect()
+    }
+}
+
+fn net_limits(s: &NetworkSettings) -> NetLimits {
+    let d = NetLimits::default();
+    NetLimits {
+        header_timeout: s
+            .header_timeout_ms
+            .map_or(d.header_timeout, |ms| Duration::from_millis(ms.max(1))),
+        response_timeout: s
+            .response_timeout_ms
+            .map_or(d.response_timeout, |ms| Duration::from_millis(ms.max(1))),
+        max_response_bytes: s.max_response_bytes.unwrap_or(d.max_response_bytes).max(1),
     }
 }
 

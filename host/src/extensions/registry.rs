@@ -118,6 +118,7 @@ impl Registry {
                 .network_for(&d.manifest, d.scope, config.as_ref()),
             secrets: self.grants.secrets_for(&d.manifest, d.scope),
             processes: self.grants.processes.clone(),
+            net_limits: self.grants.net_limits,
             state: None,
             services: self.services.clone(),
         })

@@ -284,6 +284,9 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             .tool_output_limit
             .unwrap_or(DEFAULT_TOOL_OUTPUT_LIMIT)
             .max(1024),
+        response_limits: super::response_limits::ResponseLimits::from_settings(
+            &settings.runtime.response_limits,
+        ),
         system_prompt: settings.system_prompt.clone(),
         hook_order: settings.ordering.hooks.clone(),
         tools_enabled: !opts.no_tools,

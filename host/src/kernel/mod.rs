@@ -14,6 +14,7 @@ pub mod payloads;
 pub mod persist;
 pub mod redact;
 pub mod reload;
+pub mod response_limits;
 pub mod retry;
 pub mod services;
 pub mod session;

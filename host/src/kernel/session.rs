@@ -40,6 +40,8 @@ pub struct SessionConfig {
     pub tool_parallelism: usize,
     /// Bytes of tool output sent to the model; the rest is cut with a marker.
     pub tool_output_limit: usize,
+    /// What one model response may bring.
+    pub response_limits: super::response_limits::ResponseLimits,
     pub system_prompt: Option<String>,
     /// Hook extension ids that run first, in this order.
     pub hook_order: Vec<String>,

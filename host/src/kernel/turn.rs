@@ -18,6 +18,7 @@ use super::hooks::SlotOutcome;
 use super::payloads::{
     call_json, messages_from, messages_json, result_parts_from, result_parts_json, result_text,
 };
+use super::response_limits::{Part, ResponseBudget, TooLarge};
 use super::retry::{CONTEXT_OVERFLOW, RetryPolicy};
 use super::session::Session;
 use super::tools::ToolEntry;
@@ -37,6 +38,9 @@ use crate::runtime::kinds::ResponseStream;
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 /// Longest tool output copied into an event.
 const EVENT_OUTPUT_CHARS: usize = 4000;
+/// Events a response may send before its first visible one (usage,
+/// keep-alives); more is a broken or hostile endpoint.
+const MAX_EVENTS_BEFORE_VISIBLE: usize = 4096;
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -439,6 +443,20 @@ impl Session {
                 }
                 Some(Ok(None)) => return Ok(Started { stream, events }),
                 Some(Ok(Some(batch))) => {
+                    if events.len() + batch.len() > MAX_EVENTS_BEFORE_VISIBLE {
+                        provider.provider_close(stream).await;
+                        return Err(CallError::Guest {
+                            id: provider.id().clone(),
+                            func: "next",
+                            error: Box::new(crate::runtime::services::ext_error(
+                                crate::runtime::services::ErrorClass::ExtensionHost,
+                                TooLarge::CODE,
+                                format!(
+                                    "the response sent more than {MAX_EVENTS_BEFORE_VISIBLE} events before any text or tool call; it was abandoned"
+                                ),
+                            )),
+                        });
+                    }
                     let visible = batch.iter().any(|e| {
                         matches!(
                             e,
@@ -490,6 +508,7 @@ impl Session {
         let mut finish = FinishReason::Other;
         let provider = self.provider.clone();
         let mut first = Some(events);
+        let mut budget = ResponseBudget::new(self.config.response_limits);
         loop {
             let next = match first.take() {
                 Some(events) => Some(Ok(Some(events))),
@@ -504,6 +523,15 @@ impl Session {
                 Some(Ok(None)) => break,
                 Some(Ok(Some(batch))) => batch,
             };
+            if let Err(too_large) = count(&mut budget, &batch) {
+                provider.provider_close(stream).await;
+                let message = too_large.to_string();
+                self.bus.record(
+                    "provider.request.failed",
+                    json!({"provider": self.provider.id().as_str(), "model": self.model, "class": "ExtensionHost", "code": TooLarge::CODE, "message": message, "partial_text": clip(&text)}),
+                );
+                return Err(fail(TooLarge::CODE, message));
+            }
             for ev in batch {
                 match ev {
                     StreamEvent::TextDelta(d) => {
@@ -923,6 +951,25 @@ async fn cancellable<T>(
             None
         }
     }
+}
+
+/// Count what a batch of stream events adds against the response limits.
+fn count(budget: &mut ResponseBudget, batch: &[StreamEvent]) -> Result<(), TooLarge> {
+    for ev in batch {
+        match ev {
+            StreamEvent::TextDelta(d) => budget.add(Part::Text, d.len())?,
+            StreamEvent::ThinkingDelta(d) => budget.add(
+                Part::Thinking,
+                d.text.len() + d.signature.as_ref().map_or(0, String::len),
+            )?,
+            StreamEvent::ToolCallStart(s) => {
+                budget.add(Part::ToolArguments, s.id.len() + s.name.len())?
+            }
+            StreamEvent::ToolCallDelta(d) => budget.add(Part::ToolArguments, d.arguments.len())?,
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn call_error_code(e: &CallError) -> &'static str {

@@ -16,7 +16,7 @@ use super::extension::{Extension, KindIndices};
 use super::host_state::{DirGrant, ExtensionContext, StateSlot};
 use super::inspect::ComponentInfo;
 use super::linker;
-use super::net::NetPolicy;
+use super::net::{NetLimits, NetPolicy};
 use super::services::Services;
 use crate::contract;
 use crate::digest::Sha256Digest;
@@ -40,6 +40,8 @@ pub struct LoadSpec {
     pub secrets: HashMap<String, Result<String, String>>,
     /// How processes it starts are confined (when it may start any).
     pub processes: ProcessConfinement,
+    /// What one HTTP response may cost (when it may send any).
+    pub net_limits: NetLimits,
     /// A state slot value to start with (a reload carries the old
     /// version's state over; it must match the new state schema).
     pub state: Option<String>,
@@ -130,12 +132,15 @@ impl Runtime {
 
         let caps = &spec.manifest.capabilities;
         let net = (!caps.network.is_empty() || caps.user_hosts).then(|| {
-            Arc::new(NetAccess::new(NetPolicy::new(
-                spec.manifest.id.clone(),
-                caps.network.clone(),
-                spec.network,
-                caps.user_hosts,
-            )))
+            Arc::new(NetAccess::new(
+                NetPolicy::new(
+                    spec.manifest.id.clone(),
+                    caps.network.clone(),
+                    spec.network,
+                    caps.user_hosts,
+                ),
+                spec.net_limits,
+            ))
         });
         let ctx = Arc::new(ExtensionContext {
             id,

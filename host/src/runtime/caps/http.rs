@@ -14,7 +14,7 @@ use wasmtime::component::Resource;
 
 use crate::runtime::bindings::stud::extension::http::{self as h, Header, Request};
 use crate::runtime::host_state::HostState;
-use crate::runtime::net::{NetDenied, NetPolicy, build_client, without_query};
+use crate::runtime::net::{NetDenied, NetLimits, NetPolicy, build_client, without_query};
 use crate::runtime::services::{ErrorClass, ExtError, ext_error};
 
 /// Longest wait for the next body chunk before the response is given up.
@@ -22,16 +22,19 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Longest request timeout an extension may ask for.
 const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 
-/// One extension's grant and its (lazily built) client.
+/// One extension's grant, the bounds of its responses, and its (lazily
+/// built) client.
 pub struct NetAccess {
     pub policy: Arc<NetPolicy>,
+    pub limits: NetLimits,
     client: OnceLock<reqwest::Client>,
 }
 
 impl NetAccess {
-    pub fn new(policy: NetPolicy) -> Self {
+    pub fn new(policy: NetPolicy, limits: NetLimits) -> Self {
         NetAccess {
             policy: Arc::new(policy),
+            limits,
             client: OnceLock::new(),
         }
     }
@@ -57,6 +60,11 @@ pub struct HttpResponse {
     headers: Vec<Header>,
     /// `None` once the body ended or failed.
     body: Option<reqwest::Response>,
+    /// When the whole response must have arrived.
+    deadline: Instant,
+    /// Body bytes it may still bring.
+    bytes_left: u64,
+    limits: NetLimits,
 }
 
 fn denied(d: &NetDenied) -> ExtError {
@@ -65,6 +73,17 @@ fn denied(d: &NetDenied) -> ExtError {
 
 fn invalid(message: String) -> ExtError {
     ext_error(ErrorClass::ToolTerminal, "input-invalid", message)
+}
+
+fn too_large(limits: NetLimits) -> ExtError {
+    ext_error(
+        ErrorClass::ExtensionHost,
+        "response-too-large",
+        format!(
+            "the response is larger than {} bytes (runtime.network.maxResponseBytes); it was abandoned",
+            limits.max_response_bytes
+        ),
+    )
 }
 
 fn cancelled() -> ExtError {
@@ -207,16 +226,33 @@ impl h::Host for HostState {
             Err(e) => return Ok(Err(invalid(format!("bad request: {}", e.without_url())))),
         };
         let started = Instant::now();
+        let limits = net.limits;
         let sent = tokio::select! {
-            r = client.execute(request) => Some(r),
+            r = tokio::time::timeout(limits.header_timeout, client.execute(request)) => Some(r),
             _ = self.deadline.cancelled() => None,
         };
         self.deadline.extend(started.elapsed());
         let response = match sent {
             None => return Ok(Err(cancelled())),
-            Some(Err(e)) => return Ok(Err(transport(&e))),
-            Some(Ok(r)) => r,
+            Some(Err(_)) => {
+                return Ok(Err(ext_error(
+                    ErrorClass::ProviderTransient,
+                    "headers-timeout",
+                    format!(
+                        "the server sent no response headers within {} ms (runtime.network.headerTimeoutMs); the request was abandoned",
+                        limits.header_timeout.as_millis()
+                    ),
+                )));
+            }
+            Some(Ok(Err(e))) => return Ok(Err(transport(&e))),
+            Some(Ok(Ok(r))) => r,
         };
+        if response
+            .content_length()
+            .is_some_and(|n| n > limits.max_response_bytes)
+        {
+            return Ok(Err(too_large(limits)));
+        }
         let headers = response
             .headers()
             .iter()
@@ -229,6 +265,9 @@ impl h::Host for HostState {
             status: response.status().as_u16(),
             headers,
             body: Some(response),
+            deadline: started + limits.response_timeout,
+            bytes_left: limits.max_response_bytes,
+            limits,
         })?;
         Ok(Ok(handle))
     }
@@ -248,17 +287,29 @@ impl h::HostResponse for HostState {
         this: Resource<HttpResponse>,
     ) -> wasmtime::Result<Result<Option<Vec<u8>>, ExtError>> {
         let cancel = self.deadline.cancelled();
-        let Some(mut body) = self.table().get_mut(&this)?.body.take() else {
+        let response = self.table().get_mut(&this)?;
+        let Some(mut body) = response.body.take() else {
             return Ok(Ok(None));
         };
+        let (deadline, limits) = (response.deadline, response.limits);
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let wait = remaining.min(IDLE_TIMEOUT);
         let started = Instant::now();
         let next = tokio::select! {
-            r = tokio::time::timeout(IDLE_TIMEOUT, body.chunk()) => Some(r),
+            r = tokio::time::timeout(wait, body.chunk()) => Some(r),
             _ = cancel => None,
         };
         self.deadline.extend(started.elapsed());
         let result = match next {
             None => Err(cancelled()),
+            Some(Err(_)) if wait < IDLE_TIMEOUT => Err(ext_error(
+                ErrorClass::ExtensionHost,
+                "response-timeout",
+                format!(
+                    "the response took longer than {} ms in all (runtime.network.responseTimeoutMs); it was abandoned",
+                    limits.response_timeout.as_millis()
+                ),
+            )),
             Some(Err(_)) => Err(ext_error(
                 ErrorClass::ProviderTransient,
                 "network-timeout",
@@ -270,8 +321,15 @@ impl h::HostResponse for HostState {
             Some(Ok(Err(e))) => Err(transport(&e)),
             Some(Ok(Ok(None))) => Ok(None),
             Some(Ok(Ok(Some(bytes)))) => {
-                self.table().get_mut(&this)?.body = Some(body);
-                Ok(Some(bytes.to_vec()))
+                let response = self.table().get_mut(&this)?;
+                match response.bytes_left.checked_sub(bytes.len() as u64) {
+                    Some(left) => {
+                        response.bytes_left = left;
+                        response.body = Some(body);
+                        Ok(Some(bytes.to_vec()))
+                    }
+                    None => Err(too_large(limits)),
+                }
             }
         };
         Ok(result)

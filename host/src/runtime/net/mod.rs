@@ -6,8 +6,10 @@
 
 mod address;
 mod client;
+mod limits;
 mod policy;
 
 pub use address::is_internal;
 pub use client::build_client;
+pub use limits::NetLimits;
 pub use policy::{NetDenied, NetPolicy, without_query};
