@@ -341,3 +341,67 @@ fn terminal_control_sequences_are_shown_not_obeyed() {
         .expect("run stud");
     assert!(!out.stderr.contains(&0x1b), "{}", stderr(&out));
 }
+
+fn mkfifo(path: &std::path::Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success(), "mkfifo failed");
+}
+
+/// A tool that waits inside WASI (a minute's sleep, a FIFO nobody writes
+/// to) is stopped at its 500 ms deadline like one that computes; the
+/// session goes on and the answer arrives.
+#[cfg(unix)]
+#[test]
+fn the_deadline_holds_inside_wasi_calls() {
+    let env = StudEnv::new();
+    env.install("hostile");
+    mkfifo(&env.project.path().join("pipe"));
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [
+                {"id": "s", "name": "hostile", "arguments": {"mode": "sleep"}}
+            ]},
+            {"text": "", "tool_calls": [
+                {"id": "f", "name": "hostile", "arguments": {"mode": "fifo", "tag": "pipe"}}
+            ]},
+            {"text": "still here: {{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let started = std::time::Instant::now();
+    let out = env
+        .command(&["run", "-p", "--yolo", "--output-format", "json", "go"])
+        .output()
+        .expect("run stud");
+    let took = started.elapsed();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer = last_json(&out)["result"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(answer.starts_with("still here"), "{answer}");
+    assert!(answer.contains("execution-timeout"), "{answer}");
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+}
+
+/// A repository plants a FIFO named AGENTS.md: the bundled context
+/// provider refuses it instead of waiting for a writer, and the headless
+/// run finishes.
+#[cfg(unix)]
+#[test]
+fn a_fifo_named_agents_md_does_not_hang_the_session() {
+    let env = StudEnv::new();
+    mkfifo(&env.project.path().join("AGENTS.md"));
+    env.script(json!([{"text": "answered"}]), json!({}));
+    let started = std::time::Instant::now();
+    let out = env
+        .command(&["run", "-p", "--output-format", "json", "go"])
+        .output()
+        .expect("run stud");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(last_json(&out)["result"], "answered");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}

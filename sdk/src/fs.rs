@@ -167,12 +167,12 @@ fn normalize<'a>(root: &str, rel: &'a str) -> Result<Vec<&'a str>, Error> {
 /// invalid UTF-8) are refused with a message instead of filling the
 /// tool's capped memory or being mangled by a text edit.
 pub fn read_text(path: &str, rel: &str) -> Result<String, Error> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(rel, e))?;
-    if !meta.is_file() {
-        return Err(Error::invalid_input(format!(
-            "`{rel}` is not a regular file (a directory, pipe or device); tools read only files"
-        )));
-    }
+    let meta = regular_file(path, rel)?.ok_or_else(|| {
+        Error::io(
+            rel,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+        )
+    })?;
     if meta.len() > MAX_TEXT_BYTES {
         return Err(Error::invalid_input(format!(
             "`{rel}` is {} bytes, over the {MAX_TEXT_BYTES}-byte limit for editing as text; change it with a command instead",
@@ -195,6 +195,47 @@ pub fn read_text(path: &str, rel: &str) -> Result<String, Error> {
 
 /// The largest file [`read_text`] loads.
 pub const MAX_TEXT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Refuse anything but a regular file (or a missing one: `Ok(None)`)
+/// before it is opened. Opening a FIFO waits for the other end and a
+/// device may never answer: a repository can plant either under a name a
+/// tool or context provider reads (`AGENTS.md`), and a call must not hang.
+pub fn regular_file(path: &str, rel: &str) -> Result<Option<std::fs::Metadata>, Error> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => Ok(Some(meta)),
+        Ok(_) => Err(Error::invalid_input(format!(
+            "`{rel}` is not a regular file (a directory, pipe or device); only files are read or written"
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(rel, e)),
+    }
+}
+
+/// A regular file's text, `None` when it does not exist; pipes, devices
+/// and files over [`MAX_TEXT_BYTES`] are refused.
+pub fn read_to_string(path: &str, rel: &str) -> Result<Option<String>, Error> {
+    let Some(meta) = regular_file(path, rel)? else {
+        return Ok(None);
+    };
+    if meta.len() > MAX_TEXT_BYTES {
+        return Err(Error::invalid_input(format!(
+            "`{rel}` is {} bytes, over the {MAX_TEXT_BYTES}-byte limit",
+            meta.len()
+        )));
+    }
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(rel, e)),
+    }
+}
+
+/// Write `bytes` to a file, refusing to open a pipe or device that is
+/// there already (it could block the call forever).
+pub fn write_file(path: &str, rel: &str, bytes: &[u8]) -> Result<(), Error> {
+    regular_file(path, rel)?;
+    std::fs::write(path, bytes).map_err(|e| Error::io(rel, e))
+}
 
 #[cfg(test)]
 mod tests {

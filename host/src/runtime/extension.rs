@@ -16,12 +16,17 @@ use super::bindings::exports::stud::extension as ex;
 use super::cache::CodeSource;
 use super::cancel::CancelFlag;
 use super::error::CallError;
-use super::host_state::{ExtensionContext, HostState, Interrupted};
+use super::host_state::{DeadlineClock, ExtensionContext, HostState, Interrupted};
 use super::inspect::ComponentInfo;
 use super::limits::MemoryLimitExceeded;
 use super::services::ExtError;
 use crate::digest::Sha256Digest;
 use crate::manifest::{ExtensionId, Kind, Manifest};
+
+/// How long a call stopped by its watchdog (deadline or cancel) may take
+/// to notice before it is abandoned: guest code traps within one epoch
+/// tick (10 ms), host waits race the cancel flag.
+pub const GIVE_UP_GRACE: Duration = Duration::from_millis(100);
 
 /// Export lookups done once per component.
 pub enum KindIndices {
@@ -225,8 +230,11 @@ impl Extension {
             })
         });
         let generation = self.instantiations.fetch_add(1, Ordering::Relaxed) + 1;
-        self.arm(&mut store);
-        let instance = match self.pre.instantiate_async(&mut store).await {
+        let clock = self.arm(&mut store);
+        let instance = match self
+            .watched(clock.clone(), self.pre.instantiate_async(&mut store))
+            .await
+        {
             Ok(i) => i,
             Err(e) => return Err(classify(&id, "instantiate", &store, e)),
         };
@@ -245,12 +253,18 @@ impl Extension {
                     message: format!("{e:#}"),
                 })?;
         let config = self.ctx.config.clone();
-        match lifecycle.call_init(&mut store, &config).await {
+        match self
+            .watched(clock.clone(), lifecycle.call_init(&mut store, &config))
+            .await
+        {
             Ok(Ok(())) => {}
             Ok(Err(error)) => return Err(guest_error(&id, "init", error)),
             Err(e) => return Err(classify(&id, "init", &store, e)),
         }
-        match lifecycle.call_activate(&mut store).await {
+        match self
+            .watched(clock, lifecycle.call_activate(&mut store))
+            .await
+        {
             Ok(Ok(())) => {}
             Ok(Err(error)) => return Err(guest_error(&id, "activate", error)),
             Err(e) => return Err(classify(&id, "activate", &store, e)),
@@ -264,12 +278,50 @@ impl Extension {
         })
     }
 
-    /// Arm the deadline and a fresh cancellation flag for one call.
-    fn arm(&self, store: &mut Store<HostState>) {
+    /// Arm the deadline and a fresh cancellation flag for one call; the
+    /// clock its watchdog watches.
+    fn arm(&self, store: &mut Store<HostState>) -> Arc<DeadlineClock> {
         let flag = CancelFlag::default();
         *self.cancel.lock().unwrap_or_else(|p| p.into_inner()) = flag.clone();
         store.data_mut().deadline.arm(self.timeout(), flag);
         store.set_epoch_deadline(1);
+        store.data().deadline.clock()
+    }
+
+    /// Await `call` (one export call on this extension's store) under a
+    /// watchdog. The epoch check stops guest code at its deadline or on
+    /// cancel, but not a call waiting inside the host (a WASI sleep, a
+    /// file that never opens); the watchdog does: once the deadline passed
+    /// (host waits with their own timeouts paused) or the call was
+    /// cancelled, the call gets [`GIVE_UP_GRACE`] to notice, then it is
+    /// abandoned. An abandoned or interrupted call is an error and its
+    /// instance is thrown away (by [`finish`](Self::finish)).
+    pub(crate) async fn watched<T>(
+        &self,
+        clock: Arc<DeadlineClock>,
+        call: impl Future<Output = wasmtime::Result<T>>,
+    ) -> wasmtime::Result<T> {
+        let cancel = self
+            .cancel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        tokio::pin!(call);
+        let why = tokio::select! {
+            biased;
+            out = &mut call => return out,
+            _ = clock.overdue() => Interrupted::Deadline,
+            _ = cancel.cancelled() => Interrupted::Cancelled,
+        };
+        clock.fire(why);
+        // Guest code traps at the next epoch tick; host waits race this.
+        cancel.cancel();
+        match tokio::time::timeout(GIVE_UP_GRACE, &mut call).await {
+            Ok(out) => out,
+            Err(_) => Err(wasmtime::Error::msg(
+                "abandoned: still inside a host call past its deadline",
+            )),
+        }
     }
 
     /// Lock the live instance without creating one.
@@ -282,16 +334,16 @@ impl Extension {
         &self,
         live: &mut Option<Instance>,
         func: &'static str,
-    ) -> Result<KindGuest, CallError> {
+    ) -> Result<(KindGuest, Arc<DeadlineClock>), CallError> {
         let inst = live.as_mut().ok_or_else(|| CallError::Instantiate {
             id: self.ctx.id.clone(),
             message: "no live instance".into(),
         })?;
-        self.arm(&mut inst.store);
+        let clock = self.arm(&mut inst.store);
         inst.store.data_mut().call_id = None;
         inst.store.data_mut().serving = func;
         inst.busy = true;
-        Ok(inst.guest.clone())
+        Ok((inst.guest.clone(), clock))
     }
 
     /// Turn the outcome of a call into ours; a faulted instance is dropped.
@@ -355,7 +407,7 @@ fn classify(
             limit_mib: u64::from(store.data().ext.limits.memory_mib),
         };
     }
-    match store.data().deadline.fired {
+    match store.data().deadline.fired() {
         Some(Interrupted::Deadline) => {
             return CallError::Timeout {
                 id,

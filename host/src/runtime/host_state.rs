@@ -127,45 +127,133 @@ pub enum Interrupted {
     Cancelled,
 }
 
-/// The deadline of the call in progress. Time the guest spends waiting in
-/// a host import is added back, so a slow host (or person) never counts
-/// against the guest's own budget.
+/// The deadline of the call in progress, shared between the store (the
+/// epoch check while guest code runs) and the watchdog the caller runs
+/// beside the call (for time spent inside host calls: a WASI sleep, a
+/// slow file). Time the guest spends waiting in a host import that has its
+/// own timeout (a person answering, the network, a process) is paused, so
+/// a slow host (or person) never counts against the guest's own budget.
 #[derive(Debug, Default)]
 pub struct CallDeadline {
-    at: Option<Instant>,
+    clock: Arc<DeadlineClock>,
     pub cancel: CancelFlag,
-    pub fired: Option<Interrupted>,
+}
+
+#[derive(Debug, Default)]
+pub struct DeadlineClock {
+    state: Mutex<ClockState>,
+}
+
+#[derive(Debug, Default)]
+struct ClockState {
+    at: Option<Instant>,
+    /// Host waits in progress, and since when the first began.
+    paused: u32,
+    paused_since: Option<Instant>,
+    fired: Option<Interrupted>,
+}
+
+impl DeadlineClock {
+    fn state(&self) -> std::sync::MutexGuard<'_, ClockState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Why the call was interrupted, if it was.
+    pub fn fired(&self) -> Option<Interrupted> {
+        self.state().fired
+    }
+
+    /// Mark the call interrupted (the watchdog gave up on it).
+    pub fn fire(&self, why: Interrupted) {
+        self.state().fired.get_or_insert(why);
+    }
+
+    /// Time left, `None` while paused or when nothing is armed.
+    pub fn remaining(&self) -> Option<Duration> {
+        let s = self.state();
+        if s.paused > 0 {
+            return None;
+        }
+        s.at.map(|at| at.saturating_duration_since(Instant::now()))
+    }
+
+    /// Resolves once the deadline has passed while not paused.
+    pub async fn overdue(&self) {
+        loop {
+            match self.remaining() {
+                Some(left) if left.is_zero() => return,
+                Some(left) => tokio::time::sleep(left).await,
+                // Paused (a host wait with its own timeout) or disarmed.
+                None => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    }
+
+    fn resume(&self) {
+        let mut s = self.state();
+        s.paused = s.paused.saturating_sub(1);
+        if s.paused == 0
+            && let Some(since) = s.paused_since.take()
+            && let Some(at) = s.at.as_mut()
+        {
+            *at += since.elapsed();
+        }
+    }
+}
+
+/// A host wait in progress: the deadline stands still until it drops.
+pub struct Paused(Arc<DeadlineClock>);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        self.0.resume();
+    }
 }
 
 impl CallDeadline {
     pub fn arm(&mut self, timeout: Duration, cancel: CancelFlag) {
-        self.at = Some(Instant::now() + timeout);
+        self.clock = Arc::new(DeadlineClock::default());
+        self.clock.state().at = Some(Instant::now() + timeout);
         self.cancel = cancel;
-        self.fired = None;
     }
 
-    pub fn disarm(&mut self) {
-        self.at = None;
+    pub fn disarm(&self) {
+        self.clock.state().at = None;
     }
 
-    /// Move the deadline by time spent outside the guest.
-    pub fn extend(&mut self, by: Duration) {
-        if let Some(at) = self.at.as_mut() {
-            *at += by;
+    /// The clock the caller's watchdog watches.
+    pub fn clock(&self) -> Arc<DeadlineClock> {
+        self.clock.clone()
+    }
+
+    /// Stop the clock while the guest waits in a host import that has its
+    /// own timeout; it runs again when the guard drops.
+    pub fn pause(&self) -> Paused {
+        let mut s = self.clock.state();
+        s.paused += 1;
+        if s.paused == 1 {
+            s.paused_since = Some(Instant::now());
         }
+        drop(s);
+        Paused(self.clock.clone())
+    }
+
+    /// Why the call was interrupted, if it was.
+    pub fn fired(&self) -> Option<Interrupted> {
+        self.clock.fired()
     }
 
     /// Checked at every epoch tick while the guest runs.
-    pub fn check(&mut self) -> Option<Interrupted> {
+    pub fn check(&self) -> Option<Interrupted> {
         let hit = if self.cancel.is_cancelled() {
             Some(Interrupted::Cancelled)
-        } else if self.at.is_some_and(|at| Instant::now() >= at) {
+        } else if self.clock.remaining().is_some_and(|left| left.is_zero()) {
             Some(Interrupted::Deadline)
         } else {
             None
         };
-        if hit.is_some() {
-            self.fired = hit;
+        if let Some(why) = hit {
+            self.clock.fire(why);
         }
         hit
     }
@@ -225,10 +313,11 @@ impl HostState {
         builder
             .allow_tcp(false)
             .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            // File calls inline rather than via spawn_blocking: 3-5x faster
-            // tools (docs/contracts.md has the trade-off).
-            .allow_blocking_current_thread(true);
+            .allow_ip_name_lookup(false);
+        // File calls go through tokio's blocking pool (wasmtime-wasi's
+        // default), not inline on the thread that runs the guest: a call
+        // blocked in the kernel (a FIFO opened by a hostile tool) then only
+        // holds a pool thread, and the call's watchdog can give up on it.
         for dir in &ext.dirs {
             let perms = match dir.access {
                 FsAccess::Read => FsPerms::ReadOnly,

@@ -38,7 +38,7 @@ impl Tool for Edit {
         let content = stud_sdk::fs::read_text(&path, rel)?;
         let updated = replace_once(&content, args.str("old_string")?, args.str("new_string")?)
             .map_err(|e| Error::tool(e.code(), format!("`{rel}`: {}", e.message())))?;
-        std::fs::write(&path, &updated).map_err(|e| Error::io(rel, e))?;
+        stud_sdk::fs::write_file(&path, rel, updated.as_bytes())?;
         Ok(ToolOutput::text(format!("Edited `{rel}`")).with_details(json!({"path": rel})))
     }
 }

@@ -63,7 +63,7 @@ impl Tool for MultiEdit {
                     )
                 })?;
         }
-        std::fs::write(&path, &content).map_err(|e| Error::io(&rel, e))?;
+        stud_sdk::fs::write_file(&path, &rel, content.as_bytes())?;
         Ok(
             ToolOutput::text(format!("Applied {} edits to `{rel}`", edits.len()))
                 .with_details(json!({"path": rel, "edits": edits.len()})),

@@ -32,18 +32,16 @@ impl ContextProvider for Instructions {
         };
         for name in &self.files {
             let path = format!("{root}/{name}");
-            match std::fs::read_to_string(&path) {
-                Ok(text) if !text.trim().is_empty() => {
-                    return Ok(vec![Fragment {
-                        kind: FragmentKind::SystemMessage,
-                        content: format!("Project instructions ({name}):\n{}", text.trim()),
-                        priority: 100,
-                        token_budget: self.budget,
-                    }]);
-                }
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(name, e)),
+            // A FIFO or device named AGENTS.md is refused, not opened.
+            if let Some(text) = stud_sdk::fs::read_to_string(&path, name)?
+                && !text.trim().is_empty()
+            {
+                return Ok(vec![Fragment {
+                    kind: FragmentKind::SystemMessage,
+                    content: format!("Project instructions ({name}):\n{}", text.trim()),
+                    priority: 100,
+                    token_budget: self.budget,
+                }]);
             }
         }
         Ok(Vec::new())

@@ -96,12 +96,15 @@ impl Script {
         } else {
             format!("/project/{path}")
         };
-        let text = std::fs::read_to_string(&full).map_err(|e| {
+        let unreadable = |why: String| {
             Error::validation(
                 "script-unreadable",
-                format!("cannot read script file `{path}`: {e}"),
+                format!("cannot read script file `{path}`: {why}"),
             )
-        })?;
+        };
+        let text = stud_sdk::fs::read_to_string(&full, path)
+            .map_err(|e| unreadable(e.to_string()))?
+            .ok_or_else(|| unreadable("it does not exist".into()))?;
         let value: Value = serde_json::from_str(&text).map_err(|e| {
             Error::validation(
                 "script-invalid",

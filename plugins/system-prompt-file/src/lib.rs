@@ -28,7 +28,12 @@ impl ContextProvider for PromptFile {
             ));
         }
         let text =
-            std::fs::read_to_string(format!("{root}/{rel}")).map_err(|e| Error::io(rel, e))?;
+            stud_sdk::fs::read_to_string(&format!("{root}/{rel}"), rel)?.ok_or_else(|| {
+                Error::io(
+                    rel,
+                    std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+                )
+            })?;
         Ok(vec![Fragment {
             kind: FragmentKind::SystemMessage,
             content: text.trim().to_string(),

@@ -52,7 +52,7 @@ impl Tool for Write {
             })?;
         }
         let existed = std::fs::metadata(&path).is_ok();
-        std::fs::write(&path, content).map_err(|e| Error::io(rel, e))?;
+        stud_sdk::fs::write_file(&path, rel, content.as_bytes())?;
         let verb = if existed { "Overwrote" } else { "Created" };
         Ok(
             ToolOutput::text(format!("{verb} `{rel}` ({} bytes)", content.len()))

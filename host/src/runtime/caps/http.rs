@@ -227,11 +227,12 @@ impl h::Host for HostState {
         };
         let started = Instant::now();
         let limits = net.limits;
+        let paused = self.deadline.pause();
         let sent = tokio::select! {
             r = tokio::time::timeout(limits.header_timeout, client.execute(request)) => Some(r),
             _ = self.deadline.cancelled() => None,
         };
-        self.deadline.extend(started.elapsed());
+        drop(paused);
         let response = match sent {
             None => return Ok(Err(cancelled())),
             Some(Err(_)) => {
@@ -294,12 +295,12 @@ impl h::HostResponse for HostState {
         let (deadline, limits) = (response.deadline, response.limits);
         let remaining = deadline.saturating_duration_since(Instant::now());
         let wait = remaining.min(IDLE_TIMEOUT);
-        let started = Instant::now();
+        let paused = self.deadline.pause();
         let next = tokio::select! {
             r = tokio::time::timeout(wait, body.chunk()) => Some(r),
             _ = cancel => None,
         };
-        self.deadline.extend(started.elapsed());
+        drop(paused);
         let result = match next {
             None => Err(cancelled()),
             Some(Err(_)) if wait < IDLE_TIMEOUT => Err(ext_error(

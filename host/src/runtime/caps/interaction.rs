@@ -1,8 +1,6 @@
 //! `interaction`: questions for the person, answered by the UI layer. Time
 //! spent waiting for the answer does not count against the guest deadline.
 
-use std::time::Instant;
-
 use crate::runtime::bindings::stud::extension::interaction;
 use crate::runtime::host_state::HostState;
 use crate::runtime::services::ExtError;
@@ -12,9 +10,8 @@ impl interaction::Host for HostState {
         &mut self,
         kind: interaction::InteractionKind,
     ) -> wasmtime::Result<Result<interaction::InteractionResponse, ExtError>> {
-        let started = Instant::now();
+        let _paused = self.deadline.pause();
         let answer = self.ext.services.interact(&self.ext.id, kind).await;
-        self.deadline.extend(started.elapsed());
         Ok(answer)
     }
 }

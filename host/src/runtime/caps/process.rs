@@ -12,7 +12,7 @@
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -230,7 +230,8 @@ impl p::Host for HostState {
             .map(|ms| Duration::from_millis(u64::from(ms)))
             .unwrap_or(DEFAULT_TIMEOUT)
             .min(MAX_TIMEOUT);
-        let started = Instant::now();
+        // The process has its own timeout: the guest's clock stands still.
+        let paused = self.deadline.pause();
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
@@ -279,7 +280,7 @@ impl p::Host for HostState {
         let (stdout, stdout_truncated) = collect(stdout).await;
         let (stderr, stderr_truncated) = collect(stderr).await;
         give_up.abort();
-        self.deadline.extend(started.elapsed());
+        drop(paused);
         Ok(Ok(ProcessOutput {
             exit_code,
             stdout,

@@ -1,8 +1,6 @@
 //! `terminal`: the user's terminal, for UI extensions. Waiting for a line
 //! does not count against the guest deadline.
 
-use std::time::Instant;
-
 use crate::runtime::bindings::stud::extension::terminal;
 use crate::runtime::host_state::HostState;
 
@@ -13,9 +11,8 @@ impl terminal::Host for HostState {
     }
 
     async fn read_line(&mut self, prompt: String) -> wasmtime::Result<Option<String>> {
-        let started = Instant::now();
+        let _paused = self.deadline.pause();
         let line = self.ext.services.terminal_read_line(prompt).await;
-        self.deadline.extend(started.elapsed());
         Ok(line)
     }
 

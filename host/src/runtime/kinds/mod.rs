@@ -21,14 +21,19 @@ pub use provider::ResponseStream;
 macro_rules! guest_call {
     ($self:ident, $variant:ident, $func:literal, |$g:ident, $store:ident| $call:expr) => {{
         let mut live = $self.ready().await?;
-        let crate::runtime::extension::KindGuest::$variant($g) = $self.begin(&mut live, $func)?
+        let (crate::runtime::extension::KindGuest::$variant($g), clock) =
+            $self.begin(&mut live, $func)?
         else {
             return Err($self.wrong_kind($func));
         };
         let outcome = match live.as_mut() {
             Some(inst) => {
                 let $store = &mut inst.store;
-                $call
+                // The call's own result and its watchdog's, in one.
+                $self
+                    .watched(clock, async { $call.map(Ok) })
+                    .await
+                    .and_then(|r| r)
             }
             None => return Err($self.wrong_kind($func)),
         };

@@ -22,11 +22,15 @@ impl Extension {
 
     pub async fn provider_send(&self, request: &Request) -> Result<ResponseStream, CallError> {
         let mut live = self.ready().await?;
-        let KindGuest::Provider(g) = self.begin(&mut live, "send")? else {
+        let (KindGuest::Provider(g), clock) = self.begin(&mut live, "send")? else {
             return Err(self.wrong_kind("send"));
         };
         let (outcome, generation) = match live.as_mut() {
-            Some(inst) => (g.call_send(&mut inst.store, request).await, inst.generation),
+            Some(inst) => {
+                let generation = inst.generation;
+                let call = g.call_send(&mut inst.store, request);
+                (self.watched(clock, call).await, generation)
+            }
             None => return Err(self.wrong_kind("send")),
         };
         let resource = self.finish(&mut live, "send", outcome)?;
@@ -53,14 +57,14 @@ impl Extension {
                 message: "the provider restarted; this response stream is gone".into(),
             });
         }
-        let KindGuest::Provider(g) = self.begin(&mut live, "next")? else {
+        let (KindGuest::Provider(g), clock) = self.begin(&mut live, "next")? else {
             return Err(self.wrong_kind("next"));
         };
         let outcome = match live.as_mut() {
             Some(inst) => {
-                g.response_stream()
-                    .call_next(&mut inst.store, stream.resource)
-                    .await
+                let streams = g.response_stream();
+                let call = streams.call_next(&mut inst.store, stream.resource);
+                self.watched(clock, call).await
             }
             None => return Err(self.wrong_kind("next")),
         };
