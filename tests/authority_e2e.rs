@@ -405,3 +405,42 @@ fn a_fifo_named_agents_md_does_not_hang_the_session() {
     assert_eq!(last_json(&out)["result"], "answered");
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
 }
+
+/// Lines that fooled the old hand-written split: each must be asked (a
+/// headless run halts) and nothing may run; a plain `git` line still
+/// passes `bash:git *`.
+#[test]
+fn shell_lines_cannot_smuggle_commands_past_a_wildcard_entry() {
+    let env = StudEnv::new();
+    for attack in [
+        "git status #'\ngit --version;touch pwned;#'",
+        "git $'\\x3b' touch pwned",
+        "git log $(touch pwned)",
+        "git status &> pwned",
+        "git log `touch pwned`",
+        "git status; f() { touch pwned; }",
+    ] {
+        env.script(
+            json!([
+                {"text": "", "tool_calls": [call("bash", json!({"command": attack}))]},
+                {"text": "{{tool_results}}"}
+            ]),
+            json!({}),
+        );
+        let out = env.run_allowlist(&["bash:git *"]);
+        assert_eq!(out.status.code(), Some(3), "{attack:?}: {}", stderr(&out));
+        assert!(
+            !env.project.path().join("pwned").exists(),
+            "{attack:?} ran a command"
+        );
+    }
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("bash", json!({"command": "git --version && git --help > /dev/null"}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = env.run_allowlist(&["bash:git *", "bash:> /dev/null"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

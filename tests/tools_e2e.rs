@@ -387,9 +387,11 @@ fn an_allowlist_entry_approves_only_what_it_names() {
         {"text": "{{tool_results}}"}
     ]));
     let run = |allow: &[&str]| env.run_allowlist(allow);
-    // Every simple command of the first line is an `echo`: approved. The
-    // second chains a `touch`: a person must decide, and headless halts.
-    let out = run(&["bash:echo *"]);
+    // Every simple command of the first line is an `echo` and it writes
+    // only `.txt` files (each redirection is a key line of its own):
+    // approved. The second chains a `touch`: a person must decide, and
+    // headless halts.
+    let out = run(&["bash:echo *", "bash:> *.txt"]);
     assert_eq!(
         out.status.code(),
         Some(3),

@@ -3,6 +3,8 @@
 //!   mode gate, guard and observer hooks) vs the bare component call;
 //! - `grep` over a 10,000-file tree inside the component vs ripgrep (`rg`,
 //!   if installed) on the same tree;
+//! - the bash approval key of a 200-character pipeline (the shell parser
+//!   natively, and the `approval-key` call into the component);
 //! - `bash true` with the Landlock process sandbox on and off.
 //!
 //! Run: `cargo bench -p stud --bench tools`.
@@ -68,6 +70,34 @@ fn main() {
         }
         let (f, b) = (p50(full), p50(bare));
         println!("read-only call through the authority stack: p50 {f:?}; bare component call {b:?}; stack overhead {:?}", f.saturating_sub(b));
+
+        // The bash approval key of a 200-character pipeline: the parser
+        // alone (native), and the whole `approval-key` call into the bash
+        // component (what the authority stack pays per bash call).
+        let pipeline = "git log --oneline -n 50 | grep -v 'Merge branch' | sed -e 's/^/  /' | sort -k2 | uniq -c | head -n 20 && cargo build --release 2>&1 | tail -n 5 ; echo done > build.log";
+        let pipeline = &pipeline[..pipeline.len().min(200)];
+        let mut native = Vec::new();
+        for _ in 0..2000 {
+            let t = Instant::now();
+            std::hint::black_box(stud_sdk::shell::approval_key(std::hint::black_box(pipeline)));
+            native.push(t.elapsed());
+        }
+        let bash = l.session.tool_extension("bash").expect("bash tool");
+        let args = json!({"command": pipeline}).to_string();
+        let mut component = Vec::new();
+        for i in 0..1000 {
+            let t = Instant::now();
+            let _ = bash.tool_approval_key(&args).await.expect("key");
+            if i >= 50 {
+                component.push(t.elapsed());
+            }
+        }
+        println!(
+            "bash approval key of a {}-character pipeline: p50 {:?} parsing natively, {:?} through the bash component",
+            pipeline.len(),
+            p50(native),
+            p50(component)
+        );
 
         let grep = ToolCall { id: "g".into(), name: "grep".into(), arguments: json!({"pattern": "needle_value"}).to_string() };
         let _ = l.session.call_tool(&grep, &cancel).await;

@@ -82,13 +82,22 @@ impl FromStr for Mode {
     }
 }
 
-/// An allowlist entry: `tool` or `tool:<glob over the approval key>`.
+/// An allowlist entry: `tool` (= `tool:*`) or `tool:<pattern over one
+/// line of the approval key>`. In the pattern only `*` is special (any run
+/// of characters, `/` included, never a line end); everything else is
+/// literal and the pattern is anchored at both ends.
 #[derive(Debug, Clone)]
 pub struct AllowPattern {
     text: String,
     tool: String,
-    key: Option<glob::Pattern>,
+    /// `None`: any key (`tool` alone).
+    key: Option<String>,
 }
+
+/// A key line a tool could not classify with certainty (a shell line with
+/// a substitution, say, from `stud_sdk::shell`): only an entry without
+/// `*` that names it exactly approves it.
+pub const UNCLASSIFIED: &str = "(unclassified) ";
 
 impl AllowPattern {
     pub fn parse(text: &str) -> Result<Self, String> {
@@ -101,23 +110,50 @@ impl AllowPattern {
                 "allowlist entry `{text}` has no tool name; write `tool` or `tool:pattern`"
             ));
         }
-        let key = key
-            .map(|k| {
-                glob::Pattern::new(k).map_err(|e| {
-                    format!("allowlist entry `{text}`: `{k}` is not a valid pattern: {e}")
-                })
-            })
-            .transpose()?;
+        if key.is_some_and(|k| k.contains(['\n', '\r'])) {
+            return Err(format!(
+                "allowlist entry `{text}` has a line break; a pattern matches one line"
+            ));
+        }
         Ok(AllowPattern {
             text: text.to_string(),
             tool: tool.to_string(),
-            key,
+            key: key.map(str::to_string),
         })
     }
 
-    fn matches(&self, tool: &str, key: &str) -> bool {
-        self.tool == tool && self.key.as_ref().is_none_or(|p| p.matches(key))
+    /// Whether the entry approves one line of `tool`'s key.
+    pub fn matches(&self, tool: &str, line: &str) -> bool {
+        if self.tool != tool || line.contains(['\n', '\r']) {
+            return false;
+        }
+        let pattern = self.key.as_deref();
+        if line.starts_with(UNCLASSIFIED) {
+            return pattern.is_some_and(|p| !p.contains('*') && p == line);
+        }
+        pattern.is_none_or(|p| wildcard_match(p, line))
     }
+}
+
+/// `*` matches any run of characters; the rest is literal; anchored.
+fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let middle: Vec<&str> = parts.collect();
+    let Some((last, inner)) = middle.split_last() else {
+        // No `*` at all: the whole text must be the literal.
+        return rest.is_empty();
+    };
+    for piece in inner {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// The decision before guards.
@@ -308,7 +344,25 @@ mod tests {
                 .matches("read", "anything")
         );
         assert!(AllowPattern::parse(":x").is_err());
-        assert!(AllowPattern::parse("edit:[").is_err());
+        // Only `*` is special.
+        let p = AllowPattern::parse("edit:src/[a]?.rs").unwrap();
+        assert!(p.matches("edit", "src/[a]?.rs") && !p.matches("edit", "src/a1.rs"));
+        let p = AllowPattern::parse("read:src/*").unwrap();
+        assert!(p.matches("read", "src/a/b.rs") && !p.matches("read", "src"));
+        assert!(!p.matches("read", "src/a\nrm"));
+        let p = AllowPattern::parse("bash:*a*b*").unwrap();
+        assert!(p.matches("bash", "xaybz") && !p.matches("bash", "ba"));
+    }
+
+    #[test]
+    fn unclassified_lines_need_an_exact_entry() {
+        let line = format!("{UNCLASSIFIED}echo $HOME");
+        for wildcard in ["bash", "bash:*", "bash:(unclassified) *"] {
+            let p = AllowPattern::parse(wildcard).unwrap();
+            assert!(!p.matches("bash", &line), "{wildcard}");
+        }
+        let exact = AllowPattern::parse(&format!("bash:{line}")).unwrap();
+        assert!(exact.matches("bash", &line));
     }
 
     #[test]

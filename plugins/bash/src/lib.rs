@@ -1,7 +1,8 @@
 //! `bash`: run a shell line in the project directory through the host's
-//! process capability. The approval key has one line per simple command
-//! (`stud_sdk::shell`), so `bash:git *` approves `git status` but not
-//! `git status; rm -rf ~`.
+//! process capability. The approval key comes from a shell parser
+//! (`stud_sdk::shell`): one line per simple command and per output
+//! redirection, so `bash:git *` approves `git status` but not
+//! `git status; rm -rf ~`; what it cannot classify is asked.
 
 use stud_sdk::host::process::{Command, SpawnRequest, run};
 use stud_sdk::prelude::*;
