@@ -3,11 +3,13 @@
 //! instance away; the next call instantiates a fresh one (from the
 //! `InstancePre`) that sees the same state slot.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{Mutex, MutexGuard};
+use tokio::sync::{Mutex, Notify, OwnedMutexGuard};
+use tokio::task::JoinHandle;
 use wasmtime::component::InstancePre;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
@@ -112,20 +114,42 @@ pub struct Instance {
     pub(crate) busy: bool,
 }
 
+/// Where the live instance is kept. A call holds the slot's lock while it
+/// runs; a call its watchdog abandoned keeps its slot, and the extension
+/// moves on to a fresh one.
+type Slot = Arc<Mutex<Option<Instance>>>;
+
+/// A boxed future borrowing the instance it runs on.
+pub(crate) type CallFuture<'a, T> =
+    Pin<Box<dyn Future<Output = wasmtime::Result<Result<T, ExtError>>> + Send + 'a>>;
+
+/// What a call needs besides its own arguments: everything that makes and
+/// arms instances. Shared with the thread the call runs on.
+struct Core {
+    runtime: Arc<Runtime>,
+    ctx: Arc<ExtensionContext>,
+    pre: InstancePre<HostState>,
+    indices: KindIndices,
+    lifecycle: ex::lifecycle::GuestIndices,
+    /// The cancellation flag of the call in progress.
+    cancel: std::sync::Mutex<CancelFlag>,
+    /// The deadline clock of the call (or instantiation) in progress.
+    clock: std::sync::Mutex<Arc<DeadlineClock>>,
+    instantiations: AtomicU64,
+}
+
 /// A loaded extension, ready to call.
 pub struct Extension {
-    runtime: Arc<Runtime>,
     pub manifest: Manifest,
     pub digest: Sha256Digest,
     pub code_source: CodeSource,
     pub info: ComponentInfo,
     pub(crate) ctx: Arc<ExtensionContext>,
-    pre: InstancePre<HostState>,
-    indices: KindIndices,
-    lifecycle: ex::lifecycle::GuestIndices,
-    live: Mutex<Option<Instance>>,
-    cancel: std::sync::Mutex<CancelFlag>,
-    instantiations: AtomicU64,
+    core: Arc<Core>,
+    slot: std::sync::Mutex<Slot>,
+    /// Woken when the slot is replaced, so calls queued on an abandoned
+    /// slot move to the new one.
+    slot_replaced: Notify,
 }
 
 impl Extension {
@@ -141,18 +165,23 @@ impl Extension {
         (indices, lifecycle): (KindIndices, ex::lifecycle::GuestIndices),
     ) -> Self {
         Extension {
-            runtime,
             manifest,
             digest,
             code_source,
             info,
+            core: Arc::new(Core {
+                runtime,
+                ctx: ctx.clone(),
+                pre,
+                indices,
+                lifecycle,
+                cancel: std::sync::Mutex::new(CancelFlag::default()),
+                clock: std::sync::Mutex::default(),
+                instantiations: AtomicU64::new(0),
+            }),
             ctx,
-            pre,
-            indices,
-            lifecycle,
-            live: Mutex::new(None),
-            cancel: std::sync::Mutex::new(CancelFlag::default()),
-            instantiations: AtomicU64::new(0),
+            slot: std::sync::Mutex::default(),
+            slot_replaced: Notify::new(),
         }
     }
 
@@ -166,16 +195,12 @@ impl Extension {
 
     /// How many times an instance was created (1 + restarts after faults).
     pub fn instantiations(&self) -> u64 {
-        self.instantiations.load(Ordering::Relaxed)
+        self.core.instantiations.load(Ordering::Relaxed)
     }
 
     /// The current state slot value.
     pub fn state(&self) -> Option<String> {
         self.ctx.slot.read()
-    }
-
-    fn timeout(&self) -> Duration {
-        Duration::from_millis(u64::from(self.ctx.limits.timeout_ms))
     }
 
     /// Put a saved state slot value back (resume); it must match the
@@ -184,35 +209,211 @@ impl Extension {
         self.ctx.slot.write(json)
     }
 
-    /// Stop the call in progress at the next epoch tick.
+    /// Stop the call in progress: guest code at the next epoch tick, a
+    /// host wait at once, anything else by its watchdog.
     pub fn cancel(&self) {
-        self.cancel
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .cancel();
+        self.core.cancel_flag().cancel();
     }
 
     /// Create the instance now (and run `init`), if there is none.
     pub async fn start(&self) -> Result<(), CallError> {
-        self.ready().await.map(|_| ())
+        self.dispatch("start", true, |_| Box::pin(async { Ok(Ok(())) }))
+            .await
+            .map(|_| ())
     }
 
     /// Throw the live instance away and start a fresh one (same state slot).
     pub async fn restart(&self) -> Result<(), CallError> {
-        let mut live = self.live.lock().await;
-        *live = None;
-        *live = Some(self.instantiate().await?);
-        Ok(())
+        self.replace_slot();
+        self.start().await
     }
 
-    /// Lock the live instance, creating it if needed.
-    pub(crate) async fn ready(&self) -> Result<MutexGuard<'_, Option<Instance>>, CallError> {
-        let mut live = self.live.lock().await;
-        if live.as_ref().is_none_or(|i| i.busy) {
-            *live = None;
-            *live = Some(self.instantiate().await?);
+    /// Run one export call: `call` gets the live instance (created if
+    /// needed) on a thread of tokio's blocking pool, so guest code and the
+    /// file system calls it makes inline never hold the kernel's runtime.
+    pub(crate) async fn run_call<T, F>(&self, func: &'static str, call: F) -> Result<T, CallError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a mut Instance) -> CallFuture<'a, T> + Send + 'static,
+    {
+        match self.dispatch(func, true, call).await? {
+            Some(out) => Ok(out),
+            None => Err(self.unavailable(func)),
         }
-        Ok(live)
+    }
+
+    /// Like [`run_call`](Self::run_call), but only on a live instance:
+    /// `None` when there is none (nothing to clean up in a new one).
+    pub(crate) async fn run_on_live<T, F>(
+        &self,
+        func: &'static str,
+        call: F,
+    ) -> Result<Option<T>, CallError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a mut Instance) -> CallFuture<'a, T> + Send + 'static,
+    {
+        self.dispatch(func, false, call).await
+    }
+
+    async fn dispatch<T, F>(
+        &self,
+        func: &'static str,
+        instantiate: bool,
+        call: F,
+    ) -> Result<Option<T>, CallError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a mut Instance) -> CallFuture<'a, T> + Send + 'static,
+    {
+        let guard = self.lock_slot().await;
+        // A fresh, disarmed clock: the watchdog must not see an older
+        // call's deadline before this one is armed.
+        self.core.set_clock(Arc::default());
+        let core = self.core.clone();
+        let handle = tokio::runtime::Handle::current();
+        let task = tokio::task::spawn_blocking(move || {
+            handle.block_on(async move {
+                let mut guard = guard;
+                if guard.as_ref().is_none_or(|i| i.busy) {
+                    if !instantiate {
+                        return Ok(None);
+                    }
+                    *guard = None;
+                    *guard = Some(core.instantiate().await?);
+                }
+                let Some(inst) = guard.as_mut() else {
+                    return Ok(None);
+                };
+                core.begin(inst, func);
+                let outcome = call(inst).await;
+                core.finish(&mut guard, func, outcome).map(Some)
+            })
+        });
+        self.watch(task, func).await
+    }
+
+    /// Wait for a call under its watchdog. The epoch check stops guest code
+    /// at its deadline or on cancel, but not a call waiting inside the host
+    /// (a WASI sleep, a file that never opens); the watchdog does: once the
+    /// deadline passed (host waits with their own timeouts pause it) or the
+    /// call was cancelled, the call gets [`GIVE_UP_GRACE`] to notice, then
+    /// it is abandoned with its instance.
+    async fn watch<T>(
+        &self,
+        task: JoinHandle<Result<Option<T>, CallError>>,
+        func: &'static str,
+    ) -> Result<Option<T>, CallError> {
+        // The caller may drop this future (its turn was abandoned): the
+        // call must not go on holding the instance, so it is stopped and
+        // the extension moves to a fresh slot.
+        let mut abandon = AbandonOnDrop(Some(self));
+        let out = self.watch_inner(task, func).await;
+        abandon.0 = None;
+        out
+    }
+
+    async fn watch_inner<T>(
+        &self,
+        task: JoinHandle<Result<Option<T>, CallError>>,
+        func: &'static str,
+    ) -> Result<Option<T>, CallError> {
+        tokio::pin!(task);
+        let why = loop {
+            let clock = self.core.current_clock();
+            let cancel = self.core.cancel_flag();
+            tokio::select! {
+                biased;
+                joined = &mut task => return self.joined(joined, func),
+                _ = clock.overdue() => break Interrupted::Deadline,
+                _ = cancel.cancelled() => break Interrupted::Cancelled,
+                // The call may have moved on to a new clock (instantiation,
+                // then the call itself).
+                _ = tokio::time::sleep(CLOCK_REFRESH) => continue,
+            }
+        };
+        let clock = self.core.current_clock();
+        clock.fire(why);
+        self.core.cancel_flag().cancel();
+        if let Ok(joined) = tokio::time::timeout(GIVE_UP_GRACE, &mut task).await {
+            return self.joined(joined, func);
+        }
+        // Still inside the host: leave it there, with its instance.
+        clock.disarm();
+        self.replace_slot();
+        let id = self.ctx.id.clone();
+        Err(match why {
+            Interrupted::Deadline => CallError::Timeout {
+                id,
+                func,
+                timeout_ms: u64::from(self.ctx.limits.timeout_ms),
+            },
+            Interrupted::Cancelled => CallError::Cancelled { id, func },
+        })
+    }
+
+    fn joined<T>(
+        &self,
+        joined: Result<Result<Option<T>, CallError>, tokio::task::JoinError>,
+        func: &'static str,
+    ) -> Result<Option<T>, CallError> {
+        joined.unwrap_or_else(|e| {
+            Err(CallError::Trap {
+                id: self.ctx.id.clone(),
+                func,
+                detail: format!("the call's thread failed: {e}"),
+            })
+        })
+    }
+
+    /// Lock the current slot; if it is replaced while we wait (its call
+    /// was abandoned), wait for the new one instead.
+    async fn lock_slot(&self) -> OwnedMutexGuard<Option<Instance>> {
+        loop {
+            let replaced = self.slot_replaced.notified();
+            tokio::pin!(replaced);
+            replaced.as_mut().enable();
+            let slot = self.slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            tokio::select! {
+                guard = slot.lock_owned() => return guard,
+                _ = replaced => continue,
+            }
+        }
+    }
+
+    /// Start over with an empty slot (the old one may be held forever by
+    /// an abandoned call).
+    fn replace_slot(&self) {
+        *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = Slot::default();
+        self.slot_replaced.notify_waiters();
+    }
+
+    fn unavailable(&self, func: &'static str) -> CallError {
+        CallError::Instantiate {
+            id: self.ctx.id.clone(),
+            message: format!("no instance to run `{func}` on"),
+        }
+    }
+}
+
+impl Core {
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(u64::from(self.ctx.limits.timeout_ms))
+    }
+
+    fn cancel_flag(&self) -> CancelFlag {
+        self.cancel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn current_clock(&self) -> Arc<DeadlineClock> {
+        self.clock.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set_clock(&self, clock: Arc<DeadlineClock>) {
+        *self.clock.lock().unwrap_or_else(|p| p.into_inner()) = clock;
     }
 
     async fn instantiate(&self) -> Result<Instance, CallError> {
@@ -230,11 +431,8 @@ impl Extension {
             })
         });
         let generation = self.instantiations.fetch_add(1, Ordering::Relaxed) + 1;
-        let clock = self.arm(&mut store);
-        let instance = match self
-            .watched(clock.clone(), self.pre.instantiate_async(&mut store))
-            .await
-        {
+        self.arm(&mut store);
+        let instance = match self.pre.instantiate_async(&mut store).await {
             Ok(i) => i,
             Err(e) => return Err(classify(&id, "instantiate", &store, e)),
         };
@@ -253,23 +451,17 @@ impl Extension {
                     message: format!("{e:#}"),
                 })?;
         let config = self.ctx.config.clone();
-        match self
-            .watched(clock.clone(), lifecycle.call_init(&mut store, &config))
-            .await
-        {
+        match lifecycle.call_init(&mut store, &config).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => return Err(guest_error(&id, "init", error)),
             Err(e) => return Err(classify(&id, "init", &store, e)),
         }
-        match self
-            .watched(clock, lifecycle.call_activate(&mut store))
-            .await
-        {
+        match lifecycle.call_activate(&mut store).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => return Err(guest_error(&id, "activate", error)),
             Err(e) => return Err(classify(&id, "activate", &store, e)),
         }
-        store.data_mut().deadline.disarm();
+        store.data().deadline.disarm();
         Ok(Instance {
             store,
             guest,
@@ -278,76 +470,26 @@ impl Extension {
         })
     }
 
-    /// Arm the deadline and a fresh cancellation flag for one call; the
-    /// clock its watchdog watches.
-    fn arm(&self, store: &mut Store<HostState>) -> Arc<DeadlineClock> {
+    /// Arm the deadline and a fresh cancellation flag for one call (or
+    /// instantiation), and show its clock to the watchdog.
+    fn arm(&self, store: &mut Store<HostState>) {
         let flag = CancelFlag::default();
         *self.cancel.lock().unwrap_or_else(|p| p.into_inner()) = flag.clone();
         store.data_mut().deadline.arm(self.timeout(), flag);
         store.set_epoch_deadline(1);
-        store.data().deadline.clock()
+        self.set_clock(store.data().deadline.clock());
     }
 
-    /// Await `call` (one export call on this extension's store) under a
-    /// watchdog. The epoch check stops guest code at its deadline or on
-    /// cancel, but not a call waiting inside the host (a WASI sleep, a
-    /// file that never opens); the watchdog does: once the deadline passed
-    /// (host waits with their own timeouts paused) or the call was
-    /// cancelled, the call gets [`GIVE_UP_GRACE`] to notice, then it is
-    /// abandoned. An abandoned or interrupted call is an error and its
-    /// instance is thrown away (by [`finish`](Self::finish)).
-    pub(crate) async fn watched<T>(
-        &self,
-        clock: Arc<DeadlineClock>,
-        call: impl Future<Output = wasmtime::Result<T>>,
-    ) -> wasmtime::Result<T> {
-        let cancel = self
-            .cancel
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        tokio::pin!(call);
-        let why = tokio::select! {
-            biased;
-            out = &mut call => return out,
-            _ = clock.overdue() => Interrupted::Deadline,
-            _ = cancel.cancelled() => Interrupted::Cancelled,
-        };
-        clock.fire(why);
-        // Guest code traps at the next epoch tick; host waits race this.
-        cancel.cancel();
-        match tokio::time::timeout(GIVE_UP_GRACE, &mut call).await {
-            Ok(out) => out,
-            Err(_) => Err(wasmtime::Error::msg(
-                "abandoned: still inside a host call past its deadline",
-            )),
-        }
-    }
-
-    /// Lock the live instance without creating one.
-    pub(crate) async fn live_guard(&self) -> MutexGuard<'_, Option<Instance>> {
-        self.live.lock().await
-    }
-
-    /// Prepare the live instance for a call: returns its exports.
-    pub(crate) fn begin(
-        &self,
-        live: &mut Option<Instance>,
-        func: &'static str,
-    ) -> Result<(KindGuest, Arc<DeadlineClock>), CallError> {
-        let inst = live.as_mut().ok_or_else(|| CallError::Instantiate {
-            id: self.ctx.id.clone(),
-            message: "no live instance".into(),
-        })?;
-        let clock = self.arm(&mut inst.store);
+    /// Prepare the live instance for a call.
+    fn begin(&self, inst: &mut Instance, func: &'static str) {
+        self.arm(&mut inst.store);
         inst.store.data_mut().call_id = None;
         inst.store.data_mut().serving = func;
         inst.busy = true;
-        Ok((inst.guest.clone(), clock))
     }
 
     /// Turn the outcome of a call into ours; a faulted instance is dropped.
-    pub(crate) fn finish<T>(
+    fn finish<T>(
         &self,
         live: &mut Option<Instance>,
         func: &'static str,
@@ -356,7 +498,7 @@ impl Extension {
         match outcome {
             Ok(result) => {
                 if let Some(inst) = live.as_mut() {
-                    inst.store.data_mut().deadline.disarm();
+                    inst.store.data().deadline.disarm();
                     inst.busy = false;
                 }
                 result.map_err(|e| guest_error(&self.ctx.id, func, e))
@@ -375,13 +517,32 @@ impl Extension {
             }
         }
     }
+}
 
-    pub(crate) fn wrong_kind(&self, func: &'static str) -> CallError {
-        CallError::Instantiate {
-            id: self.ctx.id.clone(),
-            message: format!("`{func}` is not an export of a {} extension", self.ctx.kind),
+/// Stops a call whose caller went away (see [`Extension::watch`]).
+struct AbandonOnDrop<'a>(Option<&'a Extension>);
+
+impl Drop for AbandonOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(ext) = self.0 {
+            ext.core.current_clock().fire(Interrupted::Cancelled);
+            ext.core.cancel_flag().cancel();
+            ext.replace_slot();
         }
     }
+}
+
+/// How often the watchdog looks for the call's current clock.
+const CLOCK_REFRESH: Duration = Duration::from_millis(20);
+
+/// What a call answers when the instance is not of the kind its export
+/// belongs to (it cannot happen for an instance of this extension).
+pub(crate) fn wrong_kind_error(func: &'static str) -> ExtError {
+    super::services::ext_error(
+        super::services::ErrorClass::ExtensionHost,
+        "wrong-kind",
+        format!("`{func}` is not an export of this extension's kind"),
+    )
 }
 
 fn guest_error(id: &ExtensionId, func: &'static str, error: ExtError) -> CallError {

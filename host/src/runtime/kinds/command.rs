@@ -13,8 +13,9 @@ impl Extension {
     }
 
     pub async fn command_execute(&self, args: &CommandArgs) -> Result<CommandOutput, CallError> {
+        let args = args.clone();
         guest_call!(self, Command, "execute", |g, store| g
-            .call_execute(store, args)
+            .call_execute(store, &args)
             .await)
     }
 }

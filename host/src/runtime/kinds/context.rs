@@ -5,8 +5,9 @@ use crate::runtime::extension::Extension;
 
 impl Extension {
     pub async fn context_provide(&self, ctx: &ComposeContext) -> Result<Vec<Fragment>, CallError> {
+        let ctx = ctx.clone();
         guest_call!(self, ContextProvider, "provide", |g, store| g
-            .call_provide(store, ctx)
+            .call_provide(store, &ctx)
             .await)
     }
 }

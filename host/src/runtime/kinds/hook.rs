@@ -6,8 +6,9 @@ use crate::runtime::extension::Extension;
 
 impl Extension {
     pub async fn hook_run(&self, slot: HookSlot, payload: &str) -> Result<HookOutcome, CallError> {
+        let payload = payload.to_string();
         guest_call!(self, Hook, "run", |g, store| g
-            .call_run(store, slot, &payload.to_string())
+            .call_run(store, slot, &payload)
             .await)
     }
 }

@@ -5,8 +5,9 @@ use crate::runtime::extension::Extension;
 
 impl Extension {
     pub async fn logger_sink(&self, event: &Event) -> Result<(), CallError> {
+        let event = event.clone();
         guest_call!(self, Logger, "sink", |g, store| g
-            .call_sink(store, event)
+            .call_sink(store, &event)
             .await)
     }
 

@@ -17,27 +17,22 @@ pub use provider::ResponseStream;
 /// Run one export call on the live instance.
 ///
 /// `$call` is an expression using `$g` (the kind's typed exports) and
-/// `$store`; it must produce `wasmtime::Result<Result<T, ExtError>>`.
+/// `$store`; it must produce `wasmtime::Result<Result<T, ExtError>>`. It
+/// runs on the call's own thread, so what it uses must be owned (moved in).
 macro_rules! guest_call {
     ($self:ident, $variant:ident, $func:literal, |$g:ident, $store:ident| $call:expr) => {{
-        let mut live = $self.ready().await?;
-        let (crate::runtime::extension::KindGuest::$variant($g), clock) =
-            $self.begin(&mut live, $func)?
-        else {
-            return Err($self.wrong_kind($func));
-        };
-        let outcome = match live.as_mut() {
-            Some(inst) => {
-                let $store = &mut inst.store;
-                // The call's own result and its watchdog's, in one.
-                $self
-                    .watched(clock, async { $call.map(Ok) })
-                    .await
-                    .and_then(|r| r)
-            }
-            None => return Err($self.wrong_kind($func)),
-        };
-        $self.finish(&mut live, $func, outcome)
+        $self
+            .run_call($func, move |inst| {
+                Box::pin(async move {
+                    let crate::runtime::extension::KindGuest::$variant($g) = inst.guest.clone()
+                    else {
+                        return Ok(Err(crate::runtime::extension::wrong_kind_error($func)));
+                    };
+                    let $store = &mut inst.store;
+                    $call
+                })
+            })
+            .await
     }};
 }
 

@@ -3,7 +3,8 @@ use wasmtime::component::ResourceAny;
 use super::{guest_call, infallible};
 use crate::runtime::bindings::stud::extension::provider_types::{ModelInfo, Request, StreamEvent};
 use crate::runtime::error::CallError;
-use crate::runtime::extension::{Extension, KindGuest};
+use crate::runtime::extension::{Extension, KindGuest, wrong_kind_error};
+use crate::runtime::services::{ErrorClass, ext_error};
 
 /// A response in progress inside the provider's instance. It is tied to
 /// that instance: if the instance faults, the stream ends with the error.
@@ -21,19 +22,19 @@ impl Extension {
     }
 
     pub async fn provider_send(&self, request: &Request) -> Result<ResponseStream, CallError> {
-        let mut live = self.ready().await?;
-        let (KindGuest::Provider(g), clock) = self.begin(&mut live, "send")? else {
-            return Err(self.wrong_kind("send"));
-        };
-        let (outcome, generation) = match live.as_mut() {
-            Some(inst) => {
-                let generation = inst.generation;
-                let call = g.call_send(&mut inst.store, request);
-                (self.watched(clock, call).await, generation)
-            }
-            None => return Err(self.wrong_kind("send")),
-        };
-        let resource = self.finish(&mut live, "send", outcome)?;
+        let request = request.clone();
+        let (resource, generation) = self
+            .run_call("send", move |inst| {
+                Box::pin(async move {
+                    let KindGuest::Provider(g) = inst.guest.clone() else {
+                        return Ok(Err(wrong_kind_error("send")));
+                    };
+                    let generation = inst.generation;
+                    let sent = g.call_send(&mut inst.store, &request).await?;
+                    Ok(sent.map(|resource| (resource, generation)))
+                })
+            })
+            .await?;
         Ok(ResponseStream {
             resource,
             generation,
@@ -49,34 +50,33 @@ impl Extension {
         if stream.done {
             return Ok(None);
         }
-        let mut live = self.ready().await?;
-        if live.as_ref().map(|i| i.generation) != Some(stream.generation) {
+        let (resource, generation) = (stream.resource, stream.generation);
+        let result = self
+            .run_call("next", move |inst| {
+                Box::pin(async move {
+                    let KindGuest::Provider(g) = inst.guest.clone() else {
+                        return Ok(Err(wrong_kind_error("next")));
+                    };
+                    if inst.generation != generation {
+                        return Ok(Err(ext_error(
+                            ErrorClass::ProviderTransient,
+                            "stream-gone",
+                            "the provider restarted; this response stream is gone",
+                        )));
+                    }
+                    let next = g
+                        .response_stream()
+                        .call_next(&mut inst.store, resource)
+                        .await?;
+                    if !matches!(next, Ok(Some(_))) {
+                        let _ = resource.resource_drop_async(&mut inst.store).await;
+                    }
+                    Ok(next)
+                })
+            })
+            .await;
+        if !matches!(result, Ok(Some(_))) {
             stream.done = true;
-            return Err(CallError::Instantiate {
-                id: self.id().clone(),
-                message: "the provider restarted; this response stream is gone".into(),
-            });
-        }
-        let (KindGuest::Provider(g), clock) = self.begin(&mut live, "next")? else {
-            return Err(self.wrong_kind("next"));
-        };
-        let outcome = match live.as_mut() {
-            Some(inst) => {
-                let streams = g.response_stream();
-                let call = streams.call_next(&mut inst.store, stream.resource);
-                self.watched(clock, call).await
-            }
-            None => return Err(self.wrong_kind("next")),
-        };
-        let result = self.finish(&mut live, "next", outcome);
-        match &result {
-            Ok(None) | Err(_) => {
-                stream.done = true;
-                if let Some(inst) = live.as_mut().filter(|i| i.generation == stream.generation) {
-                    let _ = stream.resource.resource_drop_async(&mut inst.store).await;
-                }
-            }
-            Ok(Some(_)) => {}
         }
         result
     }
@@ -87,12 +87,16 @@ impl Extension {
             return;
         }
         stream.done = true;
-        let mut live = self.live_guard().await;
-        if let Some(inst) = live
-            .as_mut()
-            .filter(|i| i.generation == stream.generation && !i.busy)
-        {
-            let _ = stream.resource.resource_drop_async(&mut inst.store).await;
-        }
+        let (resource, generation) = (stream.resource, stream.generation);
+        let _ = self
+            .run_on_live("drop-stream", move |inst| {
+                Box::pin(async move {
+                    if inst.generation == generation {
+                        resource.resource_drop_async(&mut inst.store).await?;
+                    }
+                    Ok(Ok(()))
+                })
+            })
+            .await;
     }
 }

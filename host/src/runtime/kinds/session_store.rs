@@ -9,8 +9,9 @@ impl Extension {
         session_id: &str,
         records: &[String],
     ) -> Result<(), CallError> {
+        let (session_id, records) = (session_id.to_string(), records.to_vec());
         guest_call!(self, SessionStore, "append", |g, store| g
-            .call_append(store, session_id, records)
+            .call_append(store, &session_id, &records)
             .await)
     }
 
@@ -19,15 +20,16 @@ impl Extension {
         session_id: &str,
         manifest: &str,
     ) -> Result<(), CallError> {
+        let (session_id, manifest) = (session_id.to_string(), manifest.to_string());
         guest_call!(self, SessionStore, "write-manifest", |g, store| {
-            g.call_write_manifest(store, session_id, &manifest.to_string())
-                .await
+            g.call_write_manifest(store, &session_id, &manifest).await
         })
     }
 
     pub async fn store_read(&self, session_id: &str) -> Result<SessionData, CallError> {
+        let session_id = session_id.to_string();
         guest_call!(self, SessionStore, "read", |g, store| g
-            .call_read(store, session_id)
+            .call_read(store, &session_id)
             .await)
     }
 
@@ -38,8 +40,9 @@ impl Extension {
     }
 
     pub async fn store_delete(&self, session_id: &str) -> Result<(), CallError> {
+        let session_id = session_id.to_string();
         guest_call!(self, SessionStore, "delete", |g, store| g
-            .call_delete(store, session_id)
+            .call_delete(store, &session_id)
             .await)
     }
 }

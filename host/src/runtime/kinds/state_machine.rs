@@ -19,14 +19,16 @@ impl Extension {
     }
 
     pub async fn sm_setup(&self, stage: &str, ctx: &str) -> Result<String, CallError> {
+        let (stage, ctx) = (stage.to_string(), ctx.to_string());
         guest_call!(self, StateMachine, "setup", |g, store| g
-            .call_setup(store, stage, &ctx.to_string())
+            .call_setup(store, &stage, &ctx)
             .await)
     }
 
     pub async fn sm_check_gate(&self, stage: &str, ctx: &str) -> Result<Gate, CallError> {
+        let (stage, ctx) = (stage.to_string(), ctx.to_string());
         guest_call!(self, StateMachine, "check-gate", |g, store| g
-            .call_check_gate(store, stage, &ctx.to_string())
+            .call_check_gate(store, &stage, &ctx)
             .await)
     }
 
@@ -38,15 +40,17 @@ impl Extension {
         completion: Option<&str>,
     ) -> Result<AssertOutcome, CallError> {
         let completion = completion.map(str::to_string);
+        let (stage, ctx) = (stage.to_string(), ctx.to_string());
         guest_call!(self, StateMachine, "assert", |g, store| {
-            g.call_assert(store, stage, &ctx.to_string(), cap_hit, completion.as_ref())
+            g.call_assert(store, &stage, &ctx, cap_hit, completion.as_ref())
                 .await
         })
     }
 
     pub async fn sm_next(&self, stage: &str, ctx: &str) -> Result<NextResult, CallError> {
+        let (stage, ctx) = (stage.to_string(), ctx.to_string());
         guest_call!(self, StateMachine, "next", |g, store| g
-            .call_next(store, stage, &ctx.to_string())
+            .call_next(store, &stage, &ctx)
             .await)
     }
 
@@ -54,8 +58,9 @@ impl Extension {
         &self,
         proposal: &ToolProposal,
     ) -> Result<ToolVerdict, CallError> {
+        let proposal = proposal.clone();
         guest_call!(self, StateMachine, "grant-stage-tool", |g, store| {
-            infallible(g.call_grant_stage_tool(store, proposal).await)
+            infallible(g.call_grant_stage_tool(store, &proposal).await)
         })
     }
 }

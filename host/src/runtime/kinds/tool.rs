@@ -11,8 +11,9 @@ impl Extension {
     }
 
     pub async fn tool_approval_key(&self, args: &str) -> Result<String, CallError> {
+        let args = args.to_string();
         guest_call!(self, Tool, "approval-key", |g, store| g
-            .call_approval_key(store, &args.to_string())
+            .call_approval_key(store, &args)
             .await)
     }
 
@@ -22,13 +23,14 @@ impl Extension {
             call_id: call_id.to_string(),
             project_dir: None,
         };
+        let args = args.to_string();
         guest_call!(self, Tool, "invoke", |g, store| {
             let ctx = CallContext {
                 project_dir: store.data().project_guest_dir(),
                 ..ctx
             };
             store.data_mut().call_id = Some(ctx.call_id.clone());
-            g.call_invoke(store, &ctx, &args.to_string()).await
+            g.call_invoke(store, &ctx, &args).await
         })
     }
 }

@@ -8,8 +8,9 @@ use crate::runtime::extension::Extension;
 
 impl Extension {
     pub async fn ui_on_event(&self, event: &Event) -> Result<(), CallError> {
+        let event = event.clone();
         guest_call!(self, Ui, "on-event", |g, store| infallible(
-            g.call_on_event(store, event).await
+            g.call_on_event(store, &event).await
         ))
     }
 
@@ -17,14 +18,16 @@ impl Extension {
         &self,
         request: &InteractionRequest,
     ) -> Result<InteractionResponse, CallError> {
+        let request = request.clone();
         guest_call!(self, Ui, "on-interaction", |g, store| infallible(
-            g.call_on_interaction(store, request).await
+            g.call_on_interaction(store, &request).await
         ))
     }
 
     pub async fn ui_dismiss(&self, correlation_id: &str) -> Result<(), CallError> {
+        let correlation_id = correlation_id.to_string();
         guest_call!(self, Ui, "dismiss", |g, store| infallible(
-            g.call_dismiss(store, correlation_id).await
+            g.call_dismiss(store, &correlation_id).await
         ))
     }
 
