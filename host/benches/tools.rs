@@ -74,7 +74,7 @@ fn main() {
         // The bash approval key of a 200-character pipeline: the parser
         // alone (native), and the whole `approval-key` call into the bash
         // component (what the authority stack pays per bash call).
-        let pipeline = "git log --oneline -n 50 | grep -v 'Merge branch' | sed -e 's/^/  /' | sort -k2 | uniq -c | head -n 20 && cargo build --release --workspace --all-targets 2>&1 | tail -n 5 ; echo done > build.log ; ls -la target/debug";
+        let pipeline = "git log --oneline -n 50 | grep -v 'Merge branch' | sed -e 's/^/  /' | sort -k2 | uniq -c | head -n 20 && cargo build --release --workspace --all-targets 2>&1 | tail -n 5 ; echo done > build.log ; ls target";
         let pipeline = &pipeline[..pipeline.len().min(200)];
         let mut native = Vec::new();
         for _ in 0..2000 {

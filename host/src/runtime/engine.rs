@@ -75,6 +75,7 @@ fn start_ticker(engine: &Engine) {
             while let Some(engine) = weak.upgrade() {
                 engine.increment_epoch();
                 drop(engine);
+                super::interrupt::nudge_overdue();
                 std::thread::sleep(TICK);
             }
         });

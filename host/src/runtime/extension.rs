@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Mutex, Notify, OwnedMutexGuard};
-use tokio::task::JoinHandle;
 use wasmtime::component::InstancePre;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
@@ -20,6 +19,7 @@ use super::cancel::CancelFlag;
 use super::error::CallError;
 use super::host_state::{DeadlineClock, ExtensionContext, HostState, Interrupted};
 use super::inspect::ComponentInfo;
+use super::interrupt::{CancelCell, ClockCell};
 use super::limits::MemoryLimitExceeded;
 use super::services::ExtError;
 use crate::digest::Sha256Digest;
@@ -132,9 +132,9 @@ struct Core {
     indices: KindIndices,
     lifecycle: ex::lifecycle::GuestIndices,
     /// The cancellation flag of the call in progress.
-    cancel: std::sync::Mutex<CancelFlag>,
+    cancel: CancelCell,
     /// The deadline clock of the call (or instantiation) in progress.
-    clock: std::sync::Mutex<Arc<DeadlineClock>>,
+    clock: ClockCell,
     instantiations: AtomicU64,
 }
 
@@ -175,8 +175,8 @@ impl Extension {
                 pre,
                 indices,
                 lifecycle,
-                cancel: std::sync::Mutex::new(CancelFlag::default()),
-                clock: std::sync::Mutex::default(),
+                cancel: CancelCell::default(),
+                clock: ClockCell::default(),
                 instantiations: AtomicU64::new(0),
             }),
             ctx,
@@ -271,26 +271,26 @@ impl Extension {
         // call's deadline before this one is armed.
         self.core.set_clock(Arc::default());
         let core = self.core.clone();
-        let handle = tokio::runtime::Handle::current();
-        let task = tokio::task::spawn_blocking(move || {
-            handle.block_on(async move {
-                let mut guard = guard;
-                if guard.as_ref().is_none_or(|i| i.busy) {
-                    if !instantiate {
-                        return Ok(None);
-                    }
-                    *guard = None;
-                    *guard = Some(core.instantiate().await?);
-                }
-                let Some(inst) = guard.as_mut() else {
+        // Runs inline on this task (and thread): no hop. A blocking system
+        // call inside it is interrupted by `interrupt`, an async host wait
+        // by the watchdog below.
+        let call = async move {
+            let mut guard = guard;
+            if guard.as_ref().is_none_or(|i| i.busy) {
+                if !instantiate {
                     return Ok(None);
-                };
-                core.begin(inst, func);
-                let outcome = call(inst).await;
-                core.finish(&mut guard, func, outcome).map(Some)
-            })
-        });
-        self.watch(task, func).await
+                }
+                *guard = None;
+                *guard = Some(core.instantiate().await?);
+            }
+            let Some(inst) = guard.as_mut() else {
+                return Ok(None);
+            };
+            core.begin(inst, func);
+            let outcome = call(inst).await;
+            core.finish(&mut guard, func, outcome).map(Some)
+        };
+        self.watch(call, func).await
     }
 
     /// Wait for a call under its watchdog. The epoch check stops guest code
@@ -301,7 +301,7 @@ impl Extension {
     /// it is abandoned with its instance.
     async fn watch<T>(
         &self,
-        task: JoinHandle<Result<Option<T>, CallError>>,
+        task: impl Future<Output = Result<Option<T>, CallError>>,
         func: &'static str,
     ) -> Result<Option<T>, CallError> {
         // The caller may drop this future (its turn was abandoned): the
@@ -315,16 +315,20 @@ impl Extension {
 
     async fn watch_inner<T>(
         &self,
-        task: JoinHandle<Result<Option<T>, CallError>>,
+        task: impl Future<Output = Result<Option<T>, CallError>>,
         func: &'static str,
     ) -> Result<Option<T>, CallError> {
+        let task = Interruptible {
+            inner: task,
+            core: &self.core,
+        };
         tokio::pin!(task);
         let why = loop {
             let clock = self.core.current_clock();
             let cancel = self.core.cancel_flag();
             tokio::select! {
                 biased;
-                joined = &mut task => return self.joined(joined, func),
+                done = &mut task => return done,
                 _ = clock.overdue() => break Interrupted::Deadline,
                 _ = cancel.cancelled() => break Interrupted::Cancelled,
                 // The call may have moved on to a new clock (instantiation,
@@ -335,8 +339,8 @@ impl Extension {
         let clock = self.core.current_clock();
         clock.fire(why);
         self.core.cancel_flag().cancel();
-        if let Ok(joined) = tokio::time::timeout(GIVE_UP_GRACE, &mut task).await {
-            return self.joined(joined, func);
+        if let Ok(done) = tokio::time::timeout(GIVE_UP_GRACE, &mut task).await {
+            return done;
         }
         // Still inside the host: leave it there, with its instance.
         clock.disarm();
@@ -349,20 +353,6 @@ impl Extension {
                 timeout_ms: u64::from(self.ctx.limits.timeout_ms),
             },
             Interrupted::Cancelled => CallError::Cancelled { id, func },
-        })
-    }
-
-    fn joined<T>(
-        &self,
-        joined: Result<Result<Option<T>, CallError>, tokio::task::JoinError>,
-        func: &'static str,
-    ) -> Result<Option<T>, CallError> {
-        joined.unwrap_or_else(|e| {
-            Err(CallError::Trap {
-                id: self.ctx.id.clone(),
-                func,
-                detail: format!("the call's thread failed: {e}"),
-            })
         })
     }
 
@@ -516,6 +506,31 @@ impl Core {
                 Err(err)
             }
         }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A call future that, while it is being polled, is registered with its
+    /// thread so a blocking system call in it can be interrupted
+    /// (`runtime::interrupt`).
+    struct Interruptible<'a, F> {
+        #[pin]
+        inner: F,
+        core: &'a Core,
+    }
+}
+
+impl<F: Future> Future for Interruptible<'_, F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let this = self.project();
+        let _registered =
+            super::interrupt::register(this.core.clock.clone(), this.core.cancel.clone());
+        this.inner.poll(cx)
     }
 }
 

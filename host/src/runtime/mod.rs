@@ -12,6 +12,7 @@ pub mod error;
 pub mod extension;
 pub mod host_state;
 pub mod inspect;
+pub mod interrupt;
 pub mod kinds;
 pub mod limits;
 pub mod linker;
