@@ -6,7 +6,7 @@ mod common;
 use common::{StudEnv, call};
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -713,4 +713,118 @@ fn a_ui_that_is_not_the_interactor_cannot_approve() {
         result["result"].as_str().unwrap().contains("timed out"),
         "{result}"
     );
+}
+
+/// On a terminal, Ctrl-C stops the running turn; the next turn starts the
+/// count over, so a Ctrl-C in the second turn cancels it too instead of
+/// quitting stud.
+#[test]
+fn each_turn_gets_its_own_first_ctrl_c() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::mpsc;
+    let env = StudEnv::new();
+    let dir = env.install("hostile");
+    let manifest = std::fs::read_to_string(dir.join("extension.toml"))
+        .unwrap()
+        .replace("timeout-ms = 500", "timeout-ms = 600000");
+    std::fs::write(dir.join("extension.toml"), manifest).unwrap();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("hostile", json!({"mode": "loop"}))]},
+            {"text": "", "tool_calls": [call("hostile", json!({"mode": "loop"}))]},
+            {"text": "bye"}
+        ]),
+        json!({}),
+    );
+    let cmd = format!(
+        "{} run --yolo --output-format stream-json",
+        env!("CARGO_BIN_EXE_stud")
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("STUD_HOME", env.home.path())
+        .env("STUD_CACHE_DIR", common::shared_cache())
+        .env_remove("RUST_BACKTRACE")
+        .current_dir(env.project.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut screen = String::new();
+    let wait_for = |needle: &str, screen: &mut String| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
+                screen.push_str(&line);
+                screen.push('\n');
+                if line.contains(needle) {
+                    return;
+                }
+            }
+        }
+        panic!("never saw {needle}:\n{screen}");
+    };
+    for prompt in ["one", "two"] {
+        stdin.write_all(format!("{prompt}\n").as_bytes()).unwrap();
+        wait_for("\"tool.started\"", &mut screen);
+        std::thread::sleep(Duration::from_millis(300));
+        stdin.write_all(b"\x03").unwrap();
+        wait_for("\"turn.end\"", &mut screen);
+    }
+    stdin.write_all(b"\x04").unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+        screen.push_str(&line);
+        screen.push('\n');
+    }
+    assert!(
+        !screen.contains("interrupted"),
+        "the second Ctrl-C quit stud:\n{screen}"
+    );
+    assert!(
+        screen.matches("\"status\":\"cancelled\"").count() >= 2,
+        "{screen}"
+    );
+    let _ = status;
+}
+
+/// An answer cut off at the output limit is not presented as complete,
+/// and a tool call in it (its arguments may be cut) does not run.
+#[test]
+fn a_response_cut_at_the_length_limit_is_not_complete() {
+    let env = StudEnv::new();
+    env.script(
+        json!([{"text": "The answer is", "finish": "length", "tool_calls": [call("write", json!({"path": "x.txt", "content": "half"}))]}]),
+        json!({}),
+    );
+    let out = env.run(
+        &[
+            "run",
+            "-p",
+            "--yolo",
+            "--output-format",
+            "stream-json",
+            "go",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let (events, result) = events(&out);
+    assert_eq!(result["error_code"], "response-truncated", "{result}");
+    assert!(result["error"].as_str().unwrap().contains("maxTokens"));
+    assert!(!env.project.path().join("x.txt").exists());
+    let render = named(&events, "render");
+    assert_eq!(render[0]["payload"]["text"], "The answer is");
 }

@@ -734,3 +734,30 @@ fn tar_bombs_are_refused_and_leave_nothing() {
         assert_eq!(tree(env.home.path()), before);
     }
 }
+
+/// An extension whose dependency is present but fails to load (its
+/// component is not a component) is left out too, saying why.
+#[test]
+fn an_extension_whose_dependency_failed_to_load_is_left_out() {
+    let env = Env::new();
+    let dep = common::install_fixture(env.home.path(), "counter");
+    std::fs::write(dep.join("fixture_counter.wasm"), b"not a component").unwrap();
+    let dir = env.install("hostile");
+    let manifest = std::fs::read_to_string(dir.join("extension.toml")).unwrap()
+        + "\n[dependencies]\ncounter = \"^0.1\"\n";
+    std::fs::write(dir.join("extension.toml"), manifest).unwrap();
+    env.file(
+        "script.json",
+        &json!({"turns": [
+            {"text": "", "tool_calls": [call("hostile", json!({"mode": "ok"}))]},
+            {"text": "{{tool_results}}"}
+        ]})
+        .to_string(),
+    );
+    let (answer, stderr) = env.session();
+    assert!(
+        stderr.contains("`hostile` was left out: it depends on `counter`, which failed to load"),
+        "{stderr}"
+    );
+    assert!(answer.contains("unknown tool `hostile`"), "{answer}");
+}

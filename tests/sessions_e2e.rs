@@ -79,6 +79,13 @@ fn continue_resumes_the_full_history_and_keeps_the_mode() {
     assert_eq!(resumed["payload"]["messages"], 6);
     assert_eq!(resumed["payload"]["mode"], "allowlist");
     assert_eq!(event(&evs, "session.start")["payload"]["mode"], "allowlist");
+    // One session, one id: the start event, the resume and the result.
+    assert_eq!(
+        event(&evs, "session.start")["payload"]["session_id"],
+        id.as_str()
+    );
+    let result: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(result["session_id"], id.as_str());
     let shown = env.ok(&["session", "show", &id]);
     for text in [
         "first", "one", "second", "two", "third", "three", "fourth", "four",
@@ -350,6 +357,21 @@ fn a_long_session_warns_then_compacts_and_the_next_request_fits() {
     );
     assert!(system.contains("PINNED-RULE-42"), "{out}");
     assert!(system.contains("Always run the linter."), "{out}");
+    // The compaction was persisted: resuming starts from the compacted
+    // history and does not compact the same turns again.
+    let evs = events(&env.ok(&[
+        "run",
+        "-p",
+        "--no-tools",
+        "--output-format",
+        "stream-json",
+        "-c",
+        "once more",
+    ]));
+    assert!(
+        !evs.iter().any(|e| e["event"] == "context.compacted"),
+        "compacted again on resume: {evs:?}"
+    );
 }
 
 #[test]
@@ -536,4 +558,40 @@ fn a_context_overflow_from_the_provider_compacts_and_retries_once() {
     assert_eq!(server.requests().len(), 2, "compacted and sent once more");
     let r: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!(r["status"], "ok", "{r}");
+}
+
+/// Two `stud -c` on one session at once would interleave its log: the
+/// second is refused while the first runs, and works once it ended.
+#[test]
+fn a_session_is_open_in_one_process_at_a_time() {
+    let env = Env::new(
+        json!([{"text": "one"}, {"text": "two", "sleep_ms": 3000}, {"text": "three"}]),
+        json!({}),
+    );
+    assert_eq!(env.ok(&["run", "-p", "first"]).trim(), "one");
+    let id = env.only_session();
+    let (mut slow, _, rest) = env.start_until(
+        &[
+            "run",
+            "-p",
+            "-c",
+            "--output-format",
+            "stream-json",
+            "second",
+        ],
+        "provider.request.started",
+    );
+    let out = env
+        .command(&["run", "-p", "-c", "third"])
+        .output()
+        .expect("run stud");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("session {id} is open in another stud process")),
+        "{stderr}"
+    );
+    let rest: Vec<String> = rest.map_while(Result::ok).collect();
+    assert!(slow.wait().expect("wait").success(), "{rest:?}");
+    assert_eq!(env.ok(&["run", "-p", "-c", "third"]).trim(), "three");
 }

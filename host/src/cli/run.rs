@@ -248,7 +248,8 @@ fn finish(
         let hint = format!(
             "re-run with --yolo, or with --mode allowlist --allow '{tool}:{key}', or interactively"
         );
-        errln!(
+        // JSON for programs: exact (it escapes control characters itself).
+        eprintln!(
             "{}",
             json!({"type": "permission-required", "request": "approve", "tool": tool, "key": key, "hint": hint})
         );
@@ -293,17 +294,18 @@ fn finish(
     ExitCode::from(code)
 }
 
-/// First Ctrl-C cancels the running turn; a second one exits.
+/// First Ctrl-C cancels the running turn; a second one before the next
+/// turn starts exits. Each turn has a fresh token, so the count starts
+/// over with every turn.
 fn spawn_ctrl_c(current: Arc<Mutex<CancellationToken>>) {
     tokio::spawn(async move {
-        let mut presses = 0;
         while tokio::signal::ctrl_c().await.is_ok() {
-            presses += 1;
-            if presses >= 2 {
+            let token = current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if token.is_cancelled() {
                 errln!("\ninterrupted");
                 std::process::exit(130);
             }
-            current.lock().unwrap_or_else(|p| p.into_inner()).cancel();
+            token.cancel();
         }
     });
 }

@@ -75,6 +75,7 @@ impl Registry {
                 )),
             }
         }
+        drop_orphans(&mut report);
         report
     }
 
@@ -167,6 +168,37 @@ impl Registry {
                 })
             })
             .collect()
+    }
+}
+
+/// Leave out every loaded extension whose dependency failed to load,
+/// transitively (discovery only knew the dependency was there).
+fn drop_orphans(report: &mut LoadReport) {
+    loop {
+        let failed: std::collections::HashSet<ExtensionId> =
+            report.failed.iter().map(|(id, _)| id.clone()).collect();
+        let orphan = report.loaded.iter().position(|ext| {
+            ext.manifest
+                .dependencies
+                .iter()
+                .any(|d| failed.contains(&d.id))
+        });
+        let Some(at) = orphan else { return };
+        let ext = report.loaded.remove(at);
+        let dependency = ext
+            .manifest
+            .dependencies
+            .iter()
+            .find(|d| failed.contains(&d.id))
+            .map(|d| d.id.clone())
+            .unwrap_or_else(|| ext.id().clone());
+        report.failed.push((
+            ext.id().clone(),
+            LoadError::DependencyFailed {
+                id: ext.id().clone(),
+                dependency,
+            },
+        ));
     }
 }
 

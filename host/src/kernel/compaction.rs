@@ -129,9 +129,16 @@ impl Session {
                     json!({"tier": tier, "removed": what, "tokens_before": tokens, "tokens_after": after, "window": window}),
                 );
                 if let Some(p) = &self.persistence {
-                    let record =
-                        json!({"type": "compaction", "tier": tier, "removed": what}).to_string();
-                    let _ = p.store.store_append(&self.id, &[record]).await;
+                    // The whole compacted history, so a resume starts from
+                    // it instead of compacting again.
+                    let record = json!({"type": "compaction", "tier": tier, "removed": what, "history": super::payloads::messages_json(&self.history)}).to_string();
+                    let record = self.bus.redact(&record);
+                    if let Err(e) = p.store.store_append(&self.id, &[record]).await {
+                        self.bus.record(
+                            "persistence.failed",
+                            json!({"session_id": self.id, "store": p.store.id().as_str(), "error": e.to_string()}),
+                        );
+                    }
                 }
             }
         }

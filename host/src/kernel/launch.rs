@@ -20,6 +20,7 @@ use super::session::{
     DEFAULT_MAX_ITERATIONS, DEFAULT_TOOL_OUTPUT_LIMIT, DEFAULT_TOOL_PARALLELISM, Session,
     SessionConfig, SessionError,
 };
+use super::session_lock::{SessionLock, SessionLockError};
 use super::{AllowPattern, Authority, Mode};
 use crate::config::{Layered, SettingsError};
 use crate::extensions::registry::project_dir;
@@ -106,6 +107,8 @@ pub enum LaunchError {
     Session(#[from] SessionError),
     #[error(transparent)]
     Resume(#[from] ResumeError),
+    #[error(transparent)]
+    SessionBusy(#[from] SessionLockError),
 }
 
 /// A running session and what serves it.
@@ -120,6 +123,8 @@ pub struct Launched {
     ui_subscriptions: Vec<Arc<Subscriber>>,
     /// Extension folders being watched for hot reload.
     _watch: Option<Watch>,
+    /// This process's hold on the session.
+    _lock: SessionLock,
 }
 
 pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
@@ -348,6 +353,12 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             title: String::new(),
         });
     }
+    if let Some(r) = &resumed {
+        session.id = r.session_id.clone();
+    }
+    // Before anything is written to the session's log.
+    let lock = SessionLock::acquire(opts.home.root(), &session.id)?;
+    session.announce();
     if let Some(r) = resumed {
         session.adopt(r).await;
     }
@@ -361,6 +372,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         subscribers,
         ui_subscriptions,
         _watch: watch,
+        _lock: lock,
     })
 }
 

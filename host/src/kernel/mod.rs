@@ -18,6 +18,7 @@ pub mod response_limits;
 pub mod retry;
 pub mod services;
 pub mod session;
+pub mod session_lock;
 pub mod tools;
 pub mod turn;
 pub mod usage;

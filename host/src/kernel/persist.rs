@@ -191,6 +191,12 @@ pub async fn read(
             && let Some(m) = message_from(&v["message"])
         {
             history.push(m);
+        } else if v["type"] == "compaction"
+            && let Some(compacted) = v["history"].as_array()
+        {
+            // The history as compaction left it: later records follow it,
+            // and a resumed session does not compact the same turns again.
+            history = compacted.iter().filter_map(message_from).collect();
         }
     }
     let repaired = repair(&mut history);

@@ -152,10 +152,6 @@ impl Session {
         let hook_exts: Vec<Arc<Extension>> = of(Kind::Hook).collect();
         let hooks = HookRunner::new(&hook_exts, &config.hook_order, bus.clone());
         let id = session_id();
-        bus.record(
-            "session.start",
-            json!({"session_id": id, "provider": provider.id().as_str(), "model": model, "mode": authority.mode().as_str(), "tools": tools.names()}),
-        );
         let session = Session {
             id,
             bus,
@@ -184,6 +180,15 @@ impl Session {
             },
         };
         Ok((session, warnings))
+    }
+
+    /// Say the session started (once its id is final: a resumed session
+    /// keeps the id it had).
+    pub fn announce(&self) {
+        self.bus.record(
+            "session.start",
+            json!({"session_id": self.id, "provider": self.provider.id().as_str(), "model": self.model, "mode": self.authority.mode().as_str(), "tools": self.tools.names()}),
+        );
     }
 
     /// Model parameters of every request.

@@ -223,10 +223,30 @@ impl Session {
                 content,
             })
             .await;
+            if assembled.finish == FinishReason::Length {
+                // Cut off at the output limit: the text is shown as far as
+                // it got, but not as a finished answer, and tool calls
+                // whose arguments may be cut are not run.
+                let shown = self.render(assembled.text).await?;
+                let what = if assembled.calls.is_empty() {
+                    "its answer".to_string()
+                } else {
+                    format!(
+                        "its answer; its {} tool call(s) were not run",
+                        assembled.calls.len()
+                    )
+                };
+                return Err(fail(
+                    "response-truncated",
+                    format!(
+                        "the model reached its output limit and stopped mid-way through {what} ({} characters shown); ask it to continue, or raise active.maxTokens",
+                        shown.chars().count()
+                    ),
+                ));
+            }
             if assembled.calls.is_empty() {
                 break assembled.text;
             }
-            let _ = assembled.finish;
             self.tool_call_stage(assembled.calls, cancel).await?;
         };
         self.render(final_text).await

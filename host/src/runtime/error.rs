@@ -8,6 +8,14 @@ use crate::manifest::ExtensionId;
 /// Why an extension could not be loaded. The session goes on without it.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    #[error(
+        "extension `{id}` was left out: it depends on `{dependency}`, which failed to load; fix `{dependency}` first"
+    )]
+    DependencyFailed {
+        id: ExtensionId,
+        dependency: ExtensionId,
+    },
+
     #[error("extension `{id}`: cannot read its component {path}: {source}")]
     Read {
         id: ExtensionId,

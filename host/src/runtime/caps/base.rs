@@ -33,6 +33,18 @@ fn clip(text: &str) -> &str {
     &text[..end]
 }
 
+/// A payload of `bytes` bytes of JSON, kept whole when it fits, else
+/// replaced by a note and the start of its text: cutting the JSON text
+/// itself would leave something that does not parse (it became `null`).
+fn bounded(payload: serde_json::Value, bytes: usize) -> serde_json::Value {
+    if bytes <= MAX_TEXT {
+        return payload;
+    }
+    let text = payload.to_string();
+    let preview: String = text.chars().take(4000).collect();
+    serde_json::json!({"truncated": true, "bytes": bytes, "preview": preview})
+}
+
 impl log::Host for HostState {
     async fn log(&mut self, level: log::Level, message: String) -> wasmtime::Result<()> {
         if self.ext.admit_emit() {
@@ -53,7 +65,8 @@ impl events::Host for HostState {
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !valid_name || serde_json::from_str::<serde_json::Value>(&payload).is_err() {
+        let parsed = serde_json::from_str::<serde_json::Value>(&payload);
+        if !valid_name || parsed.is_err() {
             self.ext.services.log(
                 &self.ext.id,
                 log::Level::Warn,
@@ -66,17 +79,18 @@ impl events::Host for HostState {
         }
         // Progress of a running tool call becomes the kernel's
         // `tool.progress`, tied to the call, so any UI can show it.
+        let payload = bounded(parsed.unwrap_or_default(), payload.len());
         if let (Some(call_id), "progress") = (&self.call_id, name.as_str()) {
-            let progress: serde_json::Value =
-                serde_json::from_str(clip(&payload)).unwrap_or_default();
-            let event = serde_json::json!({"call_id": call_id, "extension": self.ext.id.as_str(), "progress": progress});
+            let event = serde_json::json!({"call_id": call_id, "extension": self.ext.id.as_str(), "progress": payload});
             self.ext
                 .services
                 .emit(&self.ext.id, "tool.progress", &event.to_string());
             return Ok(());
         }
         let full = format!("ext.{}.{}", self.ext.id, name);
-        self.ext.services.emit(&self.ext.id, &full, clip(&payload));
+        self.ext
+            .services
+            .emit(&self.ext.id, &full, &payload.to_string());
         Ok(())
     }
 }
@@ -122,5 +136,27 @@ fn monotonic_start() -> std::time::Instant {
 impl cancel::Host for HostState {
     async fn is_cancelled(&mut self) -> wasmtime::Result<bool> {
         Ok(self.deadline.is_cancelled())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_payload_stays_json() {
+        let big = serde_json::json!({"message": "x".repeat(MAX_TEXT * 2)});
+        let n = big.to_string().len();
+        let out = bounded(big, n);
+        assert_eq!(out["truncated"], true);
+        assert_eq!(out["bytes"], n);
+        assert!(
+            out["preview"]
+                .as_str()
+                .unwrap()
+                .starts_with("{\"message\":\"xxx")
+        );
+        let small = serde_json::json!({"a": 1});
+        assert_eq!(bounded(small.clone(), 7), small);
     }
 }
