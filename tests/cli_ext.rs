@@ -28,7 +28,7 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 22] = [
+const BUNDLED: [&str; 23] = [
     "anthropic",
     "ask-user",
     "bash",
@@ -42,6 +42,7 @@ const BUNDLED: [&str; 22] = [
     "list",
     "multi-edit",
     "openai-compatible",
+    "plan-build-review",
     "project-instructions",
     "protect-paths",
     "read",

@@ -21,6 +21,8 @@ pub struct Reply {
     pub stop_after: Option<usize>,
     /// After this many body bytes, go silent for a minute (a stuck server).
     pub stall_after: Option<usize>,
+    /// Wait this long before answering (a slow server).
+    pub delay: Option<Duration>,
 }
 
 impl Reply {
@@ -32,6 +34,7 @@ impl Reply {
             cuts: Vec::new(),
             stop_after: None,
             stall_after: None,
+            delay: None,
         }
     }
 
@@ -67,6 +70,11 @@ impl Reply {
 
     pub fn stall_after(mut self, bytes: usize) -> Self {
         self.stall_after = Some(bytes);
+        self
+    }
+
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
         self
     }
 }
@@ -166,6 +174,9 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, queue: &Mutex<VecDeque<R
         .unwrap()
         .pop_front()
         .unwrap_or_else(|| Reply::new(500, "no more scripted replies"));
+    if let Some(d) = reply.delay {
+        std::thread::sleep(d);
+    }
     let mut out = stream;
     let mut head = format!("HTTP/1.1 {} Test\r\nconnection: close\r\n", reply.status);
     for (n, v) in &reply.headers {

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::kernel::events::DEFAULT_QUEUE;
 use crate::kernel::persist::ResumeTarget;
-use crate::kernel::turn::usage_json;
+use crate::kernel::usage::usage_json;
 use crate::kernel::{
     Bus, LaunchOptions, Launched, Mode, Session, TerminalOut, TurnOutcome, TurnStatus, launch,
 };
@@ -76,6 +76,10 @@ pub struct RunArgs {
     /// `pricing` for the model in settings).
     #[arg(long)]
     pub max_cost: Option<f64>,
+    /// Attach this state machine (a workflow such as plan-build-review):
+    /// each prompt runs its stages.
+    #[arg(long = "sm")]
+    pub state_machine: Option<String>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -103,6 +107,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         project,
         watch: true,
         max_cost_usd: args.max_cost,
+        state_machine: args.state_machine.clone(),
         resume: match (&args.resume, args.continue_latest) {
             (Some(id), _) => Some(ResumeTarget::Id(id.clone())),
             (None, true) => Some(ResumeTarget::Latest),
@@ -161,9 +166,17 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
             continue;
         }
+        if let Some(rest) = text.trim().strip_prefix("/workflow") {
+            workflow_command(&mut launched.session, rest.trim()).await;
+            if headless || args.prompt.is_some() {
+                break;
+            }
+            continue;
+        }
         let token = CancellationToken::new();
         *current.lock().unwrap_or_else(|p| p.into_inner()) = token.clone();
-        last = Some(launched.session.run_turn(&text, &token).await);
+        // With a state machine attached, the input runs its workflow.
+        last = Some(launched.session.run_workflow(&text, &token).await);
         if headless || args.prompt.is_some() {
             break;
         }
@@ -194,6 +207,22 @@ fn model_command(session: &mut Session, arg: &str) {
     match session.set_model(arg) {
         Ok(()) => errln!("model: {}", session.model()),
         Err(e) => errln!("error: {e}; still using {}", session.model()),
+    }
+}
+
+/// `/workflow` shows the attached state machine; `/workflow ID` attaches
+/// one: the next input runs its stages.
+async fn workflow_command(session: &mut Session, arg: &str) {
+    if arg.is_empty() {
+        match session.state_machine() {
+            Some(id) => errln!("workflow: {id}"),
+            None => errln!("workflow: none attached; /workflow ID attaches one"),
+        }
+        return;
+    }
+    match session.attach_state_machine(arg).await {
+        Ok(()) => errln!("workflow: {arg} attached; the next input runs its stages"),
+        Err(e) => errln!("error: {e}"),
     }
 }
 

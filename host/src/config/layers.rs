@@ -29,6 +29,7 @@ const BY_ID: &[&str] = &[
     "contextProviders",
     "commands",
     "sessionStores",
+    "stateMachines",
     "secrets",
 ];
 
@@ -36,11 +37,14 @@ const BY_ID: &[&str] = &[
 /// a repository must not loosen the confinement of the commands it will
 /// have run, nor name which file or variable is a provider's "key" (it
 /// could hand any file the user can read to a provider).
-/// Nor choose which extension answers the approval questions.
+/// Nor choose which extension answers the approval questions, nor attach
+/// a state machine (its stage envelopes approve tools without the mode
+/// gate).
 const GLOBAL_ONLY: &[&[&str]] = &[
     &["runtime", "processSandbox"],
     &["secrets"],
     &["active", "interactor"],
+    &["active", "stateMachine"],
 ];
 
 /// Remove the key at `path` (object keys from the root); whether it was there.

@@ -53,6 +53,9 @@ pub struct Settings {
     /// Config of session stores (`filesystem`: `{"fsync": false}`).
     #[serde(default)]
     pub session_stores: HashMap<String, Value>,
+    /// Config of state machines (workflows), by id.
+    #[serde(default)]
+    pub state_machines: HashMap<String, Value>,
     #[serde(default)]
     pub ordering: Ordering,
     /// Hosts granted per extension id, beyond its manifest (honoured for
@@ -236,6 +239,9 @@ pub struct Active {
     /// The one UI extension that answers approvals, trust and grant
     /// requests (global settings only); other UIs only observe.
     pub interactor: Option<String>,
+    /// The state machine attached to every session (global settings
+    /// only; `--sm` chooses one for a run).
+    pub state_machine: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -282,6 +288,7 @@ impl Settings {
             &self.context_providers,
             &self.commands,
             &self.session_stores,
+            &self.state_machines,
         ] {
             all.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
         }

@@ -128,18 +128,10 @@ impl Session {
                     "context.compacted",
                     json!({"tier": tier, "removed": what, "tokens_before": tokens, "tokens_after": after, "window": window}),
                 );
-                if let Some(p) = &self.persistence {
-                    // The whole compacted history, so a resume starts from
-                    // it instead of compacting again.
-                    let record = json!({"type": "compaction", "tier": tier, "removed": what, "history": super::payloads::messages_json(&self.history)}).to_string();
-                    let record = self.bus.redact(&record);
-                    if let Err(e) = p.store.store_append(&self.id, &[record]).await {
-                        self.bus.record(
-                            "persistence.failed",
-                            json!({"session_id": self.id, "store": p.store.id().as_str(), "error": e.to_string()}),
-                        );
-                    }
-                }
+                // The whole compacted history, so a resume starts from it
+                // instead of compacting again.
+                let record = json!({"type": "compaction", "tier": tier, "removed": what, "history": super::payloads::messages_json(&self.history)}).to_string();
+                self.append_record(record).await;
             }
         }
         changed
@@ -212,7 +204,7 @@ impl Session {
                             // The summary is paid for like any request.
                             StreamEvent::Usage(u) => {
                                 self.cost_usd += self.turn_cost(&u);
-                                super::turn::add_usage(&mut self.usage, &u);
+                                super::usage::add_usage(&mut self.usage, &u);
                             }
                             _ => {}
                         }

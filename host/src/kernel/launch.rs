@@ -22,7 +22,7 @@ use super::session::{
 };
 use super::session_lock::{SessionLock, SessionLockError};
 use super::{AllowPattern, Authority, Mode};
-use crate::config::{Layered, SettingsError};
+use crate::config::{Layered, Settings, SettingsError};
 use crate::extensions::registry::project_dir;
 use crate::extensions::trust::recorded_scope;
 use crate::extensions::watch::{Watch, watch};
@@ -62,6 +62,8 @@ pub struct LaunchOptions {
     pub resume: Option<ResumeTarget>,
     /// `--max-cost`: the session's budget in USD.
     pub max_cost_usd: Option<f64>,
+    /// `--sm`: the state machine to attach (over `active.stateMachine`).
+    pub state_machine: Option<String>,
 }
 
 impl LaunchOptions {
@@ -87,6 +89,7 @@ impl LaunchOptions {
             watch: false,
             resume: None,
             max_cost_usd: None,
+            state_machine: None,
         }
     }
 }
@@ -109,6 +112,8 @@ pub enum LaunchError {
     Resume(#[from] ResumeError),
     #[error(transparent)]
     SessionBusy(#[from] SessionLockError),
+    #[error(transparent)]
+    Workflow(#[from] super::workflow::WorkflowError),
 }
 
 /// A running session and what serves it.
@@ -134,29 +139,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     )?;
     let (grants, grant_warnings) = UserGrants::from_layers(&layered);
     let settings = std::mem::take(&mut layered.settings);
-    let mode = if opts.yolo {
-        Mode::Yolo
-    } else {
-        match (opts.mode, &settings.security_mode) {
-            (Some(m), _) => m,
-            (None, Some(s)) => match &s.mode {
-                Some(m) => m.parse().map_err(LaunchError::Mode)?,
-                None => Mode::Ask,
-            },
-            (None, None) => Mode::Ask,
-        }
-    };
-    let mut allow_texts = settings
-        .security_mode
-        .as_ref()
-        .map(|s| s.allowlist.clone())
-        .unwrap_or_default();
-    allow_texts.extend(opts.allow.iter().cloned());
-    let allowlist = allow_texts
-        .iter()
-        .map(|t| AllowPattern::parse(t))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(LaunchError::Allowlist)?;
+    let (mode, allowlist) = security(&opts, &settings)?;
 
     let bus = Bus::new();
     let services = Arc::new(KernelServices::new(bus.clone(), opts.terminal));
@@ -211,48 +194,9 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     for logger in &loggers {
         subscribers.push(spawn_logger(&bus, logger.clone()));
     }
-    // Only the interactor the user chose answers; every other UI observes.
-    let interactor_id = settings
-        .active
-        .interactor
-        .clone()
-        .unwrap_or_else(|| DEFAULT_INTERACTOR.to_string());
-    let chosen = uis.iter().find(|u| u.id().as_str() == interactor_id);
-    if chosen.is_none() && !opts.headless {
-        warnings.push(format!(
-            "settings.json: active.interactor: `{interactor_id}` is not a loaded UI extension (loaded: {}); nobody can answer questions, so a call that needs an approval halts the turn",
-            uis.iter().map(|u| u.id().to_string()).collect::<Vec<_>>().join(", ")
-        ));
-    }
-    let interactor = chosen.filter(|_| !opts.headless).cloned();
-    let interactions = Arc::new(Interactions::new(
-        interactor,
-        opts.headless,
-        opts.yolo,
-        settings
-            .runtime
-            .interaction_timeout_ms
-            .map(std::time::Duration::from_millis)
-            .unwrap_or(DEFAULT_TIMEOUT),
-        bus.clone(),
-    ));
+    let interactions = interactions(&opts, &settings, &uis, &bus, &mut warnings);
     services.set_interactions(interactions.clone());
-    let stores = of(Kind::SessionStore);
-    let store = match &settings.active.session_store {
-        Some(id) => Some(
-            stores
-                .iter()
-                .find(|s| s.id().as_str() == id)
-                .cloned()
-                .ok_or_else(|| {
-                    LaunchError::Setting(format!(
-                        "settings.json: active.sessionStore: `{id}` is not a loaded session store (loaded: {})",
-                        stores.iter().map(|s| s.id().to_string()).collect::<Vec<_>>().join(", ")
-                    ))
-                })?,
-        ),
-        None => stores.first().cloned(),
-    };
+    let store = choose_store(&settings, of(Kind::SessionStore))?;
     let project_root = project_dir(&opts.cwd).display().to_string();
     let resumed = match (&opts.resume, &store) {
         (None, _) => None,
@@ -268,52 +212,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         None => mode,
     };
     let authority = Authority::new(mode, allowlist, bus.clone());
-    let config = SessionConfig {
-        provider: opts
-            .provider
-            .or(settings.active.provider.clone())
-            .unwrap_or_else(|| "scripted".into()),
-        model: opts.model.or(settings.active.model.clone()),
-        max_iterations: opts
-            .max_iterations
-            .or(settings.runtime.continuation.max_iterations)
-            .unwrap_or(DEFAULT_MAX_ITERATIONS)
-            .max(1),
-        tool_parallelism: opts
-            .tool_parallelism
-            .or(settings.runtime.tool_parallelism)
-            .unwrap_or(DEFAULT_TOOL_PARALLELISM)
-            .max(1),
-        tool_output_limit: settings
-            .runtime
-            .tool_output_limit
-            .unwrap_or(DEFAULT_TOOL_OUTPUT_LIMIT)
-            .max(1024),
-        response_limits: super::response_limits::ResponseLimits::from_settings(
-            &settings.runtime.response_limits,
-        ),
-        system_prompt: settings.system_prompt.clone(),
-        hook_order: settings.ordering.hooks.clone(),
-        tools_enabled: !opts.no_tools,
-        retry: RetryPolicy::from_settings(&settings.runtime.retries),
-        max_tokens: settings.active.max_tokens,
-        temperature: settings.active.temperature,
-        thinking: match settings.active.thinking.as_deref() {
-            None | Some("off") => ThinkingLevel::Off,
-            Some("low") => ThinkingLevel::Low,
-            Some("medium") => ThinkingLevel::Medium,
-            Some("high") => ThinkingLevel::High,
-            Some(other) => {
-                return Err(LaunchError::Setting(format!(
-                    "settings.json: active.thinking: `{other}` is not a thinking level; use \"off\", \"low\", \"medium\" or \"high\""
-                )));
-            }
-        },
-        cache_hints: settings.active.cache_hints.unwrap_or(false),
-        compaction: CompactionConfig::from_settings(&settings.compaction),
-        pricing: settings.pricing.clone(),
-        max_cost_usd: opts.max_cost_usd.or(settings.budget.max_cost_usd),
-    };
+    let config = session_config(&opts, &settings)?;
     let (mut session, tool_warnings) =
         Session::start(&exts, config, authority, interactions, bus.clone()).await?;
     warnings.extend(tool_warnings);
@@ -359,9 +258,15 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     // Before anything is written to the session's log.
     let lock = SessionLock::acquire(opts.home.root(), &session.id)?;
     session.announce();
+    let recorded = resumed.as_ref().map(|r| r.state_machine.clone());
     if let Some(r) = resumed {
         session.adopt(r).await;
     }
+    let wanted = opts
+        .state_machine
+        .clone()
+        .or(settings.active.state_machine.clone());
+    super::workflow::attach::attach(&mut session, wanted.as_deref(), recorded).await?;
     session.save_manifest().await;
     Ok(Launched {
         session,
@@ -438,5 +343,143 @@ fn spawn_logger(bus: &Bus, logger: Arc<Extension>) -> JoinHandle<()> {
                 );
             }
         }
+    })
+}
+
+/// The security mode and allowlist: flags over settings.
+fn security(
+    opts: &LaunchOptions,
+    settings: &Settings,
+) -> Result<(Mode, Vec<AllowPattern>), LaunchError> {
+    let mode = if opts.yolo {
+        Mode::Yolo
+    } else {
+        match (opts.mode, &settings.security_mode) {
+            (Some(m), _) => m,
+            (None, Some(s)) => match &s.mode {
+                Some(m) => m.parse().map_err(LaunchError::Mode)?,
+                None => Mode::Ask,
+            },
+            (None, None) => Mode::Ask,
+        }
+    };
+    let mut allow_texts = settings
+        .security_mode
+        .as_ref()
+        .map(|s| s.allowlist.clone())
+        .unwrap_or_default();
+    allow_texts.extend(opts.allow.iter().cloned());
+    let allowlist = allow_texts
+        .iter()
+        .map(|t| AllowPattern::parse(t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(LaunchError::Allowlist)?;
+    Ok((mode, allowlist))
+}
+
+/// The session's configuration: flags over settings over defaults.
+fn session_config(opts: &LaunchOptions, settings: &Settings) -> Result<SessionConfig, LaunchError> {
+    Ok(SessionConfig {
+        provider: opts
+            .provider
+            .clone()
+            .or(settings.active.provider.clone())
+            .unwrap_or_else(|| "scripted".into()),
+        model: opts.model.clone().or(settings.active.model.clone()),
+        max_iterations: opts
+            .max_iterations
+            .or(settings.runtime.continuation.max_iterations)
+            .unwrap_or(DEFAULT_MAX_ITERATIONS)
+            .max(1),
+        tool_parallelism: opts
+            .tool_parallelism
+            .or(settings.runtime.tool_parallelism)
+            .unwrap_or(DEFAULT_TOOL_PARALLELISM)
+            .max(1),
+        tool_output_limit: settings
+            .runtime
+            .tool_output_limit
+            .unwrap_or(DEFAULT_TOOL_OUTPUT_LIMIT)
+            .max(1024),
+        response_limits: super::response_limits::ResponseLimits::from_settings(
+            &settings.runtime.response_limits,
+        ),
+        system_prompt: settings.system_prompt.clone(),
+        hook_order: settings.ordering.hooks.clone(),
+        tools_enabled: !opts.no_tools,
+        retry: RetryPolicy::from_settings(&settings.runtime.retries),
+        max_tokens: settings.active.max_tokens,
+        temperature: settings.active.temperature,
+        thinking: match settings.active.thinking.as_deref() {
+            None | Some("off") => ThinkingLevel::Off,
+            Some("low") => ThinkingLevel::Low,
+            Some("medium") => ThinkingLevel::Medium,
+            Some("high") => ThinkingLevel::High,
+            Some(other) => {
+                return Err(LaunchError::Setting(format!(
+                    "settings.json: active.thinking: `{other}` is not a thinking level; use \"off\", \"low\", \"medium\" or \"high\""
+                )));
+            }
+        },
+        cache_hints: settings.active.cache_hints.unwrap_or(false),
+        compaction: CompactionConfig::from_settings(&settings.compaction),
+        pricing: settings.pricing.clone(),
+        max_cost_usd: opts.max_cost_usd.or(settings.budget.max_cost_usd),
+    })
+}
+
+/// Only the interactor the user chose answers; every other UI observes.
+fn interactions(
+    opts: &LaunchOptions,
+    settings: &Settings,
+    uis: &[Arc<Extension>],
+    bus: &Bus,
+    warnings: &mut Vec<String>,
+) -> Arc<Interactions> {
+    let interactor_id = settings
+        .active
+        .interactor
+        .clone()
+        .unwrap_or_else(|| DEFAULT_INTERACTOR.to_string());
+    let chosen = uis.iter().find(|u| u.id().as_str() == interactor_id);
+    if chosen.is_none() && !opts.headless {
+        warnings.push(format!(
+            "settings.json: active.interactor: `{interactor_id}` is not a loaded UI extension (loaded: {}); nobody can answer questions, so a call that needs an approval halts the turn",
+            uis.iter().map(|u| u.id().to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let interactor = chosen.filter(|_| !opts.headless).cloned();
+    Arc::new(Interactions::new(
+        interactor,
+        opts.headless,
+        opts.yolo,
+        settings
+            .runtime
+            .interaction_timeout_ms
+            .map(std::time::Duration::from_millis)
+            .unwrap_or(DEFAULT_TIMEOUT),
+        bus.clone(),
+    ))
+}
+
+/// The session store: `active.sessionStore`, else the first loaded.
+fn choose_store(
+    settings: &Settings,
+    stores: Vec<Arc<Extension>>,
+) -> Result<Option<Arc<Extension>>, LaunchError> {
+    Ok(match &settings.active.session_store {
+        Some(id) => Some(
+            stores
+                .iter()
+                .find(|s| s.id().as_str() == id)
+                .cloned()
+                .ok_or_else(|| {
+                    LaunchError::Setting(format!(
+                        "settings.json: active.sessionStore: `{id}` is not a loaded session store (loaded: {})",
+                        stores.iter().map(|s| s.id().to_string()).collect::<Vec<_>>().join(", ")
+                    ))
+                })?,
+        ),
+        None => stores.first().cloned(),
     })
 }

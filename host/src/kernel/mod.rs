@@ -2,6 +2,7 @@
 //! tool-approval authority stack, the event bus and the interaction
 //! protocol. Extensions attach only through the runtime's typed calls.
 
+pub(crate) mod act;
 pub mod authority;
 pub mod capabilities;
 pub mod compaction;
@@ -22,6 +23,7 @@ pub mod session_lock;
 pub mod tools;
 pub mod turn;
 pub mod usage;
+pub mod workflow;
 
 pub use authority::{AllowPattern, Authority, Mode};
 pub use events::{Bus, Event, Subscriber};

@@ -63,6 +63,10 @@ pub struct Resumed {
     pub repaired: Vec<Message>,
     pub drift: Vec<String>,
     pub title: String,
+    /// The state machine the session ran (`id`), if any.
+    pub state_machine: Option<String>,
+    /// Its newest position (the workflow slot).
+    pub position: Option<super::workflow::Position>,
 }
 
 pub fn now_ms() -> u64 {
@@ -240,6 +244,8 @@ pub async fn read(
         repaired,
         drift,
         title: manifest["title"].as_str().unwrap_or_default().to_string(),
+        state_machine: manifest["state_machine"]["id"].as_str().map(str::to_string),
+        position: super::workflow::Position::latest(&data.records),
     })
 }
 
@@ -323,7 +329,7 @@ impl Session {
         self.persist(&[index]).await;
     }
 
-    fn scrub_secrets(&self, message: &mut Message) {
+    pub(crate) fn scrub_secrets(&self, message: &mut Message) {
         for part in &mut message.content {
             match part {
                 ContentPart::Text(t) => self.bus.scrub(t),
@@ -341,6 +347,19 @@ impl Session {
     }
 
     /// Store the messages at `indexes`.
+    /// Append one non-message record (compaction, workflow position) to
+    /// the session's log, redacted.
+    pub(crate) async fn append_record(&self, record: String) {
+        let Some(p) = &self.persistence else { return };
+        let record = self.bus.redact(&record);
+        if let Err(e) = p.store.store_append(&self.id, &[record]).await {
+            self.bus.record(
+                "persistence.failed",
+                json!({"session_id": self.id, "store": p.store.id().as_str(), "error": e.to_string()}),
+            );
+        }
+    }
+
     pub(crate) async fn persist(&self, indexes: &[usize]) {
         let Some(p) = &self.persistence else { return };
         let records: Vec<String> = indexes
@@ -393,11 +412,12 @@ impl Session {
             "model": self.model,
             "extensions": extensions,
             "state": state,
-            "usage": super::turn::usage_json(&self.usage),
+            "usage": super::usage::usage_json(&self.usage),
             "cost_usd": self.cost_usd,
             "turns": self.turns,
             "messages": self.history.len(),
             "title": p.title,
+            "state_machine": self.workflow.as_ref().map(|w| json!({"id": w.workflow.sm.id().as_str(), "sha256": w.workflow.sm.digest.to_string()})),
         }));
         let text = manifest.to_string();
         if self.bus.redact(&text) != text {
@@ -418,6 +438,7 @@ impl Session {
     /// Continue a session read back from its store.
     pub async fn adopt(&mut self, resumed: Resumed) {
         self.id = resumed.session_id;
+        self.workflow_position = resumed.position;
         self.history = resumed.history;
         self.usage = resumed.usage;
         self.turns = resumed.turns;

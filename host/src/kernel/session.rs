@@ -104,6 +104,12 @@ pub struct Session {
     pub cost_usd: f64,
     /// Reloads compiled and waiting for a boundary their behaviour allows.
     pub(crate) pending_reloads: Vec<Ready>,
+    /// The attached state machine, if any.
+    pub(crate) workflow: Option<super::workflow::Attached>,
+    /// Where its workflow stands (restored on resume).
+    pub(crate) workflow_position: Option<super::workflow::Position>,
+    /// The loaded state machines, any of which can be attached.
+    pub(crate) state_machines: Vec<Arc<Extension>>,
 }
 
 impl Session {
@@ -150,6 +156,7 @@ impl Session {
             check_session(&config.provider, &model, &info.capabilities, tools.len())?;
         }
         let hook_exts: Vec<Arc<Extension>> = of(Kind::Hook).collect();
+        let state_machines: Vec<Arc<Extension>> = of(Kind::StateMachine).collect();
         let hooks = HookRunner::new(&hook_exts, &config.hook_order, bus.clone());
         let id = session_id();
         let session = Session {
@@ -172,6 +179,9 @@ impl Session {
             warned_this_turn: false,
             cost_usd: 0.0,
             pending_reloads: Vec::new(),
+            workflow: None,
+            workflow_position: None,
+            state_machines,
             usage: Usage {
                 input_tokens: 0,
                 output_tokens: 0,

@@ -3,6 +3,10 @@
 //! session budget (`--max-cost` / `budget.maxCostUsd`) that stops the
 //! session cleanly before a request once the cost reached it.
 
+use serde_json::{Value, json};
+
+use super::session::Session;
+use super::turn::{TurnStatus, fail};
 use crate::config::Price;
 use crate::runtime::bindings::stud::extension::types::Usage;
 
@@ -23,6 +27,67 @@ pub fn cost(usage: &Usage, price: &Price) -> f64 {
 pub struct BudgetExceeded {
     pub spent: f64,
     pub budget: f64,
+}
+
+impl Session {
+    /// `budget-exceeded` once the session (with this turn's `usage`) has
+    /// cost its budget.
+    pub(crate) fn check_budget(&self, usage: &Usage) -> Result<(), TurnStatus> {
+        let Some(budget) = self.config.max_cost_usd else {
+            return Ok(());
+        };
+        let spent = self.cost_usd + self.turn_cost(usage);
+        if spent < budget {
+            return Ok(());
+        }
+        let e = BudgetExceeded { spent, budget };
+        self.bus.record(
+            "budget.exceeded",
+            json!({"spent_usd": spent, "budget_usd": budget}),
+        );
+        Err(fail("budget-exceeded", e.to_string()))
+    }
+
+    /// Whether the session has cost its budget (`--max-cost`); no turn
+    /// can start then.
+    pub fn budget_spent(&self) -> bool {
+        self.config
+            .max_cost_usd
+            .is_some_and(|budget| self.cost_usd >= budget)
+    }
+
+    pub(crate) fn turn_cost(&self, usage: &Usage) -> f64 {
+        self.config
+            .pricing
+            .get(&self.model)
+            .map(|p| cost(usage, p))
+            .unwrap_or(0.0)
+    }
+}
+
+pub(crate) fn zero_usage() -> Usage {
+    Usage {
+        input_tokens: 0,
+        output_tokens: 0,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+    }
+}
+
+/// The size of the prompts counted in `u`, cached parts included.
+pub(crate) fn prompt_tokens(u: &Usage) -> u64 {
+    u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+}
+
+pub(crate) fn add_usage(total: &mut Usage, u: &Usage) {
+    total.input_tokens += u.input_tokens;
+    total.output_tokens += u.output_tokens;
+    total.cache_read_tokens += u.cache_read_tokens;
+    total.cache_write_tokens += u.cache_write_tokens;
+}
+
+pub fn usage_json(u: &Usage) -> Value {
+    json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens, "cache_read_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens})
 }
 
 #[cfg(test)]

@@ -20,6 +20,9 @@ struct Scripted {
 #[derive(serde::Serialize, serde::Deserialize, Default)]
 struct Progress {
     next: usize,
+    /// Turns played per lane.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    lanes: std::collections::BTreeMap<String, usize>,
 }
 
 impl Provider for Scripted {
@@ -62,17 +65,36 @@ impl Provider for Scripted {
 
     fn send(&mut self, request: ProviderRequest) -> Result<Box<dyn EventStream>, Error> {
         let mut progress: Progress = host::state::read()?.unwrap_or_default();
-        let index = progress.next;
-        let turn = self.script.turn(index).ok_or_else(|| {
-            Error::validation(
-                "script-exhausted",
-                format!(
-                    "the script has {} turns and all were played; add turns or set \"repeat\": true",
-                    self.script.turns.len()
-                ),
-            )
-        })?;
-        progress.next = index + 1;
+        let (turn, index) = match self.script.lane_for(request.system.as_deref()) {
+            Some((key, lane)) => {
+                let index = progress.lanes.get(key).copied().unwrap_or(0);
+                let turn = lane.turn(index).ok_or_else(|| {
+                    Error::validation(
+                        "script-exhausted",
+                        format!(
+                            "lane `{key}` of the script has {} turns and all were played",
+                            lane.turns.len()
+                        ),
+                    )
+                })?;
+                progress.lanes.insert(key.to_string(), index + 1);
+                (turn, index)
+            }
+            None => {
+                let index = progress.next;
+                let turn = self.script.turn(index).ok_or_else(|| {
+                    Error::validation(
+                        "script-exhausted",
+                        format!(
+                            "the script has {} turns and all were played; add turns or set \"repeat\": true",
+                            self.script.turns.len()
+                        ),
+                    )
+                })?;
+                progress.next = index + 1;
+                (turn, index)
+            }
+        };
         host::state::write(&progress)?;
         if turn.sleep_ms > 0 {
             std::thread::sleep(std::time::Duration::from_millis(turn.sleep_ms));
@@ -116,7 +138,8 @@ impl Scripted {
                 id,
                 name: call.name.clone(),
             })]);
-            for piece in split(&call.arguments.to_string(), chunk) {
+            let arguments = render_strings(&call.arguments, request);
+            for piece in split(&arguments.to_string(), chunk) {
                 batches.push(vec![StreamEvent::ToolCallDelta(ToolCallDelta {
                     index: index32,
                     arguments: piece,
@@ -141,6 +164,22 @@ impl Scripted {
             StreamEvent::Finish(finish),
         ]);
         batches
+    }
+}
+
+/// The arguments with placeholders filled in their string values.
+fn render_strings(value: &Value, request: &ProviderRequest) -> Value {
+    match value {
+        Value::String(t) => Value::String(script::render(t, request)),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| render_strings(v, request)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), render_strings(v, request)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 

@@ -14,6 +14,37 @@ pub struct Script {
     /// Characters per streamed delta.
     #[serde(default = "default_chunk")]
     pub chunk: usize,
+    /// Scripts of their own for requests whose system prompt contains the
+    /// key (one per workflow stage, say), each played from its own start,
+    /// so requests that run at the same time get their own answers.
+    #[serde(default)]
+    pub lanes: std::collections::BTreeMap<String, Lane>,
+}
+
+/// `{"turns": [...], "repeat": false}` for one lane.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Lane {
+    pub turns: Vec<Turn>,
+    #[serde(default)]
+    pub repeat: bool,
+}
+
+impl Lane {
+    pub fn turn(&self, index: usize) -> Option<&Turn> {
+        pick(&self.turns, self.repeat, index)
+    }
+}
+
+fn pick(turns: &[Turn], repeat: bool, index: usize) -> Option<&Turn> {
+    if turns.is_empty() {
+        return None;
+    }
+    if repeat {
+        turns.get(index % turns.len())
+    } else {
+        turns.get(index)
+    }
 }
 
 fn default_chunk() -> usize {
@@ -134,18 +165,22 @@ impl Script {
             ],
             repeat: true,
             chunk: default_chunk(),
+            lanes: Default::default(),
         }
     }
 
     pub fn turn(&self, index: usize) -> Option<&Turn> {
-        if self.turns.is_empty() {
-            return None;
-        }
-        if self.repeat {
-            self.turns.get(index % self.turns.len())
-        } else {
-            self.turns.get(index)
-        }
+        pick(&self.turns, self.repeat, index)
+    }
+
+    /// The lane a request belongs to: the first key its system prompt
+    /// contains.
+    pub fn lane_for(&self, system: Option<&str>) -> Option<(&str, &Lane)> {
+        let system = system?;
+        self.lanes
+            .iter()
+            .find(|(k, _)| system.contains(k.as_str()))
+            .map(|(k, l)| (k.as_str(), l))
     }
 }
 

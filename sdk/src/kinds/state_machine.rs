@@ -4,7 +4,8 @@ use serde_json::Value;
 
 use crate::Error;
 pub use crate::wit::stud::extension::state_machine_types::{
-    AssertOutcome, Execution, Gate, NextResult, StageDefinition, ToolProposal, ToolVerdict,
+    AssertOutcome, Execution, Gate, NextResult, RetryPolicy, StageDefinition, ToolProposal,
+    ToolVerdict,
 };
 
 /// A state machine. Only `stages` and `entry_stage` are required; the

@@ -1,0 +1,193 @@
+//! Everything before a tool call runs: lookup, argument checks,
+//! `tool-call.pre` transforms, the authority stack (stage, then mode), then
+//! guard hooks. The arguments approved and guarded are the ones that run.
+
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::cancel::cancellable;
+use super::stage_gate::{StageAuthority, StageDecision};
+use super::tool_result::error_result;
+use crate::kernel::authority::{Decision, Proposal};
+use crate::kernel::payloads::call_json;
+use crate::kernel::session::Session;
+use crate::kernel::tools::ToolEntry;
+use crate::kernel::turn::TurnStatus;
+use crate::manifest::{HookSlot, Phase, Stage};
+use crate::runtime::CallError;
+use crate::runtime::bindings::stud::extension::types::{ToolCall, ToolResult};
+
+/// What admission decided for one call.
+pub(crate) enum Admit<'a> {
+    Run(&'a ToolEntry, ToolCall),
+    Refuse(ToolResult),
+    /// Headless and a person was needed; the approval key.
+    Halt(String),
+}
+
+impl Session {
+    /// One tool call through the same path a turn uses (lookup, schema,
+    /// authority stack, `tool-call.pre`, run, `tool-call.post`), without
+    /// touching the history. For commands and benchmarks.
+    pub async fn call_tool(
+        &self,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> Result<ToolResult, TurnStatus> {
+        match self.admit(call, None).await {
+            Admit::Refuse(result) => Ok(result),
+            Admit::Halt(key) => Err(TurnStatus::Halted {
+                tool: call.name.clone(),
+                key,
+            }),
+            Admit::Run(entry, call) => {
+                let started = Instant::now();
+                let ext = entry.ext.clone();
+                let outcome =
+                    cancellable(cancel, &ext, ext.tool_invoke(&call.id, &call.arguments)).await;
+                Ok(self.tool_result(&call, outcome, started).await)
+            }
+        }
+    }
+
+    /// Everything before running a call: lookup, argument checks, the
+    /// authority stack and the `tool-call.pre` slot.
+    pub(crate) async fn admit<'a>(
+        &'a self,
+        call: &ToolCall,
+        stage: Option<&StageAuthority>,
+    ) -> Admit<'a> {
+        let Some(entry) = self.tools.get(&call.name) else {
+            let msg = format!(
+                "unknown tool `{}`; available tools: {}",
+                call.name,
+                self.tools.names().join(", ")
+            );
+            return Admit::Refuse(self.refuse(call, "not-found", &msg));
+        };
+        let args: Value = match serde_json::from_str(&call.arguments) {
+            Ok(v) => v,
+            Err(e) => {
+                return Admit::Refuse(self.refuse(
+                    call,
+                    "input-invalid",
+                    &format!("arguments are not valid JSON: {e}"),
+                ));
+            }
+        };
+        if let Some(problems) = entry.violations(&args) {
+            return Admit::Refuse(self.refuse(
+                call,
+                "input-invalid",
+                &format!(
+                    "arguments do not match the schema of `{}`:\n{problems}",
+                    call.name
+                ),
+            ));
+        }
+        // `tool-call.pre` transforms run before anything is decided, so the
+        // arguments approved and guarded are exactly the ones that run.
+        let slot = HookSlot {
+            stage: Stage::ToolCall,
+            phase: Phase::Pre,
+        };
+        let hooked = self.hooks.is_hooked(slot);
+        let call = if hooked {
+            let transformed = self
+                .hooks
+                .transform(slot, json!({"call": call_json(call)}))
+                .await;
+            match transformed
+                .changed()
+                .and_then(|p| p.pointer("/call/arguments").cloned())
+            {
+                Some(rewritten) if rewritten != args => {
+                    if let Some(problems) = entry.violations(&rewritten) {
+                        return Admit::Refuse(self.refuse(
+                            call,
+                            "input-invalid",
+                            &format!(
+                                "arguments rewritten by a hook do not match the schema:\n{problems}"
+                            ),
+                        ));
+                    }
+                    ToolCall {
+                        arguments: rewritten.to_string(),
+                        ..call.clone()
+                    }
+                }
+                _ => call.clone(),
+            }
+        } else {
+            call.clone()
+        };
+        let key = match entry.ext.tool_approval_key(&call.arguments).await {
+            Ok(k) => k,
+            // The tool refused the arguments (a path outside the project):
+            // the model gets the tool's own words.
+            Err(CallError::Guest { error, .. }) => {
+                return Admit::Refuse(self.refuse(&call, &error.code, &error.message));
+            }
+            Err(e) => {
+                return Admit::Refuse(self.refuse(&call, "approval-key-failed", &e.to_string()));
+            }
+        };
+        // Lines are meaningful (each must be approved); other control
+        // characters could hide part of the key from the person asked.
+        if key.chars().any(|c| c.is_control() && c != '\n') {
+            return Admit::Refuse(self.refuse(
+                &call,
+                "approval-key-invalid",
+                "the tool derived an approval key with a control character",
+            ));
+        }
+        let proposal = Proposal {
+            call_id: &call.id,
+            tool: &call.name,
+            key: &key,
+            read_only: entry.spec.read_only,
+            description: format!("{}({})", call.name, call.arguments),
+        };
+        if let Some(stage) = stage {
+            let final_args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+            if let StageDecision::Deny { code, reason } =
+                self.stage_decide(stage, &proposal, &final_args).await
+            {
+                return Admit::Refuse(self.refuse(&call, code, &reason));
+            }
+        } else {
+            match self.authority.decide(&proposal, &self.interactions).await {
+                Decision::Approve => {}
+                Decision::Deny(reason) => {
+                    return Admit::Refuse(self.refuse(&call, "approval-denied", &reason));
+                }
+                Decision::Halt => return Admit::Halt(key),
+            }
+        }
+        if !hooked {
+            return Admit::Run(entry, call);
+        }
+        let payload = json!({"call": call_json(&call)});
+        let denied = self.hooks.guard(slot, &payload).await;
+        self.hooks.observe_slot(slot, &payload);
+        match denied {
+            Some((by, error)) => {
+                self.authority
+                    .audit_guard(&proposal, by.as_str(), &error.message);
+                Admit::Refuse(self.refuse(
+                    &call,
+                    "approval-denied",
+                    &format!("denied by guard `{by}`: {}", error.message),
+                ))
+            }
+            None => Admit::Run(entry, call),
+        }
+    }
+
+    pub(crate) fn refuse(&self, call: &ToolCall, code: &str, message: &str) -> ToolResult {
+        self.bus.record("tool.failed", json!({"call_id": call.id, "tool": call.name, "class": "ToolTerminal", "code": code, "message": message}));
+        error_result(call, code, message)
+    }
+}

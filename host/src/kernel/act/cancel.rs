@@ -1,0 +1,47 @@
+//! Awaiting an extension call under a cancellation token.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::runtime::{CallError, Extension};
+
+/// How long a cancelled extension call may take to notice before it is
+/// abandoned (its instance is then discarded). A guest computing is
+/// interrupted at once through its deadline; this covers one blocked in
+/// the host.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// Await an extension call, stopping it if the token is cancelled. `None`
+/// means cancelled. The call future is never dropped mid-call unless the
+/// guest ignores cancellation past the grace period.
+pub(crate) async fn cancellable<T>(
+    cancel: &CancellationToken,
+    ext: &Extension,
+    call: impl std::future::Future<Output = Result<T, CallError>>,
+) -> Option<Result<T, CallError>> {
+    tokio::pin!(call);
+    tokio::select! {
+        r = &mut call => match r {
+            Err(CallError::Cancelled { .. }) => None,
+            r => Some(r),
+        },
+        _ = cancel.cancelled() => {
+            ext.cancel();
+            let _ = tokio::time::timeout(CANCEL_GRACE, &mut call).await;
+            None
+        }
+    }
+}
+
+/// The machine-readable code of a failed call.
+pub(crate) fn call_error_code(e: &CallError) -> &'static str {
+    match e {
+        CallError::Timeout { .. } => "execution-timeout",
+        CallError::Cancelled { .. } => "cancelled",
+        CallError::MemoryLimit { .. } => "memory-limit",
+        CallError::Trap { .. } => "extension-crashed",
+        CallError::Guest { .. } => "guest-error",
+        CallError::Instantiate { .. } => "extension-unavailable",
+    }
+}

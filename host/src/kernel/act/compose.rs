@@ -1,0 +1,83 @@
+//! COMPOSE_REQUEST: transcript, system prompt and tools into a request,
+//! through the stage's hook slots.
+
+use serde_json::{Value, json};
+
+use super::{ActSpec, Lane};
+use crate::kernel::payloads::{messages_from, messages_json};
+use crate::kernel::turn::TurnStatus;
+use crate::manifest::Stage;
+use crate::runtime::bindings::stud::extension::provider_types::Request;
+use crate::runtime::bindings::stud::extension::provider_types::ToolDefinition;
+
+pub(crate) async fn compose_request<L: Lane>(
+    lane: &mut L,
+    spec: &ActSpec,
+    iteration: u32,
+) -> Result<Request, TurnStatus> {
+    lane.boundary("compose-request").await;
+    let s = lane.session();
+    let history = lane.transcript();
+    let rewritten = s
+        .pre(
+            Stage::ComposeRequest,
+            || json!({"iteration": iteration, "messages": messages_json(history)}),
+        )
+        .await?;
+    let messages = rewritten
+        .as_ref()
+        .and_then(|p| p.get("messages"))
+        .and_then(messages_from)
+        .unwrap_or_else(|| history.to_vec());
+    let tools = offered_tools(lane, spec);
+    let base_system = match (spec.system.clone(), s.context_fragments(iteration).await) {
+        (Some(s), Some(f)) => Some(format!("{s}\n\n{f}")),
+        (s, f) => s.or(f),
+    };
+    let rewritten = s
+        .post(Stage::ComposeRequest, || {
+            json!({
+                "system": base_system,
+                "messages": messages_json(&messages),
+                "tools": tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                "model": s.model,
+            })
+        })
+        .await;
+    let mut system = base_system;
+    let mut messages = messages;
+    if let Some(p) = rewritten {
+        if let Some(m) = p.get("messages").and_then(messages_from) {
+            messages = m;
+        }
+        match p.get("system") {
+            Some(Value::String(s)) => system = Some(s.clone()),
+            Some(Value::Null) => system = None,
+            _ => {}
+        }
+    }
+    Ok(Request {
+        system,
+        messages,
+        tools,
+        params: s.request_params(),
+    })
+}
+
+/// The session's tools, narrowed to a stage's envelope, plus the stage's
+/// completion tool (always offered).
+fn offered_tools<L: Lane>(lane: &L, spec: &ActSpec) -> Vec<ToolDefinition> {
+    let mut tools = lane.session().tools.definitions();
+    if let Some(stage) = &spec.stage {
+        tools.retain(|t| stage.in_envelope(&t.name));
+    }
+    if let Some(c) = &spec.completion {
+        tools.retain(|t| t.name != c.name);
+        tools.push(ToolDefinition {
+            name: c.name.clone(),
+            description: c.description.clone(),
+            parameters: c.schema.to_string(),
+        });
+    }
+    tools
+}

@@ -1,0 +1,79 @@
+//! The transcript an Act runs on, and what happens at its boundaries.
+
+use serde_json::json;
+
+use crate::kernel::payloads::message_json;
+use crate::kernel::session::Session;
+use crate::runtime::bindings::stud::extension::provider_types::Request;
+use crate::runtime::bindings::stud::extension::types::Message;
+
+/// Where an Act keeps its messages. The session's main line persists
+/// them, compacts and applies reloads at stage boundaries; a stage
+/// execution's lane is a fresh transcript that only lives for the Act.
+pub(crate) trait Lane {
+    fn session(&self) -> &Session;
+    fn transcript(&self) -> &[Message];
+    /// A stage is about to start (`compose-request`, `tool-call`, ...).
+    async fn boundary(&mut self, name: &'static str);
+    async fn append(&mut self, message: Message);
+    /// Make the transcript fit the context window; `true` when it changed.
+    async fn fit(&mut self, request: &Request, force: bool) -> bool;
+    /// Learn from the provider's count how good the estimate was.
+    fn calibrate(&mut self, raw: u64, reported: u64);
+}
+
+/// A plain turn: the session's own history.
+pub(crate) struct MainLane<'a>(pub &'a mut Session);
+
+impl Lane for MainLane<'_> {
+    fn session(&self) -> &Session {
+        self.0
+    }
+    fn transcript(&self) -> &[Message] {
+        &self.0.history
+    }
+    async fn boundary(&mut self, name: &'static str) {
+        self.0.apply_reloads(name).await;
+    }
+    async fn append(&mut self, message: Message) {
+        self.0.append(message).await;
+    }
+    async fn fit(&mut self, request: &Request, force: bool) -> bool {
+        self.0.fit_context(request, force).await
+    }
+    fn calibrate(&mut self, raw: u64, reported: u64) {
+        self.0.calibrate(raw, reported);
+    }
+}
+
+/// A stage execution: a transcript of its own, recorded on the bus under
+/// its execution id. Reloads wait for the workflow's stage boundaries and
+/// nothing is compacted (a stage's `turnCap` bounds it instead).
+pub(crate) struct StageLane<'a> {
+    pub session: &'a Session,
+    pub execution_id: String,
+    pub transcript: Vec<Message>,
+}
+
+impl Lane for StageLane<'_> {
+    fn session(&self) -> &Session {
+        self.session
+    }
+    fn transcript(&self) -> &[Message] {
+        &self.transcript
+    }
+    async fn boundary(&mut self, _name: &'static str) {}
+    async fn append(&mut self, mut message: Message) {
+        self.session.scrub_secrets(&mut message);
+        let mut payload = message_json(&message);
+        if let Some(p) = payload.as_object_mut() {
+            p.insert("execution_id".into(), json!(self.execution_id));
+        }
+        self.session.bus.record("message.appended", payload);
+        self.transcript.push(message);
+    }
+    async fn fit(&mut self, _request: &Request, _force: bool) -> bool {
+        false
+    }
+    fn calibrate(&mut self, _raw: u64, _reported: u64) {}
+}

@@ -1,0 +1,22 @@
+//! RENDER: the final text through its hook slots to the UI.
+
+use serde_json::{Value, json};
+
+use super::Lane;
+use crate::kernel::turn::TurnStatus;
+use crate::manifest::Stage;
+
+pub(crate) async fn render<L: Lane>(lane: &mut L, text: String) -> Result<String, TurnStatus> {
+    lane.boundary("render").await;
+    let s = lane.session();
+    let rewritten = s.pre(Stage::Render, || json!({"text": text})).await?;
+    let text = rewritten
+        .as_ref()
+        .and_then(|p| p.get("text"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or(text);
+    s.bus.record("render", json!({"text": text}));
+    s.post(Stage::Render, || json!({"text": text})).await;
+    Ok(text)
+}

@@ -1,0 +1,173 @@
+//! SEND_REQUEST: capability checks, the provider call, and retries of
+//! failures that happen before anything visible reached the person.
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::Lane;
+use super::cancel::{call_error_code, cancellable};
+use crate::kernel::capabilities::{MissingCapability, check_request};
+use crate::kernel::response_limits::TooLarge;
+use crate::kernel::retry::RetryPolicy;
+use crate::kernel::session::Session;
+use crate::kernel::turn::{TurnStatus, fail};
+use crate::manifest::Stage;
+use crate::runtime::CallError;
+use crate::runtime::bindings::stud::extension::provider_types::{Request, StreamEvent};
+use crate::runtime::kinds::ResponseStream;
+
+/// Events a response may send before its first visible one (usage,
+/// keep-alives); more is a broken or hostile endpoint.
+const MAX_EVENTS_BEFORE_VISIBLE: usize = 4096;
+
+/// A response whose first visible events (or end) have arrived. A stream
+/// that already ended answers `next` with its end, without a guest call.
+pub(crate) struct Started {
+    pub stream: ResponseStream,
+    /// Everything read so far, in order.
+    pub events: Vec<StreamEvent>,
+}
+
+pub(crate) async fn send_request<L: Lane>(
+    lane: &mut L,
+    request: Request,
+    iteration: u32,
+    cancel: &CancellationToken,
+) -> Result<Started, TurnStatus> {
+    lane.boundary("send-request").await;
+    lane.session()
+        .send_request(request, iteration, cancel)
+        .await
+}
+
+impl Session {
+    pub(crate) async fn send_request(
+        &self,
+        request: Request,
+        iteration: u32,
+        cancel: &CancellationToken,
+    ) -> Result<Started, TurnStatus> {
+        let info = json!({"provider": self.provider.id().as_str(), "model": self.model, "iteration": iteration});
+        self.pre(Stage::SendRequest, || info.clone()).await?;
+        if cancel.is_cancelled() {
+            return Err(TurnStatus::Cancelled);
+        }
+        if let Some(caps) = self.capabilities()
+            && let Err(missing) = check_request(self.provider_id(), &self.model, caps, &request)
+        {
+            self.bus.record(
+                "provider.capability.missing",
+                json!({"provider": self.provider_id(), "model": self.model, "capability": missing.capability.to_string(), "message": missing.to_string()}),
+            );
+            return Err(fail(MissingCapability::CODE, missing.to_string()));
+        }
+        let provider = self.provider.clone();
+        let policy = self.config.retry;
+        let mut attempt = 0;
+        let started = loop {
+            self.bus.publish("provider.request.started", info.clone());
+            let sent = cancellable(cancel, &provider, provider.provider_send(&request)).await;
+            // A failure before anything reached the person (Anthropic's
+            // overloaded error right after message_start, say) is retried
+            // like a failed send.
+            let failure = match sent {
+                Some(Ok(stream)) => match self.first_visible(stream, cancel).await {
+                    Ok(started) => break started,
+                    Err(failure) => failure,
+                },
+                None => return Err(TurnStatus::Cancelled),
+                Some(Err(e)) => e,
+            };
+            match failure {
+                CallError::Guest { error, .. }
+                    if RetryPolicy::retryable(&error) && attempt < policy.max_retries =>
+                {
+                    attempt += 1;
+                    let delay = policy.delay(attempt, &error);
+                    self.bus.record(
+                        "provider.retry",
+                        json!({"provider": self.provider_id(), "model": self.model, "attempt": attempt, "max_retries": policy.max_retries, "delay_ms": delay.as_millis() as u64, "code": error.code, "message": self.bus.redact(&error.message)}),
+                    );
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = cancel.cancelled() => return Err(TurnStatus::Cancelled),
+                    }
+                }
+                CallError::Cancelled { .. } => return Err(TurnStatus::Cancelled),
+                e => return Err(self.provider_failed(e, "")),
+            }
+        };
+        self.post(Stage::SendRequest, || info).await;
+        Ok(started)
+    }
+
+    /// Read `stream` until its first event the person would see (text,
+    /// thinking, a tool call) or its end. A failure before that comes back
+    /// as the error, to be retried; cancellation as `Cancelled`.
+    async fn first_visible(
+        &self,
+        mut stream: ResponseStream,
+        cancel: &CancellationToken,
+    ) -> Result<Started, CallError> {
+        let provider = self.provider.clone();
+        let mut events = Vec::new();
+        loop {
+            match cancellable(cancel, &provider, provider.provider_next(&mut stream)).await {
+                None => {
+                    provider.provider_close(stream).await;
+                    return Err(CallError::Cancelled {
+                        id: provider.id().clone(),
+                        func: "next",
+                    });
+                }
+                Some(Err(e)) => {
+                    provider.provider_close(stream).await;
+                    return Err(e);
+                }
+                Some(Ok(None)) => return Ok(Started { stream, events }),
+                Some(Ok(Some(batch))) => {
+                    if events.len() + batch.len() > MAX_EVENTS_BEFORE_VISIBLE {
+                        provider.provider_close(stream).await;
+                        return Err(CallError::Guest {
+                            id: provider.id().clone(),
+                            func: "next",
+                            error: Box::new(crate::runtime::services::ext_error(
+                                crate::runtime::services::ErrorClass::ExtensionHost,
+                                TooLarge::CODE,
+                                format!(
+                                    "the response sent more than {MAX_EVENTS_BEFORE_VISIBLE} events before any text or tool call; it was abandoned"
+                                ),
+                            )),
+                        });
+                    }
+                    let visible = batch.iter().any(|e| {
+                        matches!(
+                            e,
+                            StreamEvent::TextDelta(_)
+                                | StreamEvent::ThinkingDelta(_)
+                                | StreamEvent::ToolCallStart(_)
+                        )
+                    });
+                    events.extend(batch);
+                    if visible {
+                        return Ok(Started { stream, events });
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn provider_failed(&self, e: CallError, partial: &str) -> TurnStatus {
+        let (class, code) = match &e {
+            CallError::Guest { error, .. } => (format!("{:?}", error.class), error.code.clone()),
+            CallError::Cancelled { .. } => return TurnStatus::Cancelled,
+            other => ("ExtensionHost".into(), call_error_code(other).to_string()),
+        };
+        let message = self.bus.redact(&e.to_string());
+        self.bus.record(
+            "provider.request.failed",
+            json!({"provider": self.provider.id().as_str(), "model": self.model, "class": class, "code": code, "message": message, "partial_text": partial}),
+        );
+        fail(&format!("provider-{code}"), message)
+    }
+}

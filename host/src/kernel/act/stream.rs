@@ -1,0 +1,114 @@
+//! STREAM_RESPONSE: read the provider's stream to its end, publishing what
+//! arrives as it arrives.
+
+use std::time::Instant;
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::Lane;
+use super::assemble::{Assembled, Assembly, Seen, finish_str};
+use super::cancel::cancellable;
+use super::send::Started;
+use super::tool_result::clip;
+use crate::kernel::payloads::call_json;
+use crate::kernel::response_limits::TooLarge;
+use crate::kernel::session::Session;
+use crate::kernel::turn::{TurnStatus, fail};
+use crate::kernel::usage::{add_usage, usage_json};
+use crate::manifest::Stage;
+use crate::runtime::bindings::stud::extension::types::Usage;
+
+pub(crate) async fn stream_response<L: Lane>(
+    lane: &mut L,
+    started: Started,
+    cancel: &CancellationToken,
+    usage: &mut Usage,
+) -> Result<Assembled, TurnStatus> {
+    lane.boundary("stream-response").await;
+    lane.session().stream_response(started, cancel, usage).await
+}
+
+impl Session {
+    async fn stream_response(
+        &self,
+        started: Started,
+        cancel: &CancellationToken,
+        usage: &mut Usage,
+    ) -> Result<Assembled, TurnStatus> {
+        let Started { mut stream, events } = started;
+        let info = json!({"provider": self.provider.id().as_str(), "model": self.model});
+        if let Err(stop) = self.pre(Stage::StreamResponse, || info).await {
+            self.provider.provider_close(stream).await;
+            return Err(stop);
+        }
+        let started = Instant::now();
+        let provider = self.provider.clone();
+        let mut first = Some(events);
+        let mut assembly = Assembly::new(self.config.response_limits);
+        loop {
+            let next = match first.take() {
+                Some(events) => Some(Ok(Some(events))),
+                None => cancellable(cancel, &provider, provider.provider_next(&mut stream)).await,
+            };
+            let batch = match next {
+                None => {
+                    provider.provider_close(stream).await;
+                    return Err(TurnStatus::Cancelled);
+                }
+                Some(Err(e)) => return Err(self.provider_failed(e, assembly.text())),
+                Some(Ok(None)) => break,
+                Some(Ok(Some(batch))) => batch,
+            };
+            match assembly.fold(batch) {
+                Ok(seen) => self.publish_seen(seen, usage),
+                Err(too_large) => {
+                    provider.provider_close(stream).await;
+                    let message = too_large.to_string();
+                    self.bus.record(
+                        "provider.request.failed",
+                        json!({"provider": self.provider.id().as_str(), "model": self.model, "class": "ExtensionHost", "code": TooLarge::CODE, "message": message, "partial_text": clip(assembly.text())}),
+                    );
+                    return Err(fail(TooLarge::CODE, message));
+                }
+            }
+        }
+        let done = assembly.finish();
+        self.bus.record(
+            "provider.request.completed",
+            json!({"provider": self.provider.id().as_str(), "model": self.model, "finish": finish_str(done.finish), "text": done.text, "tool_calls": done.calls.len(), "duration_ms": started.elapsed().as_millis() as u64}),
+        );
+        self.post(Stage::StreamResponse, || {
+            json!({"text": done.text, "tool_calls": done.calls.iter().map(call_json).collect::<Vec<_>>(), "finish": finish_str(done.finish)})
+        })
+        .await;
+        Ok(done)
+    }
+
+    fn publish_seen(&self, seen: Vec<Seen>, usage: &mut Usage) {
+        for s in seen {
+            match s {
+                Seen::Text(d) => self.bus.publish("provider.tokens", json!({"delta": d})),
+                Seen::Reasoning(d) => self.bus.publish("provider.reasoning", json!({"delta": d})),
+                Seen::CallStart { index, id, name } => self.bus.publish(
+                    "provider.tool_call.start",
+                    json!({"index": index, "id": id, "name": name}),
+                ),
+                Seen::CallDelta { index, delta } => self.bus.publish(
+                    "provider.tool_call.delta",
+                    json!({"index": index, "delta": delta}),
+                ),
+                Seen::CallEnd(index) => self
+                    .bus
+                    .publish("provider.tool_call.end", json!({"index": index})),
+                Seen::Usage(u) => {
+                    self.bus.publish("provider.usage", usage_json(&u));
+                    add_usage(usage, &u);
+                }
+                Seen::Finish(f) => self
+                    .bus
+                    .publish("provider.finish", json!({"reason": finish_str(f)})),
+            }
+        }
+    }
+}

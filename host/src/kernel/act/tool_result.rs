@@ -1,0 +1,172 @@
+//! A finished tool call into the result the model sees: events, output
+//! limits and the `tool-call.post` slot.
+
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::cancel::call_error_code;
+use crate::kernel::hooks::SlotOutcome;
+use crate::kernel::payloads::{call_json, result_parts_from, result_parts_json, result_text};
+use crate::kernel::session::Session;
+use crate::manifest::{Phase, Stage};
+use crate::runtime::CallError;
+use crate::runtime::bindings::stud::extension::tool_types::ToolOutput;
+use crate::runtime::bindings::stud::extension::types::{ResultPart, ToolCall, ToolResult};
+
+/// Longest tool output copied into an event.
+const EVENT_OUTPUT_CHARS: usize = 4000;
+
+impl Session {
+    pub(crate) async fn tool_result(
+        &self,
+        call: &ToolCall,
+        outcome: Option<Result<ToolOutput, CallError>>,
+        started: Instant,
+    ) -> ToolResult {
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let (content, is_error) = match outcome {
+            None => {
+                self.bus.record(
+                    "tool.cancelled",
+                    json!({"call_id": call.id, "tool": call.name, "reason": "turn cancelled"}),
+                );
+                return error_result(
+                    call,
+                    "tool-cancelled",
+                    "the turn was cancelled while this tool ran",
+                );
+            }
+            Some(Ok(out)) => {
+                let text = result_text(&out.content);
+                self.bus.record(
+                    "tool.succeeded",
+                    json!({"call_id": call.id, "tool": call.name, "output": clip(&text), "details": out.details.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok()), "duration_ms": duration_ms}),
+                );
+                (
+                    limit_output(out.content, self.config.tool_output_limit),
+                    false,
+                )
+            }
+            Some(Err(e)) => {
+                let (class, code) = match &e {
+                    CallError::Guest { error, .. } => {
+                        (format!("{:?}", error.class), error.code.clone())
+                    }
+                    other => (
+                        "ToolTerminal".to_string(),
+                        call_error_code(other).to_string(),
+                    ),
+                };
+                self.bus.record("tool.failed", json!({"call_id": call.id, "tool": call.name, "class": class, "code": code, "message": e.to_string(), "duration_ms": duration_ms}));
+                let message = match &e {
+                    CallError::Guest { error, .. } => error.message.clone(),
+                    other => other.to_string(),
+                };
+                (
+                    vec![ResultPart::Text(format!("error [{code}]: {message}"))],
+                    true,
+                )
+            }
+        };
+        let result = ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content,
+            is_error,
+        };
+        let payload = || json!({"call": call_json(call), "result": {"content": result_parts_json(&result.content), "is_error": is_error}});
+        let rewritten = match self.hooks.run(Stage::ToolCall, Phase::Post, payload).await {
+            SlotOutcome::Continue(p) => p,
+            SlotOutcome::Denied { .. } => None,
+        };
+        match rewritten.and_then(|p| p.pointer("/result/content").and_then(result_parts_from)) {
+            Some(content) => ToolResult { content, ..result },
+            None => result,
+        }
+    }
+}
+
+pub(crate) fn error_result(call: &ToolCall, code: &str, message: &str) -> ToolResult {
+    ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: vec![ResultPart::Text(format!("error [{code}]: {message}"))],
+        is_error: true,
+    }
+}
+
+/// Cut text parts past `limit` bytes in total, with a marker that tells
+/// the model how to get the rest.
+pub(crate) fn limit_output(parts: Vec<ResultPart>, limit: usize) -> Vec<ResultPart> {
+    let total: usize = parts
+        .iter()
+        .map(|p| {
+            if let ResultPart::Text(t) = p {
+                t.len()
+            } else {
+                0
+            }
+        })
+        .sum();
+    if total <= limit {
+        return parts;
+    }
+    let mut room = limit;
+    let mut out = Vec::with_capacity(parts.len() + 1);
+    for part in parts {
+        match part {
+            ResultPart::Text(t) if t.len() > room => {
+                let mut end = room;
+                while !t.is_char_boundary(end) {
+                    end -= 1;
+                }
+                room = 0;
+                if end > 0 {
+                    out.push(ResultPart::Text(t[..end].to_string()));
+                }
+            }
+            ResultPart::Text(t) => {
+                room -= t.len();
+                out.push(ResultPart::Text(t));
+            }
+            image => out.push(image),
+        }
+    }
+    out.push(ResultPart::Text(format!(
+        "\n[output truncated: {limit} of {total} bytes shown. Ask for less at a time: read with offset and limit, grep with a narrower pattern, path or glob, or pipe a command through head, tail or grep]"
+    )));
+    out
+}
+
+pub(crate) fn clip(text: &str) -> String {
+    if text.chars().count() <= EVENT_OUTPUT_CHARS {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(EVENT_OUTPUT_CHARS).collect();
+    format!("{cut}... [truncated]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_output_is_cut_with_a_marker() {
+        let parts = vec![
+            ResultPart::Text("é".repeat(10)),
+            ResultPart::Text("tail".into()),
+        ];
+        let out = limit_output(parts.clone(), 100);
+        assert_eq!(out.len(), 2, "under the limit: untouched");
+        let out = limit_output(parts, 5);
+        let ResultPart::Text(first) = &out[0] else {
+            panic!()
+        };
+        assert_eq!(first, "éé");
+        let ResultPart::Text(marker) = out.last().unwrap() else {
+            panic!()
+        };
+        assert!(marker.contains("5 of 24 bytes shown"), "{marker}");
+    }
+}

@@ -1,0 +1,192 @@
+//! TOOL_CALL: decide every call in order (approvals one at a time), run the
+//! approved ones concurrently, append the results in call order. In a
+//! stage, a valid call of the completion tool ends the Act.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::admit::Admit;
+use super::cancel::cancellable;
+use super::tool_result::error_result;
+use super::{ActSpec, Completion, Lane};
+use crate::kernel::payloads::call_json;
+use crate::kernel::session::Session;
+use crate::kernel::turn::TurnStatus;
+use crate::manifest::{Phase, Stage};
+use crate::runtime::Extension;
+use crate::runtime::bindings::stud::extension::types::{
+    ContentPart, Message, ResultPart, Role, ToolCall, ToolResult,
+};
+
+/// Run the calls of one response. `Some` is the completion tool's valid
+/// arguments: the stage is done.
+pub(crate) async fn tool_call_stage<L: Lane>(
+    lane: &mut L,
+    spec: &ActSpec,
+    calls: Vec<ToolCall>,
+    cancel: &CancellationToken,
+) -> Result<Option<Value>, TurnStatus> {
+    lane.boundary("tool-call").await;
+    let s = lane.session();
+    s.stage_event(Stage::ToolCall, Phase::Pre, json!({"calls": calls.len()}));
+    let (results, completed) = match s.decide_and_run(spec, &calls, cancel).await {
+        Ok(done) => done,
+        Err(stop) => {
+            s.stage_event(Stage::ToolCall, Phase::Post, json!({"halted": true}));
+            return Err(stop);
+        }
+    };
+    lane.append(Message {
+        role: Role::Tool,
+        content: results.into_iter().map(ContentPart::ToolResult).collect(),
+    })
+    .await;
+    lane.session()
+        .stage_event(Stage::ToolCall, Phase::Post, json!({}));
+    if cancel.is_cancelled() {
+        return Err(TurnStatus::Cancelled);
+    }
+    Ok(completed)
+}
+
+type Runnable = (usize, Arc<Extension>, ToolCall);
+
+impl Session {
+    async fn decide_and_run(
+        &self,
+        spec: &ActSpec,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+    ) -> Result<(Vec<ToolResult>, Option<Value>), TurnStatus> {
+        let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        for call in calls {
+            let args = call_json(call)["arguments"].take();
+            self.bus.publish(
+                "tool.proposed",
+                json!({"call_id": call.id, "tool": call.name, "arguments": args}),
+            );
+        }
+        let completed = match &spec.completion {
+            Some(c) => self.completion_calls(c, calls, &mut results),
+            None => None,
+        };
+        let mut runnable: Vec<Runnable> = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            if results[i].is_some() {
+                continue;
+            }
+            if completed.is_some() {
+                results[i] = Some(self.refuse(
+                    call,
+                    "stage-completed",
+                    "not run: the stage's completion tool was called in the same response",
+                ));
+                continue;
+            }
+            match self.admit(call, spec.stage.as_ref()).await {
+                Admit::Run(entry, call) => runnable.push((i, entry.ext.clone(), call)),
+                Admit::Refuse(result) => results[i] = Some(result),
+                Admit::Halt(key) => {
+                    return Err(TurnStatus::Halted {
+                        tool: call.name.clone(),
+                        key,
+                    });
+                }
+            }
+        }
+        for (i, result) in self.run_calls(runnable, cancel).await {
+            results[i] = Some(result);
+        }
+        let results = results
+            .into_iter()
+            .zip(calls)
+            .map(|(r, c)| {
+                r.unwrap_or_else(|| {
+                    error_result(c, "tool-execution-failed", "the call produced no result")
+                })
+            })
+            .collect();
+        Ok((results, completed))
+    }
+
+    /// Judge the completion tool's calls: the first valid one completes
+    /// the stage; invalid ones go back to the model as typed errors.
+    fn completion_calls(
+        &self,
+        c: &Completion,
+        calls: &[ToolCall],
+        results: &mut [Option<ToolResult>],
+    ) -> Option<Value> {
+        let mut completed = None;
+        for (i, call) in calls.iter().enumerate() {
+            if call.name != c.name || completed.is_some() {
+                continue;
+            }
+            let problems = match serde_json::from_str::<Value>(&call.arguments) {
+                Err(e) => vec![format!("the arguments are not JSON: {e}")],
+                Ok(args) => {
+                    let problems: Vec<String> = c
+                        .validator
+                        .iter_errors(&args)
+                        .map(|e| format!("at `{}`: {e}", e.instance_path()))
+                        .collect();
+                    if problems.is_empty() {
+                        self.bus.record(
+                            "stage.completion",
+                            json!({"call_id": call.id, "tool": call.name, "arguments": args}),
+                        );
+                        results[i] = Some(ToolResult {
+                            call_id: call.id.clone(),
+                            name: call.name.clone(),
+                            content: vec![ResultPart::Text("stage complete".into())],
+                            is_error: false,
+                        });
+                        completed = Some(args);
+                        continue;
+                    }
+                    problems
+                }
+            };
+            results[i] = Some(self.refuse(
+                call,
+                "completion-invalid",
+                &format!(
+                    "the arguments of `{}` do not match its schema; call it again with arguments that do:\n{}",
+                    c.name,
+                    problems.join("\n")
+                ),
+            ));
+        }
+        completed
+    }
+
+    /// Run approved calls concurrently (at most `tool_parallelism` at
+    /// once), each under a cancellation token of its own below the Act's.
+    async fn run_calls(
+        &self,
+        runnable: Vec<Runnable>,
+        cancel: &CancellationToken,
+    ) -> Vec<(usize, ToolResult)> {
+        let permits = Arc::new(Semaphore::new(self.config.tool_parallelism.max(1)));
+        let runs = runnable.into_iter().map(|(i, ext, call)| {
+            let permits = permits.clone();
+            let token = cancel.child_token();
+            async move {
+                let _permit = permits.acquire_owned().await;
+                let started = Instant::now();
+                self.bus.record(
+                    "tool.started",
+                    json!({"call_id": call.id, "tool": call.name}),
+                );
+                let outcome =
+                    cancellable(&token, &ext, ext.tool_invoke(&call.id, &call.arguments)).await;
+                (i, self.tool_result(&call, outcome, started).await)
+            }
+        });
+        futures::future::join_all(runs).await
+    }
+}
