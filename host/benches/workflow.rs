@@ -159,9 +159,10 @@ async fn fan_out() {
 /// Ctrl-C (the turn's token) while a tool spins in a loop.
 async fn cancel_latency() {
     let d = dirs(
+        // Every turn's first request calls the looping tool; the turn is
+        // cancelled before a second one.
         json!({"repeat": true, "turns": [
-            {"text": "", "tool_calls": [{"name": "hostile", "arguments": {"mode": "loop"}}]},
-            {"text": "done"}
+            {"text": "", "tool_calls": [{"name": "hostile", "arguments": {"mode": "loop"}}]}
         ]}),
         json!({"entry": "a", "stages": [{"id": "a"}]}),
         "hostile",

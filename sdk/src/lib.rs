@@ -49,7 +49,7 @@ pub mod sse;
 pub mod text;
 /// Text for a person's terminal: [`terminal::safe`] makes model and tool
 /// output inert before a UI shows it.
-pub use stud_protocol::terminal;
+pub use stud_protocol::{events, terminal};
 
 pub use error::Error;
 pub use kinds::command::{Command, CommandArgs, CommandOutput, CommandSpec};

@@ -19,6 +19,7 @@ use super::interaction::{Answer, Interactions};
 use crate::runtime::bindings::stud::extension::interaction::{
     Approval, InteractionKind, InteractionStatus,
 };
+use stud_protocol::events::EventKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -300,7 +301,7 @@ impl Authority {
     /// Record a decision made by a later layer (a guard hook).
     pub fn audit_guard(&self, p: &Proposal<'_>, guard: &str, reason: &str) {
         self.bus.record(
-            "approval.decided",
+            EventKind::ApprovalDecided,
             json!({"call_id": p.call_id, "tool": p.tool, "key": p.key, "decision": "deny", "layer": format!("guard:{guard}"), "reason": reason}),
         );
     }
@@ -312,7 +313,7 @@ impl Authority {
             Decision::Halt => "halt",
         };
         self.bus.record(
-            "approval.decided",
+            EventKind::ApprovalDecided,
             json!({"call_id": p.call_id, "tool": p.tool, "key": p.key, "decision": decision, "layer": layer, "reason": reason, "mode": self.mode.as_str()}),
         );
     }

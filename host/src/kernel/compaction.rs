@@ -21,6 +21,7 @@ use super::session::Session;
 use crate::config::CompactionSettings;
 use crate::runtime::bindings::stud::extension::provider_types::{Request, StreamEvent};
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, ResultPart, Role};
+use stud_protocol::events::EventKind;
 
 /// Longest old tool output kept by tier 1 (characters).
 const SHORT_RESULT: usize = 200;
@@ -101,7 +102,7 @@ impl Session {
         if pct >= cfg.warn_at && !self.warned_this_turn {
             self.warned_this_turn = true;
             self.bus.record(
-                "context.warning",
+                EventKind::ContextWarning,
                 json!({"tokens": before, "window": window, "percent": (pct * 100.0).round()}),
             );
         }
@@ -125,7 +126,7 @@ impl Session {
                 changed = true;
                 let after = self.tokens_with(request, &self.history);
                 self.bus.record(
-                    "context.compacted",
+                    EventKind::ContextCompacted,
                     json!({"tier": tier, "removed": what, "tokens_before": tokens, "tokens_after": after, "window": window}),
                 );
                 // The whole compacted history, so a resume starts from it

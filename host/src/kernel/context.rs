@@ -13,6 +13,7 @@ use super::session::Session;
 use crate::runtime::bindings::stud::extension::context_provider_types::{
     ComposeContext, FragmentKind,
 };
+use stud_protocol::events::EventKind;
 
 /// Rough token estimate used for budgets and compaction: ~4 bytes per
 /// token for English and code (providers' reported usage corrects it).
@@ -80,7 +81,7 @@ impl Session {
             match ext.context_provide(&ctx).await {
                 Ok(list) => fragments.extend(list.into_iter().map(|f| (ext.id().clone(), f))),
                 Err(e) => self.bus.record(
-                    "context.failed",
+                    EventKind::ContextFailed,
                     json!({"extension": ext.id().as_str(), "error": e.to_string()}),
                 ),
             }
@@ -96,7 +97,7 @@ impl Session {
             };
             if let Some(what) = leak {
                 self.bus.record(
-                    "context.blocked",
+                    EventKind::ContextBlocked,
                     json!({"extension": id.as_str(), "reason": format!("the fragment contains {what}; environment values and secrets never enter the model's context")}),
                 );
                 continue;
@@ -108,7 +109,7 @@ impl Session {
                 FragmentKind::ToolHint => "Tool hint:\n",
             };
             self.bus.publish(
-                "context.fragment",
+                EventKind::ContextFragment,
                 json!({"extension": id.as_str(), "tokens": estimate_tokens(&text), "iteration": iteration}),
             );
             parts.push(format!("{label}{text}"));

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+use stud_protocol::events::EventKind;
+
 use super::redact::Redactor;
 
 /// Default queue bound per subscriber.
@@ -36,6 +38,11 @@ pub struct Event {
 }
 
 impl Event {
+    /// The kernel event this is; `None` for an extension's own event.
+    pub fn kind(&self) -> Option<EventKind> {
+        EventKind::from_name(&self.name)
+    }
+
     /// The stream-json line of this event.
     pub fn to_json(&self) -> Value {
         json!({"seq": self.seq, "ts": self.timestamp_ms, "event": self.name, "turn": self.turn_id, "payload": self.payload})
@@ -125,7 +132,7 @@ impl Subscriber {
         *last += 1;
         Some(Event {
             seq: *last,
-            name: "bus.dropped".into(),
+            name: EventKind::BusDropped.name().into(),
             turn_id: None,
             timestamp_ms: now_ms(),
             payload: json!({"subscriber": self.name, "count": lost}),
@@ -279,13 +286,19 @@ impl Bus {
     }
 
     /// An observer event: may be dropped for a slow subscriber.
-    pub fn publish(&self, name: &str, payload: Value) {
-        self.send(name, payload, false);
+    pub fn publish(&self, kind: EventKind, payload: Value) {
+        self.send(kind.name(), payload, false);
     }
 
     /// An authoritative record: never dropped.
-    pub fn record(&self, name: &str, payload: Value) {
-        self.send(name, payload, true);
+    pub fn record(&self, kind: EventKind, payload: Value) {
+        self.send(kind.name(), payload, true);
+    }
+
+    /// An event an extension emitted under its own name (an observer
+    /// event: it may be dropped).
+    pub fn publish_named(&self, name: &str, payload: Value) {
+        self.send(name, payload, false);
     }
 
     fn send(&self, name: &str, mut payload: Value, authoritative: bool) {
@@ -363,9 +376,9 @@ mod tests {
         let bus = Bus::new();
         let sub = bus.subscribe("slow", 2);
         for i in 0..5 {
-            bus.publish("tick", json!({"i": i}));
+            bus.publish_named("tick", json!({"i": i}));
         }
-        bus.record("decision", json!({}));
+        bus.record(EventKind::ApprovalDecided, json!({}));
         bus.close();
         let mut names = Vec::new();
         while let Some(ev) = sub.next().await {
@@ -381,7 +394,7 @@ mod tests {
             .sum();
         assert_eq!(lost, 3);
         assert_eq!(names.iter().filter(|(n, _)| n == "tick").count(), 2);
-        assert!(names.iter().any(|(n, _)| n == "decision"));
+        assert!(names.iter().any(|(n, _)| n == "approval.decided"));
     }
 
     #[tokio::test]
@@ -389,9 +402,9 @@ mod tests {
         let bus = Bus::new();
         let sub = bus.subscribe("slow", 8);
         for i in 0..200_000 {
-            bus.publish("tick", json!({"i": i}));
+            bus.publish_named("tick", json!({"i": i}));
         }
-        bus.record("done", json!({}));
+        bus.record(EventKind::TurnEnd, json!({}));
         bus.close();
         let mut seqs = Vec::new();
         let mut notices = 0;
@@ -413,8 +426,8 @@ mod tests {
     async fn sequence_numbers_increase() {
         let bus = Bus::new();
         let sub = bus.subscribe("s", 16);
-        bus.publish("a", json!({}));
-        bus.publish("b", json!({}));
+        bus.publish_named("a", json!({}));
+        bus.publish_named("b", json!({}));
         bus.close();
         let a = sub.next().await.unwrap();
         let b = sub.next().await.unwrap();

@@ -22,6 +22,7 @@ use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::hook_types::HookOutcome;
 use crate::runtime::bindings::stud::extension::types as wit;
 use crate::runtime::services::{ErrorClass, ExtError, ext_error};
+use stud_protocol::events::EventKind;
 
 /// Observer queue bound.
 pub const OBSERVER_QUEUE: usize = 256;
@@ -116,9 +117,9 @@ impl HookRunner {
             while let Some((slot, payload)) = rx.recv().await {
                 let started = Instant::now();
                 match ext.hook_run(wit_slot(slot), &payload.to_string()).await {
-                    Ok(_) => bus.publish("hook.fired", fired(&ext, slot, HookKind::Observer, started)),
+                    Ok(_) => bus.publish(EventKind::HookFired, fired(&ext, slot, HookKind::Observer, started)),
                     Err(e) => bus.publish(
-                        "hook.failed",
+                        EventKind::HookFailed,
                         json!({"slot": slot.to_string(), "kind": "observer", "extension": ext.id().as_str(), "error": e.to_string()}),
                     ),
                 }
@@ -248,9 +249,9 @@ impl HookRunner {
                 Err(e) => Some(e.to_string()),
             };
             match failure {
-                None => self.bus.publish("hook.fired", fired(transform, slot, HookKind::Transform, started)),
+                None => self.bus.publish(EventKind::HookFired, fired(transform, slot, HookKind::Transform, started)),
                 Some(error) => self.bus.publish(
-                    "hook.failed",
+                    EventKind::HookFailed,
                     json!({"slot": slot.to_string(), "kind": "transform", "extension": transform.id().as_str(), "error": error, "payload": "unchanged"}),
                 ),
             }
@@ -283,12 +284,13 @@ impl HookRunner {
                 )),
             };
             match verdict {
-                None => self
-                    .bus
-                    .publish("hook.fired", fired(guard, slot, HookKind::Guard, started)),
+                None => self.bus.publish(
+                    EventKind::HookFired,
+                    fired(guard, slot, HookKind::Guard, started),
+                ),
                 Some(error) => {
                     self.bus.record(
-                        "hook.denied",
+                        EventKind::HookDenied,
                         json!({"slot": slot.to_string(), "extension": guard.id().as_str(), "code": error.code, "reason": error.message}),
                     );
                     return Some((guard.id().clone(), error));
@@ -315,7 +317,7 @@ impl HookRunner {
                     let lost = o.dropped.swap(0, Ordering::AcqRel);
                     if lost > 0 {
                         self.bus.publish(
-                            "hook.observer.dropped",
+                            EventKind::HookObserverDropped,
                             json!({"extension": id.as_str(), "count": lost}),
                         );
                     }

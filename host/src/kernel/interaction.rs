@@ -17,6 +17,7 @@ use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::interaction::{
     InteractionKind, InteractionRequest, InteractionResponse, InteractionStatus,
 };
+use stud_protocol::events::EventKind;
 
 /// How long a person has to answer.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -66,7 +67,7 @@ impl Interactions {
         let _turn = self.one_at_a_time.lock().await;
         let correlation_id = format!("i{}", self.next.fetch_add(1, Ordering::Relaxed));
         self.bus.record(
-            "interaction.requested",
+            EventKind::InteractionRequested,
             json!({"id": correlation_id, "kind": kind_json(&kind)}),
         );
         let interactor = match &self.interactor {
@@ -74,14 +75,14 @@ impl Interactions {
             _ => {
                 if !self.yolo {
                     self.bus.record(
-                        "interaction.halted",
+                        EventKind::InteractionHalted,
                         json!({"id": correlation_id, "reason": "no interactor (headless)"}),
                     );
                     return Answer::Halt;
                 }
                 let response = auto_answer(&correlation_id, &kind);
                 self.bus.record(
-                    "interaction.answered",
+                    EventKind::InteractionAnswered,
                     json!({"id": correlation_id, "by": "yolo", "status": status_str(response.status)}),
                 );
                 return Answer::Response(response);
@@ -103,7 +104,7 @@ impl Interactions {
             ),
             Ok(Err(e)) => {
                 self.bus.publish(
-                    "diagnostic",
+                    EventKind::Diagnostic,
                     json!({"level": "warn", "message": format!("interactor failed: {e}")}),
                 );
                 (
@@ -124,7 +125,7 @@ impl Interactions {
             }
         };
         self.bus.record(
-            "interaction.answered",
+            EventKind::InteractionAnswered,
             json!({"id": correlation_id, "by": by, "status": status_str(response.status)}),
         );
         Answer::Response(response)

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
+use stud_protocol::events::EventKind;
+
 use super::compaction::CompactionConfig;
 use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
 use super::interaction::{DEFAULT_TIMEOUT, Interactions};
@@ -322,7 +324,7 @@ fn spawn_ui(sub: Arc<Subscriber>, bus: &Bus, ui: Arc<Extension>) -> JoinHandle<(
         while let Some(ev) = sub.next().await {
             if let Err(e) = ui.ui_on_event(&wit_event(&ev)).await {
                 diag.publish(
-                    "suppressed-error",
+                    EventKind::SubscriberFailed,
                     json!({"extension": ui.id().as_str(), "error": e.to_string()}),
                 );
             }
@@ -338,7 +340,7 @@ fn spawn_logger(bus: &Bus, logger: Arc<Extension>) -> JoinHandle<()> {
         while let Some(ev) = sub.next().await {
             if let Err(e) = logger.logger_sink(&wit_event(&ev)).await {
                 diag.publish(
-                    "suppressed-error",
+                    EventKind::SubscriberFailed,
                     json!({"extension": logger.id().as_str(), "error": e.to_string()}),
                 );
             }

@@ -19,6 +19,7 @@ use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, ToolResult, Usage,
 };
 use crate::runtime::{CallError, Extension};
+use stud_protocol::events::EventKind;
 
 /// What `--continue` / `--resume` asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -316,7 +317,8 @@ impl Session {
     /// the person pasted, a key never reaches the model's context.
     pub(crate) async fn append(&mut self, mut message: Message) {
         self.scrub_secrets(&mut message);
-        self.bus.record("message.appended", message_json(&message));
+        self.bus
+            .record(EventKind::MessageAppended, message_json(&message));
         if let Some(p) = self.persistence.as_mut()
             && p.title.is_empty()
             && message.role == Role::User
@@ -354,7 +356,7 @@ impl Session {
         let record = self.bus.redact(&record);
         if let Err(e) = p.store.store_append(&self.id, &[record]).await {
             self.bus.record(
-                "persistence.failed",
+                EventKind::PersistenceFailed,
                 json!({"session_id": self.id, "store": p.store.id().as_str(), "error": e.to_string()}),
             );
         }
@@ -372,13 +374,13 @@ impl Session {
             Ok(()) => {
                 for i in indexes {
                     self.bus.record(
-                        "message.persisted",
+                        EventKind::MessagePersisted,
                         json!({"session_id": self.id, "index": i, "store": p.store.id().as_str()}),
                     );
                 }
             }
             Err(e) => self.bus.record(
-                "persistence.failed",
+                EventKind::PersistenceFailed,
                 json!({"session_id": self.id, "store": p.store.id().as_str(), "error": e.to_string(), "indexes": indexes}),
             ),
         }
@@ -422,14 +424,14 @@ impl Session {
         let text = manifest.to_string();
         if self.bus.redact(&text) != text {
             self.bus.record(
-                "persistence.failed",
+                EventKind::PersistenceFailed,
                 json!({"session_id": self.id, "error": "the manifest would contain a secret value; it was not written", "code": "secret-leak"}),
             );
             return;
         }
         if let Err(e) = p.store.store_write_manifest(&self.id, &text).await {
             self.bus.record(
-                "persistence.failed",
+                EventKind::PersistenceFailed,
                 json!({"session_id": self.id, "store": p.store.id().as_str(), "error": e.to_string()}),
             );
         }
@@ -455,12 +457,12 @@ impl Session {
         }
         for d in &resumed.drift {
             self.bus.record(
-                "session.drift",
+                EventKind::SessionDrift,
                 json!({"session_id": self.id, "message": d}),
             );
         }
         self.bus.record(
-            "session.resumed",
+            EventKind::SessionResumed,
             json!({"session_id": self.id, "messages": len, "repaired_tool_calls": fixed, "drift": resumed.drift, "mode": self.authority.mode().as_str()}),
         );
     }

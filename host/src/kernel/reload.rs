@@ -18,6 +18,7 @@ use crate::extensions::{Discovery, ProjectScope, Registry, Scope};
 use crate::manifest::{Manifest, ReloadBehavior};
 use crate::paths::StudHome;
 use crate::runtime::{Extension, LoadError};
+use stud_protocol::events::EventKind;
 
 /// A finished reload waiting for its boundary.
 pub struct Ready {
@@ -131,7 +132,7 @@ impl Reloader {
                     let mut seen = self.new_seen.lock().unwrap_or_else(|p| p.into_inner());
                     if seen.insert(id.clone()) {
                         self.bus.record(
-                            "extension.reload.refused",
+                            EventKind::ExtensionReloadRefused,
                             json!({"id": id, "reason": "it was not loaded when this session started (it is new, or it failed then); it is loaded when stud next starts"}),
                         );
                     }
@@ -141,7 +142,7 @@ impl Reloader {
                     let mut seen = self.new_seen.lock().unwrap_or_else(|p| p.into_inner());
                     if seen.insert(format!("{id}@{}", d.scope)) {
                         self.bus.record(
-                            "extension.reload.refused",
+                            EventKind::ExtensionReloadRefused,
                             json!({"id": id, "reason": format!("the `{id}` now found comes from the {} scope, not the one this session loaded; it is another extension with its own grants, loaded when stud next starts", d.scope)}),
                         );
                     }
@@ -157,7 +158,7 @@ impl Reloader {
                 }
                 if current.manifest.reload == ReloadBehavior::Never {
                     self.bus.record(
-                        "extension.reload.refused",
+                        EventKind::ExtensionReloadRefused,
                         json!({"id": id, "reason": "its manifest says reload = \"never\"; restart stud to use the new version"}),
                     );
                     continue;
@@ -176,7 +177,7 @@ impl Reloader {
                 // have changed again since.
                 let new = Sha256Digest::of(&spec.bytes);
                 self.bus.record(
-                    "extension.reload.requested",
+                    EventKind::ExtensionReloadRequested,
                     json!({"id": id, "from": current.digest.to_string(), "to": new.to_string()}),
                 );
                 spec.state = current.state();
@@ -209,7 +210,7 @@ impl Reloader {
             .unwrap_or_else(|p| p.into_inner())
             .insert(id.to_string(), what);
         self.bus.record(
-            "extension.reload.failed",
+            EventKind::ExtensionReloadFailed,
             json!({"id": id, "error": error, "kept": "the old version keeps running"}),
         );
     }
@@ -268,7 +269,7 @@ impl Reloader {
             .insert(ext.id().to_string(), ext.clone());
         self.settle(ext);
         self.bus.record(
-            "extension.reloaded",
+            EventKind::ExtensionReloaded,
             json!({"id": ext.id().as_str(), "version": ext.manifest.version.to_string(), "from": from.to_string(), "to": ext.digest.to_string(), "boundary": boundary}),
         );
     }
@@ -277,7 +278,7 @@ impl Reloader {
     pub fn refuse(&self, ext: &Extension, reason: &str) {
         self.settle(ext);
         self.bus.record(
-            "extension.reload.refused",
+            EventKind::ExtensionReloadRefused,
             json!({"id": ext.id().as_str(), "reason": reason}),
         );
     }

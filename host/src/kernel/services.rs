@@ -14,6 +14,7 @@ use crate::runtime::services::{
     BoxFuture, ErrorClass, ExtError, InteractionKind, InteractionResponse, LogLevel, Services,
     ext_error, read_line,
 };
+use stud_protocol::events::EventKind;
 
 /// Where UI extensions' terminal output goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,12 +60,12 @@ fn level_str(level: LogLevel) -> &'static str {
 impl Services for KernelServices {
     fn log(&self, ext: &ExtensionId, level: LogLevel, message: &str) {
         self.bus.publish(
-            "extension.log",
+            EventKind::ExtensionLog,
             json!({"extension": ext.as_str(), "level": level_str(level), "message": message}),
         );
         if matches!(level, LogLevel::Warn | LogLevel::Error) {
             self.bus.publish(
-                "diagnostic",
+                EventKind::Diagnostic,
                 json!({"level": level_str(level), "message": format!("{ext}: {message}")}),
             );
         }
@@ -72,7 +73,7 @@ impl Services for KernelServices {
 
     fn emit(&self, _ext: &ExtensionId, name: &str, payload: &str) {
         let payload: Value = serde_json::from_str(payload).unwrap_or(Value::Null);
-        self.bus.publish(name, payload);
+        self.bus.publish_named(name, payload);
     }
 
     fn interact(

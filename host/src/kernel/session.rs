@@ -24,6 +24,7 @@ use crate::runtime::bindings::stud::extension::provider_types::{
 };
 use crate::runtime::bindings::stud::extension::types::{Message, Usage};
 use crate::runtime::{CallError, Extension};
+use stud_protocol::events::EventKind;
 
 /// Default bound on provider requests per turn
 /// (`runtime.continuation.maxIterations`).
@@ -196,7 +197,7 @@ impl Session {
     /// keeps the id it had).
     pub fn announce(&self) {
         self.bus.record(
-            "session.start",
+            EventKind::SessionStart,
             json!({"session_id": self.id, "provider": self.provider.id().as_str(), "model": self.model, "mode": self.authority.mode().as_str(), "tools": self.tools.names()}),
         );
     }
@@ -244,7 +245,7 @@ impl Session {
         check_request(self.provider_id(), &info.id, &info.capabilities, &next)?;
         let from = std::mem::replace(&mut self.model, info.id.clone());
         self.bus.record(
-            "model.changed",
+            EventKind::ModelChanged,
             json!({"provider": self.provider_id(), "from": from, "to": self.model}),
         );
         Ok(())
@@ -254,7 +255,7 @@ impl Session {
     pub fn clear_history(&mut self) {
         self.history.clear();
         self.bus
-            .record("history.cleared", json!({"session_id": self.id}));
+            .record(EventKind::HistoryCleared, json!({"session_id": self.id}));
     }
 
     /// The extension serving tool `name`.
@@ -418,7 +419,7 @@ impl Session {
     pub async fn close(&mut self) {
         self.hooks.drain().await;
         self.bus.record(
-            "session.end",
+            EventKind::SessionEnd,
             json!({"session_id": self.id, "turns": self.turns}),
         );
     }

@@ -11,6 +11,7 @@ use super::session::Session;
 use super::usage::{add_usage, usage_json, zero_usage};
 use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
+use stud_protocol::events::EventKind;
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,7 +85,7 @@ impl Session {
         if let (Some(p), Value::Object(e)) = (payload.as_object_mut(), extra) {
             p.extend(e);
         }
-        self.bus.record("turn.start", payload);
+        self.bus.record(EventKind::TurnStart, payload);
         turn_id
     }
 
@@ -113,7 +114,7 @@ impl Session {
             _ => String::new(),
         };
         self.bus.record(
-            "turn.end",
+            EventKind::TurnEnd,
             json!({"turn_id": turn_id, "status": status.as_str(), "code": code, "message": message, "iterations": iterations, "usage": usage_json(&usage), "session_usage": usage_json(&self.usage), "cost_usd": turn_cost, "session_cost_usd": self.cost_usd}),
         );
         self.bus.set_turn(None);

@@ -9,6 +9,7 @@ use super::session::Session;
 use super::turn::{TurnStatus, fail};
 use crate::config::Price;
 use crate::runtime::bindings::stud::extension::types::Usage;
+use stud_protocol::events::EventKind;
 
 /// USD for `usage` at `price` (per million tokens).
 pub fn cost(usage: &Usage, price: &Price) -> f64 {
@@ -42,7 +43,7 @@ impl Session {
         }
         let e = BudgetExceeded { spent, budget };
         self.bus.record(
-            "budget.exceeded",
+            EventKind::BudgetExceeded,
             json!({"spent_usd": spent, "budget_usd": budget}),
         );
         Err(fail("budget-exceeded", e.to_string()))

@@ -5,6 +5,7 @@
 //! `stud_sdk::terminal::safe`: model or tool output must not be able to
 //! steer the terminal (clear it, move the cursor, fake a prompt).
 
+use stud_sdk::events::EventKind;
 use stud_sdk::host::terminal;
 use stud_sdk::prelude::*;
 use stud_sdk::terminal::safe;
@@ -25,20 +26,20 @@ impl Ui for Console {
     fn on_event(&mut self, event: Event) {
         let p: Value = serde_json_parse(&event.payload);
         let s = |k: &str| safe(p.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
-        match event.name.as_str() {
-            "provider.tokens" => {
+        match EventKind::from_name(&event.name) {
+            Some(EventKind::ProviderTokens) => {
                 let delta = s("delta");
                 self.mid_line = !delta.ends_with('\n');
                 terminal::write(&delta);
             }
-            "tool.proposed" => {
+            Some(EventKind::ToolProposed) => {
                 self.newline();
                 // JSON escapes control characters; safe() is for the rest.
                 let args = p.get("arguments").map(Value::to_string).unwrap_or_default();
                 let args = safe(&args);
                 terminal::write(&format!("> {}({})\n", s("tool"), clip(&args)));
             }
-            "tool.succeeded" => {
+            Some(EventKind::ToolSucceeded) => {
                 let out = s("output");
                 let lines = out.lines().count();
                 let first = out.lines().next().unwrap_or("");
@@ -49,23 +50,23 @@ impl Ui for Console {
                 };
                 terminal::write(&format!("  = {}{more}\n", clip(first)));
             }
-            "tool.progress" => {
+            Some(EventKind::ToolProgress) => {
                 let message = p
                     .pointer("/progress/message")
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 terminal::write(&format!("  . {}\n", clip(&safe(message))));
             }
-            "tool.failed" => {
+            Some(EventKind::ToolFailed) => {
                 terminal::write(&format!("  ! {}: {}\n", s("code"), clip(&s("message"))))
             }
-            "tool.cancelled" => terminal::write(&format!("  ! cancelled: {}\n", s("reason"))),
-            "approval.decided" if s("decision") == "deny" => terminal::write(&format!(
-                "  ! denied by {}: {}\n",
-                s("layer"),
-                clip(&s("reason"))
-            )),
-            "extension.reloaded" => {
+            Some(EventKind::ToolCancelled) => {
+                terminal::write(&format!("  ! cancelled: {}\n", s("reason")))
+            }
+            Some(EventKind::ApprovalDecided) if s("decision") == "deny" => terminal::write(
+                &format!("  ! denied by {}: {}\n", s("layer"), clip(&s("reason"))),
+            ),
+            Some(EventKind::ExtensionReloaded) => {
                 self.newline();
                 terminal::write(&format!(
                     "[reload] {} {} is in use from {}\n",
@@ -74,7 +75,7 @@ impl Ui for Console {
                     s("boundary")
                 ));
             }
-            "extension.reload.failed" | "extension.reload.refused" => {
+            Some(EventKind::ExtensionReloadFailed | EventKind::ExtensionReloadRefused) => {
                 self.newline();
                 let why = [s("error"), s("reason")].concat();
                 terminal::write(&format!(
@@ -83,16 +84,40 @@ impl Ui for Console {
                     clip(&why)
                 ));
             }
-            "diagnostic" => {
+            Some(EventKind::Diagnostic) => {
                 self.newline();
                 terminal::write(&format!("[{}] {}\n", s("level"), s("message")));
             }
-            "turn.end" => {
+            Some(EventKind::TurnEnd) => {
                 self.newline();
                 let status = s("status");
                 if status != "ok" {
                     terminal::write(&format!("[turn {status}] {}\n", s("message")));
                 }
+            }
+            Some(EventKind::TurnStart) if p.get("stage_id").is_some() => {
+                self.newline();
+                terminal::write(&format!("[stage {}]\n", s("stage_id")));
+            }
+            Some(EventKind::TurnStart) if p.get("stage_ids").is_some() => {
+                self.newline();
+                let ids: Vec<String> = p["stage_ids"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|i| safe(i).into_owned())
+                    .collect();
+                terminal::write(&format!("[stages {} at once]\n", ids.join(" | ")));
+            }
+            Some(EventKind::WorkflowStageEnded) => {
+                self.newline();
+                terminal::write(&format!(
+                    "[stage {} attempt {}: {}]\n",
+                    s("stage_id"),
+                    p["attempt"],
+                    s("outcome")
+                ));
             }
             _ => {}
         }

@@ -5,6 +5,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
+use stud_sdk::events::EventKind;
 
 use stud_sdk::prelude::*;
 
@@ -64,7 +65,8 @@ impl Logger for Jsonl {
             "turn": event.turn_id,
             "payload": payload,
         });
-        if self.out.is_none() && event.name == "session.start" {
+        if self.out.is_none() && EventKind::from_name(&event.name) == Some(EventKind::SessionStart)
+        {
             let id = payload
                 .get("session_id")
                 .and_then(Value::as_str)
@@ -79,7 +81,10 @@ impl Logger for Jsonl {
             writeln!(out, "{earlier}").map_err(|e| Error::internal(e.to_string()))?;
         }
         writeln!(out, "{line}").map_err(|e| Error::internal(e.to_string()))?;
-        if event.name == "turn.end" || event.name == "session.end" {
+        if matches!(
+            EventKind::from_name(&event.name),
+            Some(EventKind::TurnEnd | EventKind::SessionEnd)
+        ) {
             out.flush().map_err(|e| Error::internal(e.to_string()))?;
         }
         Ok(())

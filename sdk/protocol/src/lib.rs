@@ -1,4 +1,5 @@
 //! What stud's kernel and its extensions (through `stud-sdk`) share
 //! beyond the WIT contract: rules both sides must apply the same way.
 
+pub mod events;
 pub mod terminal;

@@ -18,6 +18,7 @@ use crate::kernel::turn::TurnStatus;
 use crate::manifest::{HookSlot, Phase, Stage};
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::types::{ToolCall, ToolResult};
+use stud_protocol::events::EventKind;
 
 /// What admission decided for one call.
 pub(crate) enum Admit<'a> {
@@ -187,7 +188,7 @@ impl Session {
     }
 
     pub(crate) fn refuse(&self, call: &ToolCall, code: &str, message: &str) -> ToolResult {
-        self.bus.record("tool.failed", json!({"call_id": call.id, "tool": call.name, "class": "ToolTerminal", "code": code, "message": message}));
+        self.bus.record(EventKind::ToolFailed, json!({"call_id": call.id, "tool": call.name, "class": "ToolTerminal", "code": code, "message": message}));
         error_result(call, code, message)
     }
 }

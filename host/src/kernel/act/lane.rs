@@ -6,6 +6,7 @@ use crate::kernel::payloads::message_json;
 use crate::kernel::session::Session;
 use crate::runtime::bindings::stud::extension::provider_types::Request;
 use crate::runtime::bindings::stud::extension::types::Message;
+use stud_protocol::events::EventKind;
 
 /// Where an Act keeps its messages. The session's main line persists
 /// them, compacts and applies reloads at stage boundaries; a stage
@@ -69,7 +70,7 @@ impl Lane for StageLane<'_> {
         if let Some(p) = payload.as_object_mut() {
             p.insert("execution_id".into(), json!(self.execution_id));
         }
-        self.session.bus.record("message.appended", payload);
+        self.session.bus.record(EventKind::MessageAppended, payload);
         self.transcript.push(message);
     }
     async fn fit(&mut self, _request: &Request, _force: bool) -> bool {

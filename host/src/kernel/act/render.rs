@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use super::Lane;
 use crate::kernel::turn::TurnStatus;
 use crate::manifest::Stage;
+use stud_protocol::events::EventKind;
 
 pub(crate) async fn render<L: Lane>(lane: &mut L, text: String) -> Result<String, TurnStatus> {
     lane.boundary("render").await;
@@ -16,7 +17,7 @@ pub(crate) async fn render<L: Lane>(lane: &mut L, text: String) -> Result<String
         .and_then(Value::as_str)
         .map(str::to_string)
         .unwrap_or(text);
-    s.bus.record("render", json!({"text": text}));
+    s.bus.record(EventKind::Render, json!({"text": text}));
     s.post(Stage::Render, || json!({"text": text})).await;
     Ok(text)
 }

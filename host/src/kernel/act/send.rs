@@ -15,6 +15,7 @@ use crate::manifest::Stage;
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::provider_types::{Request, StreamEvent};
 use crate::runtime::kinds::ResponseStream;
+use stud_protocol::events::EventKind;
 
 /// Events a response may send before its first visible one (usage,
 /// keep-alives); more is a broken or hostile endpoint.
@@ -56,7 +57,7 @@ impl Session {
             && let Err(missing) = check_request(self.provider_id(), &self.model, caps, &request)
         {
             self.bus.record(
-                "provider.capability.missing",
+                EventKind::ProviderCapabilityMissing,
                 json!({"provider": self.provider_id(), "model": self.model, "capability": missing.capability.to_string(), "message": missing.to_string()}),
             );
             return Err(fail(MissingCapability::CODE, missing.to_string()));
@@ -65,7 +66,8 @@ impl Session {
         let policy = self.config.retry;
         let mut attempt = 0;
         let started = loop {
-            self.bus.publish("provider.request.started", info.clone());
+            self.bus
+                .publish(EventKind::ProviderRequestStarted, info.clone());
             let sent = cancellable(cancel, &provider, provider.provider_send(&request)).await;
             // A failure before anything reached the person (Anthropic's
             // overloaded error right after message_start, say) is retried
@@ -85,7 +87,7 @@ impl Session {
                     attempt += 1;
                     let delay = policy.delay(attempt, &error);
                     self.bus.record(
-                        "provider.retry",
+                        EventKind::ProviderRetry,
                         json!({"provider": self.provider_id(), "model": self.model, "attempt": attempt, "max_retries": policy.max_retries, "delay_ms": delay.as_millis() as u64, "code": error.code, "message": self.bus.redact(&error.message)}),
                     );
                     tokio::select! {
@@ -165,7 +167,7 @@ impl Session {
         };
         let message = self.bus.redact(&e.to_string());
         self.bus.record(
-            "provider.request.failed",
+            EventKind::ProviderRequestFailed,
             json!({"provider": self.provider.id().as_str(), "model": self.model, "class": class, "code": code, "message": message, "partial_text": partial}),
         );
         fail(&format!("provider-{code}"), message)

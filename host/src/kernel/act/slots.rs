@@ -3,6 +3,8 @@
 
 use serde_json::{Value, json};
 
+use stud_protocol::events::EventKind;
+
 use crate::kernel::hooks::SlotOutcome;
 use crate::kernel::session::Session;
 use crate::kernel::turn::{TurnStatus, fail};
@@ -10,16 +12,16 @@ use crate::manifest::{Phase, Stage};
 
 impl Session {
     pub(crate) fn stage_event(&self, stage: Stage, phase: Phase, extra: Value) {
-        let name = if phase == Phase::Pre {
-            "stage.pre"
+        let kind = if phase == Phase::Pre {
+            EventKind::StagePre
         } else {
-            "stage.post"
+            EventKind::StagePost
         };
         let mut payload = json!({"stage": stage.to_string()});
         if let (Some(p), Some(e)) = (payload.as_object_mut(), extra.as_object()) {
             p.extend(e.clone());
         }
-        self.bus.publish(name, payload);
+        self.bus.publish(kind, payload);
     }
 
     /// Run a pre slot; a deny ends the turn with a clear error. `Some` is

@@ -18,6 +18,7 @@ use crate::runtime::bindings::stud::extension::interaction::{
     Approval, InteractionKind, InteractionStatus,
 };
 use crate::runtime::bindings::stud::extension::state_machine_types::{ToolProposal, ToolVerdict};
+use stud_protocol::events::EventKind;
 
 /// The stage execution a call is proposed in.
 pub(crate) struct StageAuthority {
@@ -69,7 +70,7 @@ impl Session {
             StageDecision::Deny { code, .. } => ("deny", *code),
         };
         self.bus.record(
-            "approval.decided",
+            EventKind::ApprovalDecided,
             json!({"call_id": p.call_id, "tool": p.tool, "key": p.key, "decision": word, "layer": "state-machine", "code": code, "reason": reason, "state_machine": stage.sm.id().as_str(), "stage": stage.stage_id, "stage_execution_id": tuple.execution_id, "attempt": tuple.attempt, "proposal_id": tuple.proposal_id, "args_digest": tuple.args_digest}),
         );
         decision

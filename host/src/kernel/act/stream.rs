@@ -18,6 +18,7 @@ use crate::kernel::turn::{TurnStatus, fail};
 use crate::kernel::usage::{add_usage, usage_json};
 use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::types::Usage;
+use stud_protocol::events::EventKind;
 
 pub(crate) async fn stream_response<L: Lane>(
     lane: &mut L,
@@ -66,7 +67,7 @@ impl Session {
                     provider.provider_close(stream).await;
                     let message = too_large.to_string();
                     self.bus.record(
-                        "provider.request.failed",
+                        EventKind::ProviderRequestFailed,
                         json!({"provider": self.provider.id().as_str(), "model": self.model, "class": "ExtensionHost", "code": TooLarge::CODE, "message": message, "partial_text": clip(assembly.text())}),
                     );
                     return Err(fail(TooLarge::CODE, message));
@@ -75,7 +76,7 @@ impl Session {
         }
         let done = assembly.finish();
         self.bus.record(
-            "provider.request.completed",
+            EventKind::ProviderRequestCompleted,
             json!({"provider": self.provider.id().as_str(), "model": self.model, "finish": finish_str(done.finish), "text": done.text, "tool_calls": done.calls.len(), "duration_ms": started.elapsed().as_millis() as u64}),
         );
         self.post(Stage::StreamResponse, || {
@@ -88,26 +89,30 @@ impl Session {
     fn publish_seen(&self, seen: Vec<Seen>, usage: &mut Usage) {
         for s in seen {
             match s {
-                Seen::Text(d) => self.bus.publish("provider.tokens", json!({"delta": d})),
-                Seen::Reasoning(d) => self.bus.publish("provider.reasoning", json!({"delta": d})),
+                Seen::Text(d) => self
+                    .bus
+                    .publish(EventKind::ProviderTokens, json!({"delta": d})),
+                Seen::Reasoning(d) => self
+                    .bus
+                    .publish(EventKind::ProviderReasoning, json!({"delta": d})),
                 Seen::CallStart { index, id, name } => self.bus.publish(
-                    "provider.tool_call.start",
+                    EventKind::ProviderToolCallStart,
                     json!({"index": index, "id": id, "name": name}),
                 ),
                 Seen::CallDelta { index, delta } => self.bus.publish(
-                    "provider.tool_call.delta",
+                    EventKind::ProviderToolCallDelta,
                     json!({"index": index, "delta": delta}),
                 ),
                 Seen::CallEnd(index) => self
                     .bus
-                    .publish("provider.tool_call.end", json!({"index": index})),
+                    .publish(EventKind::ProviderToolCallEnd, json!({"index": index})),
                 Seen::Usage(u) => {
-                    self.bus.publish("provider.usage", usage_json(&u));
+                    self.bus.publish(EventKind::ProviderUsage, usage_json(&u));
                     add_usage(usage, &u);
                 }
                 Seen::Finish(f) => self
                     .bus
-                    .publish("provider.finish", json!({"reason": finish_str(f)})),
+                    .publish(EventKind::ProviderFinish, json!({"reason": finish_str(f)})),
             }
         }
     }

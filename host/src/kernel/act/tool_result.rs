@@ -13,6 +13,7 @@ use crate::manifest::{Phase, Stage};
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::tool_types::ToolOutput;
 use crate::runtime::bindings::stud::extension::types::{ResultPart, ToolCall, ToolResult};
+use stud_protocol::events::EventKind;
 
 /// Longest tool output copied into an event.
 const EVENT_OUTPUT_CHARS: usize = 4000;
@@ -28,7 +29,7 @@ impl Session {
         let (content, is_error) = match outcome {
             None => {
                 self.bus.record(
-                    "tool.cancelled",
+                    EventKind::ToolCancelled,
                     json!({"call_id": call.id, "tool": call.name, "reason": "turn cancelled"}),
                 );
                 return error_result(
@@ -40,7 +41,7 @@ impl Session {
             Some(Ok(out)) => {
                 let text = result_text(&out.content);
                 self.bus.record(
-                    "tool.succeeded",
+                    EventKind::ToolSucceeded,
                     json!({"call_id": call.id, "tool": call.name, "output": clip(&text), "details": out.details.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok()), "duration_ms": duration_ms}),
                 );
                 (
@@ -58,7 +59,7 @@ impl Session {
                         call_error_code(other).to_string(),
                     ),
                 };
-                self.bus.record("tool.failed", json!({"call_id": call.id, "tool": call.name, "class": class, "code": code, "message": e.to_string(), "duration_ms": duration_ms}));
+                self.bus.record(EventKind::ToolFailed, json!({"call_id": call.id, "tool": call.name, "class": class, "code": code, "message": e.to_string(), "duration_ms": duration_ms}));
                 let message = match &e {
                     CallError::Guest { error, .. } => error.message.clone(),
                     other => other.to_string(),

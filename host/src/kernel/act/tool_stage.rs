@@ -21,6 +21,7 @@ use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, ToolCall, ToolResult,
 };
+use stud_protocol::events::EventKind;
 
 /// Run the calls of one response. `Some` is the completion tool's valid
 /// arguments: the stage is done.
@@ -66,7 +67,7 @@ impl Session {
         for call in calls {
             let args = call_json(call)["arguments"].take();
             self.bus.publish(
-                "tool.proposed",
+                EventKind::ToolProposed,
                 json!({"call_id": call.id, "tool": call.name, "arguments": args}),
             );
         }
@@ -136,7 +137,7 @@ impl Session {
                         .collect();
                     if problems.is_empty() {
                         self.bus.record(
-                            "stage.completion",
+                            EventKind::StageCompletion,
                             json!({"call_id": call.id, "tool": call.name, "arguments": args}),
                         );
                         results[i] = Some(ToolResult {
@@ -179,7 +180,7 @@ impl Session {
                 let _permit = permits.acquire_owned().await;
                 let started = Instant::now();
                 self.bus.record(
-                    "tool.started",
+                    EventKind::ToolStarted,
                     json!({"call_id": call.id, "tool": call.name}),
                 );
                 let outcome =

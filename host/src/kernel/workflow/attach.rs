@@ -10,6 +10,7 @@ use serde_json::json;
 use super::position::Next;
 use super::{Attached, Workflow, WorkflowError};
 use crate::kernel::session::Session;
+use stud_protocol::events::EventKind;
 
 impl Session {
     /// `/workflow ID` at the prompt: attach a state machine from the next
@@ -89,7 +90,7 @@ pub async fn attach(
         }
     }
     session.bus.record(
-        "workflow.attached",
+        EventKind::WorkflowAttached,
         json!({"state_machine": id, "sha256": sm.digest.to_string(), "entry": workflow.entry, "stages": workflow.stages.keys().collect::<Vec<_>>(), "resumed_at": position.as_ref().map(|p| &p.next)}),
     );
     session.workflow = Some(Attached {

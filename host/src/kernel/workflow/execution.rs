@@ -18,6 +18,7 @@ use crate::kernel::turn::TurnStatus;
 use crate::kernel::usage::{add_usage, zero_usage};
 use crate::runtime::bindings::stud::extension::state_machine_types::{AssertOutcome, Gate};
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
+use stud_protocol::events::EventKind;
 
 /// Context keys only the kernel writes.
 const RESERVED: [&str; 3] = ["input", "results", "siblings"];
@@ -115,8 +116,13 @@ impl Scope<'_> {
     }
 
     fn phase(&self, name: &str, phase: &str, def: &StageDef, execution_id: &str, attempt: u32) {
+        let kind = if phase == "pre" {
+            EventKind::WorkflowPhasePre
+        } else {
+            EventKind::WorkflowPhasePost
+        };
         self.session.bus.publish(
-            &format!("workflow.phase.{phase}"),
+            kind,
             json!({"phase": name, "stage_id": def.id, "execution_id": execution_id, "attempt": attempt, "session_id": self.session.id, "compound_turn_id": self.compound_turn_id}),
         );
     }
@@ -197,7 +203,7 @@ impl Scope<'_> {
         self.phase("exit", "pre", def, x, attempt);
         self.grants.expire(x);
         self.session.bus.record(
-            "workflow.stage.ended",
+            EventKind::WorkflowStageEnded,
             json!({"stage_id": def.id, "execution_id": x, "attempt": attempt, "outcome": outcome_str(outcome), "result": result, "compound_turn_id": self.compound_turn_id}),
         );
         self.phase("exit", "post", def, x, attempt);

@@ -15,6 +15,7 @@ use crate::kernel::session::Session;
 use crate::kernel::turn::{TurnOutcome, TurnStatus};
 use crate::kernel::usage::zero_usage;
 use crate::runtime::bindings::stud::extension::state_machine_types::{Execution, NextResult};
+use stud_protocol::events::EventKind;
 
 impl Session {
     /// Run the attached workflow from where it stands (the entry stage with
@@ -26,9 +27,8 @@ impl Session {
         let Some(attached) = self.workflow.clone() else {
             return self.run_turn(input, cancel).await;
         };
-        let outcome = self.drive(&attached, input, cancel).await;
-        self.save_manifest().await;
-        outcome
+        // Every stage's turn already saved the manifest.
+        self.drive(&attached, input, cancel).await
     }
 
     async fn drive(
@@ -48,7 +48,7 @@ impl Session {
             ),
         };
         self.bus.record(
-            "workflow.started",
+            EventKind::WorkflowStarted,
             json!({"state_machine": pos.state_machine, "next": pos.next, "resumed": self.workflow_position.as_ref().is_some_and(|p| !p.is_done())}),
         );
         self.save_position(&pos).await;
@@ -68,7 +68,7 @@ impl Session {
                 Ok(outcome) => last = Some(outcome),
                 Err(outcome) => {
                     self.bus.record(
-                        "workflow.finished",
+                        EventKind::WorkflowFinished,
                         json!({"status": outcome.status.as_str(), "next": pos.next}),
                     );
                     return outcome;
@@ -77,7 +77,7 @@ impl Session {
             self.save_position(&pos).await;
         }
         self.bus.record(
-            "workflow.finished",
+            EventKind::WorkflowFinished,
             json!({"status": "ok", "results": pos.ctx["results"]}),
         );
         self.workflow_position = Some(pos);
@@ -219,7 +219,7 @@ impl Session {
     /// A workflow error outside any turn, as the run's outcome.
     fn refused(&self, e: &WorkflowError) -> TurnOutcome {
         self.bus.record(
-            "workflow.failed",
+            EventKind::WorkflowFailed,
             json!({"code": e.code(), "message": e.to_string()}),
         );
         TurnOutcome {
@@ -283,7 +283,7 @@ async fn run_group(
                 // Fail-fast: the first failure stops the others.
                 group.cancel();
                 scope.session.bus.record(
-                    "workflow.sibling.failed",
+                    EventKind::WorkflowSiblingFailed,
                     json!({"stage_id": stage, "compound_turn_id": turn, "message": e.to_string(), "join_ready": false}),
                 );
                 failure = Some(WorkflowError::ParallelSiblingFailure {
