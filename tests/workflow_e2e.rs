@@ -402,6 +402,11 @@ fn a_session_killed_mid_workflow_resumes_at_its_stage() {
     let text = String::from_utf8_lossy(&out.stdout);
     let evs = events(&text);
     assert_eq!(result(&text)["status"], "ok", "{text}");
+    let attached = named(&evs, "workflow.attached");
+    assert_eq!(
+        attached[0]["payload"]["resumed_at"]["stages"],
+        json!(["two"])
+    );
     let started = named(&evs, "workflow.started");
     assert_eq!(started[0]["payload"]["resumed"], true);
     assert_eq!(started[0]["payload"]["next"]["stages"], json!(["two"]));
