@@ -579,3 +579,24 @@ fn ctrl_c_during_a_parallel_group_cancels_both_siblings() {
             .any(|e| e["payload"]["stage_id"] == "join")
     );
 }
+
+#[test]
+fn a_workflow_attached_at_the_prompt_runs_the_next_input() {
+    let env = workflow_env(
+        json!({"entry": "a", "stages": [{"id": "a", "allowedTools": []}]}),
+        json!({"a": [{"text": "stage a speaking", "tool_calls": [tool("d", "done", json!({"ok": true}))]}]}),
+        Value::Null,
+    );
+    let out = env.on_terminal("run", "/workflow\n/workflow workflow\nbuild it\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let screen = String::from_utf8_lossy(&out.stdout);
+    let none = screen.find("workflow: none attached").expect(&screen);
+    let attached = screen.find("workflow: workflow attached").expect(&screen);
+    let ran = screen.find("[stage a attempt 1: ok]").expect(&screen);
+    assert!(none < attached && attached < ran, "{screen}");
+    assert!(screen.contains("stage a speaking"), "{screen}");
+}

@@ -1,4 +1,16 @@
 //! State machines: staged workflows that govern a session's tool use.
+//!
+//! The kernel runs each stage through Setup, Init, CheckGate, Act, Assert,
+//! Exit and Next: your `setup` may add keys to the stage context, the stage
+//! body is rendered with `{{ctx.key}}` / `${ctx.key}` placeholders, Act is
+//! the model loop limited to the stage's `allowed_tools` plus its
+//! completion tool, and `next` names what follows (sequential, or at least
+//! two stages in parallel with an optional join). A tool proposed outside
+//! the envelope comes to `grant_stage_tool`: `Approve` grants this one call
+//! once, `Deny` refuses it in every security mode, `Defer` asks the person.
+//! The kernel owns `ctx.input` (the task), `ctx.results` (each finished
+//! stage's completion arguments) and, in a join, `ctx.siblings`.
+//! `docs/workflows.md` walks through writing one.
 
 use serde_json::Value;
 
