@@ -43,7 +43,12 @@ impl SessionLock {
             .truncate(false)
             .open(&path)
             .map_err(io)?;
-        if !try_lock(&file) {
+        let busy = match file.try_lock() {
+            Ok(()) => false,
+            Err(std::fs::TryLockError::WouldBlock) => true,
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+        };
+        if busy {
             let holder = std::fs::read_to_string(&path)
                 .ok()
                 .map(|pid| pid.trim().to_string())
@@ -58,18 +63,6 @@ impl SessionLock {
         let _ = std::fs::write(&path, std::process::id().to_string());
         Ok(SessionLock { _file: file })
     }
-}
-
-#[cfg(unix)]
-fn try_lock(file: &std::fs::File) -> bool {
-    use std::os::fd::AsRawFd as _;
-    // SAFETY: flock on a descriptor we own; no memory is involved.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
-}
-
-#[cfg(not(unix))]
-fn try_lock(_file: &std::fs::File) -> bool {
-    true
 }
 
 #[cfg(test)]

@@ -32,8 +32,6 @@ pub struct Executed {
     /// The completion tool's arguments (`null` when skipped or when the
     /// model stopped without calling it).
     pub result: Value,
-    /// The ctx Setup produced, for Next.
-    pub ctx: Value,
     pub text: String,
 }
 
@@ -210,7 +208,6 @@ impl Scope<'_> {
         let executed = Executed {
             stage: def.id.clone(),
             result,
-            ctx,
             text,
         };
         Ok((outcome, executed))

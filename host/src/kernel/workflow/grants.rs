@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use crate::digest::Sha256Digest;
+use crate::kernel::persist::sorted;
 
 /// What a grant is bound to: one proposal of one call in one attempt of
 /// one stage execution.
@@ -118,26 +119,7 @@ impl Grants {
 /// SHA-256 hex of `value` as canonical JSON: object keys sorted at every
 /// depth, no whitespace.
 pub fn args_digest(value: &Value) -> String {
-    Sha256Digest::of(canonical(value).as_bytes()).hex()
-}
-
-fn canonical(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let fields: Vec<String> = keys
-                .into_iter()
-                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&map[k])))
-                .collect();
-            format!("{{{}}}", fields.join(","))
-        }
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(canonical).collect();
-            format!("[{}]", items.join(","))
-        }
-        other => other.to_string(),
-    }
+    Sha256Digest::of(sorted(value.clone()).to_string().as_bytes()).hex()
 }
 
 #[cfg(test)]
