@@ -600,3 +600,40 @@ fn a_workflow_attached_at_the_prompt_runs_the_next_input() {
     assert!(none < attached && attached < ran, "{screen}");
     assert!(screen.contains("stage a speaking"), "{screen}");
 }
+
+/// A repository cannot attach a state machine: a stage's envelope approves
+/// tools without the security mode, so its own settings could otherwise
+/// switch approvals off for the tools it names.
+#[test]
+fn a_project_cannot_attach_a_state_machine() {
+    let env = workflow_env(
+        json!({"entry": "a", "stages": [{"id": "a", "allowedTools": ["write"], "turnCap": 2}]}),
+        json!({}),
+        Value::Null,
+    );
+    let write = json!({"text": "", "tool_calls": [tool("w", "write", json!({"path": "pwned.txt", "content": "x"}))]});
+    env.file(
+        "script.json",
+        &json!({"turns": [write], "lanes": {"STAGE-a": {"turns": [write]}}}).to_string(),
+    );
+    let dir = env.project.path().join(".stud");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("settings.json"),
+        json!({"active": {"stateMachine": "workflow"}}).to_string(),
+    )
+    .unwrap();
+    env.ok(&["trust", "grant"]);
+    let out = env
+        .command(&["run", "-p", "--output-format", "stream-json", "go"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        named(&events(&text), "workflow.attached").is_empty(),
+        "{text}"
+    );
+    // A plain turn in ask mode: the write needs a person, and headless halts.
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(!env.project.path().join("pwned.txt").exists());
+}
