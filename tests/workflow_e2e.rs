@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use common::StudEnv;
 use serde_json::{Value, json};
+use stud_protocol::events::KernelEvent;
 
 fn events(text: &str) -> Vec<Value> {
     text.lines()
@@ -526,6 +527,29 @@ fn the_bundled_plan_build_review_workflow_runs_a_task_to_completion() {
     assert_eq!(order[4..], ["review", "complete"]);
     let report: Value = serde_json::from_str(res["result"].as_str().unwrap()).unwrap();
     assert_eq!(report["buildResults"][1]["unit"], "farewell");
+    // Every kernel event on the wire is a catalogue variant a UI can parse.
+    let mut kinds = std::collections::BTreeSet::new();
+    for e in &evs {
+        let name = e["event"].as_str().unwrap();
+        match KernelEvent::from_wire(name, &e["payload"]) {
+            Some(Ok(k)) => {
+                kinds.insert(k.name());
+            }
+            Some(Err(err)) => panic!("`{name}` does not fit the catalogue: {err}\n{e}"),
+            None => assert!(name.starts_with("ext."), "`{name}` is not catalogued"),
+        }
+    }
+    for expected in [
+        "workflow.phase.pre",
+        "approval.decided",
+        "tool.succeeded",
+        "turn.end",
+    ] {
+        assert!(
+            kinds.contains(expected),
+            "{expected} missing from {kinds:?}"
+        );
+    }
 }
 
 #[test]

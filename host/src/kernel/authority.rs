@@ -12,14 +12,12 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Mutex;
 
-use serde_json::json;
-
 use super::events::Bus;
 use super::interaction::{Answer, Interactions};
 use crate::runtime::bindings::stud::extension::interaction::{
     Approval, InteractionKind, InteractionStatus,
 };
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -300,10 +298,16 @@ impl Authority {
 
     /// Record a decision made by a later layer (a guard hook).
     pub fn audit_guard(&self, p: &Proposal<'_>, guard: &str, reason: &str) {
-        self.bus.record(
-            EventKind::ApprovalDecided,
-            json!({"call_id": p.call_id, "tool": p.tool, "key": p.key, "decision": "deny", "layer": format!("guard:{guard}"), "reason": reason}),
-        );
+        self.bus.record(KernelEvent::ApprovalDecided {
+            call_id: p.call_id.into(),
+            tool: p.tool.into(),
+            key: p.key.into(),
+            decision: "deny".into(),
+            layer: format!("guard:{guard}"),
+            reason: reason.into(),
+            mode: None,
+            stage: None,
+        });
     }
 
     fn audit(&self, p: &Proposal<'_>, d: &Decision, layer: &str, reason: &str) {
@@ -312,10 +316,16 @@ impl Authority {
             Decision::Deny(_) => "deny",
             Decision::Halt => "halt",
         };
-        self.bus.record(
-            EventKind::ApprovalDecided,
-            json!({"call_id": p.call_id, "tool": p.tool, "key": p.key, "decision": decision, "layer": layer, "reason": reason, "mode": self.mode.as_str()}),
-        );
+        self.bus.record(KernelEvent::ApprovalDecided {
+            call_id: p.call_id.into(),
+            tool: p.tool.into(),
+            key: p.key.into(),
+            decision: decision.into(),
+            layer: layer.into(),
+            reason: reason.into(),
+            mode: Some(self.mode.as_str().into()),
+            stage: None,
+        });
     }
 }
 

@@ -21,7 +21,7 @@ use super::session::Session;
 use crate::config::CompactionSettings;
 use crate::runtime::bindings::stud::extension::provider_types::{Request, StreamEvent};
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, ResultPart, Role};
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// Longest old tool output kept by tier 1 (characters).
 const SHORT_RESULT: usize = 200;
@@ -101,10 +101,11 @@ impl Session {
         let pct = before as f64 / window as f64;
         if pct >= cfg.warn_at && !self.warned_this_turn {
             self.warned_this_turn = true;
-            self.bus.record(
-                EventKind::ContextWarning,
-                json!({"tokens": before, "window": window, "percent": (pct * 100.0).round()}),
-            );
+            self.bus.record(KernelEvent::ContextWarning {
+                tokens: before,
+                window,
+                percent: (pct * 100.0).round(),
+            });
         }
         if pct < cfg.compact_at && !force {
             return false;
@@ -125,10 +126,13 @@ impl Session {
             if let Some(what) = removed {
                 changed = true;
                 let after = self.tokens_with(request, &self.history);
-                self.bus.record(
-                    EventKind::ContextCompacted,
-                    json!({"tier": tier, "removed": what, "tokens_before": tokens, "tokens_after": after, "window": window}),
-                );
+                self.bus.record(KernelEvent::ContextCompacted {
+                    tier,
+                    removed: what.clone(),
+                    tokens_before: tokens,
+                    tokens_after: after,
+                    window,
+                });
                 // The whole compacted history, so a resume starts from it
                 // instead of compacting again.
                 let record = json!({"type": "compaction", "tier": tier, "removed": what, "history": super::payloads::messages_json(&self.history)}).to_string();

@@ -7,13 +7,11 @@
 //! environment anyway; the guard catches one that found a value in a
 //! file).
 
-use serde_json::json;
-
 use super::session::Session;
 use crate::runtime::bindings::stud::extension::context_provider_types::{
     ComposeContext, FragmentKind,
 };
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// Rough token estimate used for budgets and compaction: ~4 bytes per
 /// token for English and code (providers' reported usage corrects it).
@@ -80,10 +78,10 @@ impl Session {
         for ext in &self.context_providers {
             match ext.context_provide(&ctx).await {
                 Ok(list) => fragments.extend(list.into_iter().map(|f| (ext.id().clone(), f))),
-                Err(e) => self.bus.record(
-                    EventKind::ContextFailed,
-                    json!({"extension": ext.id().as_str(), "error": e.to_string()}),
-                ),
+                Err(e) => self.bus.record(KernelEvent::ContextFailed {
+                    extension: ext.id().to_string(),
+                    error: e.to_string(),
+                }),
             }
         }
         fragments.sort_by_key(|(_, f)| std::cmp::Reverse(f.priority));
@@ -97,9 +95,10 @@ impl Session {
             };
             if let Some(what) = leak {
                 self.bus.record(
-                    EventKind::ContextBlocked,
-                    json!({"extension": id.as_str(), "reason": format!("the fragment contains {what}; environment values and secrets never enter the model's context")}),
-                );
+KernelEvent::ContextBlocked {
+                    extension: id.to_string(),
+                    reason: format!("the fragment contains {what}; environment values and secrets never enter the model's context"),
+                });
                 continue;
             }
             let text = clip(&f.content, f.token_budget);
@@ -108,10 +107,11 @@ impl Session {
                 FragmentKind::PromptFragment => "Context:\n",
                 FragmentKind::ToolHint => "Tool hint:\n",
             };
-            self.bus.publish(
-                EventKind::ContextFragment,
-                json!({"extension": id.as_str(), "tokens": estimate_tokens(&text), "iteration": iteration}),
-            );
+            self.bus.publish(KernelEvent::ContextFragment {
+                extension: id.to_string(),
+                tokens: estimate_tokens(&text),
+                iteration: iteration.into(),
+            });
             parts.push(format!("{label}{text}"));
         }
         (!parts.is_empty()).then(|| parts.join("\n\n"))

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use stud_protocol::events::EventKind;
+use stud_protocol::events::{EventKind, KernelEvent};
 
 use super::redact::Redactor;
 
@@ -41,6 +41,11 @@ impl Event {
     /// The kernel event this is; `None` for an extension's own event.
     pub fn kind(&self) -> Option<EventKind> {
         EventKind::from_name(&self.name)
+    }
+
+    /// The typed kernel event; `None` for an extension's own event.
+    pub fn typed(&self) -> Option<KernelEvent> {
+        KernelEvent::from_wire(&self.name, &self.payload)?.ok()
     }
 
     /// The stream-json line of this event.
@@ -135,7 +140,11 @@ impl Subscriber {
             name: EventKind::BusDropped.name().into(),
             turn_id: None,
             timestamp_ms: now_ms(),
-            payload: json!({"subscriber": self.name, "count": lost}),
+            payload: KernelEvent::BusDropped {
+                subscriber: self.name.clone(),
+                count: lost,
+            }
+            .payload(),
             authoritative: false,
         })
     }
@@ -286,13 +295,13 @@ impl Bus {
     }
 
     /// An observer event: may be dropped for a slow subscriber.
-    pub fn publish(&self, kind: EventKind, payload: Value) {
-        self.send(kind.name(), payload, false);
+    pub fn publish(&self, event: KernelEvent) {
+        self.send(event.name(), event.payload(), false);
     }
 
     /// An authoritative record: never dropped.
-    pub fn record(&self, kind: EventKind, payload: Value) {
-        self.send(kind.name(), payload, true);
+    pub fn record(&self, event: KernelEvent) {
+        self.send(event.name(), event.payload(), true);
     }
 
     /// An event an extension emitted under its own name (an observer
@@ -378,7 +387,9 @@ mod tests {
         for i in 0..5 {
             bus.publish_named("tick", json!({"i": i}));
         }
-        bus.record(EventKind::ApprovalDecided, json!({}));
+        bus.record(KernelEvent::HistoryCleared {
+            session_id: "s".into(),
+        });
         bus.close();
         let mut names = Vec::new();
         while let Some(ev) = sub.next().await {
@@ -394,7 +405,7 @@ mod tests {
             .sum();
         assert_eq!(lost, 3);
         assert_eq!(names.iter().filter(|(n, _)| n == "tick").count(), 2);
-        assert!(names.iter().any(|(n, _)| n == "approval.decided"));
+        assert!(names.iter().any(|(n, _)| n == "history.cleared"));
     }
 
     #[tokio::test]
@@ -404,7 +415,9 @@ mod tests {
         for i in 0..200_000 {
             bus.publish_named("tick", json!({"i": i}));
         }
-        bus.record(EventKind::TurnEnd, json!({}));
+        bus.record(KernelEvent::HistoryCleared {
+            session_id: "s".into(),
+        });
         bus.close();
         let mut seqs = Vec::new();
         let mut notices = 0;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -22,7 +22,7 @@ use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::hook_types::HookOutcome;
 use crate::runtime::bindings::stud::extension::types as wit;
 use crate::runtime::services::{ErrorClass, ExtError, ext_error};
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// Observer queue bound.
 pub const OBSERVER_QUEUE: usize = 256;
@@ -117,11 +117,14 @@ impl HookRunner {
             while let Some((slot, payload)) = rx.recv().await {
                 let started = Instant::now();
                 match ext.hook_run(wit_slot(slot), &payload.to_string()).await {
-                    Ok(_) => bus.publish(EventKind::HookFired, fired(&ext, slot, HookKind::Observer, started)),
-                    Err(e) => bus.publish(
-                        EventKind::HookFailed,
-                        json!({"slot": slot.to_string(), "kind": "observer", "extension": ext.id().as_str(), "error": e.to_string()}),
-                    ),
+                    Ok(_) => bus.publish(fired(&ext, slot, HookKind::Observer, started)),
+                    Err(e) => bus.publish(KernelEvent::HookFailed {
+                        slot: slot.to_string(),
+                        kind: "observer".into(),
+                        extension: ext.id().to_string(),
+                        error: e.to_string(),
+                        payload: None,
+                    }),
                 }
             }
         }));
@@ -249,11 +252,16 @@ impl HookRunner {
                 Err(e) => Some(e.to_string()),
             };
             match failure {
-                None => self.bus.publish(EventKind::HookFired, fired(transform, slot, HookKind::Transform, started)),
-                Some(error) => self.bus.publish(
-                    EventKind::HookFailed,
-                    json!({"slot": slot.to_string(), "kind": "transform", "extension": transform.id().as_str(), "error": error, "payload": "unchanged"}),
-                ),
+                None => self
+                    .bus
+                    .publish(fired(transform, slot, HookKind::Transform, started)),
+                Some(error) => self.bus.publish(KernelEvent::HookFailed {
+                    slot: slot.to_string(),
+                    kind: "transform".into(),
+                    extension: transform.id().to_string(),
+                    error,
+                    payload: Some("unchanged".into()),
+                }),
             }
         }
         out
@@ -284,15 +292,16 @@ impl HookRunner {
                 )),
             };
             match verdict {
-                None => self.bus.publish(
-                    EventKind::HookFired,
-                    fired(guard, slot, HookKind::Guard, started),
-                ),
+                None => self
+                    .bus
+                    .publish(fired(guard, slot, HookKind::Guard, started)),
                 Some(error) => {
-                    self.bus.record(
-                        EventKind::HookDenied,
-                        json!({"slot": slot.to_string(), "extension": guard.id().as_str(), "code": error.code, "reason": error.message}),
-                    );
+                    self.bus.record(KernelEvent::HookDenied {
+                        slot: slot.to_string(),
+                        extension: guard.id().to_string(),
+                        code: error.code.clone(),
+                        reason: error.message.clone(),
+                    });
                     return Some((guard.id().clone(), error));
                 }
             }
@@ -316,10 +325,10 @@ impl HookRunner {
                 Ok(()) => {
                     let lost = o.dropped.swap(0, Ordering::AcqRel);
                     if lost > 0 {
-                        self.bus.publish(
-                            EventKind::HookObserverDropped,
-                            json!({"extension": id.as_str(), "count": lost}),
-                        );
+                        self.bus.publish(KernelEvent::HookObserverDropped {
+                            extension: id.to_string(),
+                            count: lost,
+                        });
                     }
                 }
                 Err(_) => {
@@ -338,8 +347,13 @@ impl HookRunner {
     }
 }
 
-fn fired(ext: &Extension, slot: HookSlot, kind: HookKind, started: Instant) -> Value {
-    json!({"slot": slot.to_string(), "kind": kind.to_string(), "extension": ext.id().as_str(), "duration_us": started.elapsed().as_micros() as u64})
+fn fired(ext: &Extension, slot: HookSlot, kind: HookKind, started: Instant) -> KernelEvent {
+    KernelEvent::HookFired {
+        slot: slot.to_string(),
+        kind: kind.to_string(),
+        extension: ext.id().to_string(),
+        duration_us: started.elapsed().as_micros() as u64,
+    }
 }
 
 fn outcome_name(o: &HookOutcome) -> &'static str {

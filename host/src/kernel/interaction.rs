@@ -17,7 +17,7 @@ use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::interaction::{
     InteractionKind, InteractionRequest, InteractionResponse, InteractionStatus,
 };
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// How long a person has to answer.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -66,25 +66,26 @@ impl Interactions {
     pub async fn request(&self, kind: InteractionKind) -> Answer {
         let _turn = self.one_at_a_time.lock().await;
         let correlation_id = format!("i{}", self.next.fetch_add(1, Ordering::Relaxed));
-        self.bus.record(
-            EventKind::InteractionRequested,
-            json!({"id": correlation_id, "kind": kind_json(&kind)}),
-        );
+        self.bus.record(KernelEvent::InteractionRequested {
+            id: correlation_id.clone(),
+            kind: kind_json(&kind),
+        });
         let interactor = match &self.interactor {
             Some(ui) if !self.headless => ui,
             _ => {
                 if !self.yolo {
-                    self.bus.record(
-                        EventKind::InteractionHalted,
-                        json!({"id": correlation_id, "reason": "no interactor (headless)"}),
-                    );
+                    self.bus.record(KernelEvent::InteractionHalted {
+                        id: correlation_id.clone(),
+                        reason: "no interactor (headless)".into(),
+                    });
                     return Answer::Halt;
                 }
                 let response = auto_answer(&correlation_id, &kind);
-                self.bus.record(
-                    EventKind::InteractionAnswered,
-                    json!({"id": correlation_id, "by": "yolo", "status": status_str(response.status)}),
-                );
+                self.bus.record(KernelEvent::InteractionAnswered {
+                    id: correlation_id.clone(),
+                    by: "yolo".into(),
+                    status: status_str(response.status).into(),
+                });
                 return Answer::Response(response);
             }
         };
@@ -103,10 +104,10 @@ impl Interactions {
                 },
             ),
             Ok(Err(e)) => {
-                self.bus.publish(
-                    EventKind::Diagnostic,
-                    json!({"level": "warn", "message": format!("interactor failed: {e}")}),
-                );
+                self.bus.publish(KernelEvent::Diagnostic {
+                    level: "warn".into(),
+                    message: format!("interactor failed: {e}"),
+                });
                 (
                     "none".into(),
                     rejected(&correlation_id, InteractionStatus::Rejected),
@@ -124,10 +125,11 @@ impl Interactions {
                 )
             }
         };
-        self.bus.record(
-            EventKind::InteractionAnswered,
-            json!({"id": correlation_id, "by": by, "status": status_str(response.status)}),
-        );
+        self.bus.record(KernelEvent::InteractionAnswered {
+            id: correlation_id.clone(),
+            by,
+            status: status_str(response.status).into(),
+        });
         Answer::Response(response)
     }
 }

@@ -5,10 +5,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::json;
 use tokio::task::JoinHandle;
 
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 use super::compaction::CompactionConfig;
 use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
@@ -323,10 +322,10 @@ fn spawn_ui(sub: Arc<Subscriber>, bus: &Bus, ui: Arc<Extension>) -> JoinHandle<(
     tokio::spawn(async move {
         while let Some(ev) = sub.next().await {
             if let Err(e) = ui.ui_on_event(&wit_event(&ev)).await {
-                diag.publish(
-                    EventKind::SubscriberFailed,
-                    json!({"extension": ui.id().as_str(), "error": e.to_string()}),
-                );
+                diag.publish(KernelEvent::SubscriberFailed {
+                    extension: ui.id().to_string(),
+                    error: e.to_string(),
+                });
             }
             sub.ack();
         }
@@ -339,10 +338,10 @@ fn spawn_logger(bus: &Bus, logger: Arc<Extension>) -> JoinHandle<()> {
     tokio::spawn(async move {
         while let Some(ev) = sub.next().await {
             if let Err(e) = logger.logger_sink(&wit_event(&ev)).await {
-                diag.publish(
-                    EventKind::SubscriberFailed,
-                    json!({"extension": logger.id().as_str(), "error": e.to_string()}),
-                );
+                diag.publish(KernelEvent::SubscriberFailed {
+                    extension: logger.id().to_string(),
+                    error: e.to_string(),
+                });
             }
         }
     })

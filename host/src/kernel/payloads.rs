@@ -3,6 +3,7 @@
 //! docs/hooks.md; they are part of the contract hooks see.
 
 use serde_json::{Value, json};
+use stud_protocol::events::KernelEvent;
 
 use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Image, ImageSource, Message, ResultPart, Role, Thinking, ToolCall, ToolResult,
@@ -93,8 +94,11 @@ pub fn tool_result_json(r: &ToolResult) -> Value {
 }
 
 pub fn message_json(m: &Message) -> Value {
-    let content: Vec<Value> = m
-        .content
+    json!({"role": role_str(m.role), "content": content_json(m)})
+}
+
+fn content_json(m: &Message) -> Vec<Value> {
+    m.content
         .iter()
         .map(|p| match p {
             ContentPart::Text(t) => json!({"type": "text", "text": t}),
@@ -113,8 +117,17 @@ pub fn message_json(m: &Message) -> Value {
                 v
             }
         })
-        .collect();
-    json!({"role": role_str(m.role), "content": content})
+        .collect()
+}
+
+/// `message.appended` for `m` (in a stage execution's transcript when
+/// `execution_id` is set).
+pub fn message_appended(m: &Message, execution_id: Option<&str>) -> KernelEvent {
+    KernelEvent::MessageAppended {
+        role: role_str(m.role).into(),
+        content: content_json(m),
+        execution_id: execution_id.map(str::to_string),
+    }
 }
 
 pub fn message_from(v: &Value) -> Option<Message> {

@@ -12,14 +12,14 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::authority::Mode;
-use super::payloads::{message_from, message_json};
+use super::payloads::{message_appended, message_from, message_json};
 use super::session::Session;
 use crate::manifest::Kind;
 use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, ToolResult, Usage,
 };
 use crate::runtime::{CallError, Extension};
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// What `--continue` / `--resume` asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -317,8 +317,7 @@ impl Session {
     /// the person pasted, a key never reaches the model's context.
     pub(crate) async fn append(&mut self, mut message: Message) {
         self.scrub_secrets(&mut message);
-        self.bus
-            .record(EventKind::MessageAppended, message_json(&message));
+        self.bus.record(message_appended(&message, None));
         if let Some(p) = self.persistence.as_mut()
             && p.title.is_empty()
             && message.role == Role::User
@@ -355,10 +354,13 @@ impl Session {
         let Some(p) = &self.persistence else { return };
         let record = self.bus.redact(&record);
         if let Err(e) = p.store.store_append(&self.id, &[record]).await {
-            self.bus.record(
-                EventKind::PersistenceFailed,
-                json!({"session_id": self.id, "store": p.store.id().as_str(), "error": e.to_string()}),
-            );
+            self.bus.record(KernelEvent::PersistenceFailed {
+                session_id: self.id.clone(),
+                error: e.to_string(),
+                store: Some(p.store.id().to_string()),
+                code: None,
+                indexes: None,
+            });
         }
     }
 
@@ -373,16 +375,20 @@ impl Session {
         match p.store.store_append(&self.id, &records).await {
             Ok(()) => {
                 for i in indexes {
-                    self.bus.record(
-                        EventKind::MessagePersisted,
-                        json!({"session_id": self.id, "index": i, "store": p.store.id().as_str()}),
-                    );
+                    self.bus.record(KernelEvent::MessagePersisted {
+                        session_id: self.id.clone(),
+                        index: *i as u64,
+                        store: p.store.id().to_string(),
+                    });
                 }
             }
-            Err(e) => self.bus.record(
-                EventKind::PersistenceFailed,
-                json!({"session_id": self.id, "store": p.store.id().as_str(), "error": e.to_string(), "indexes": indexes}),
-            ),
+            Err(e) => self.bus.record(KernelEvent::PersistenceFailed {
+                session_id: self.id.clone(),
+                error: e.to_string(),
+                store: Some(p.store.id().to_string()),
+                code: None,
+                indexes: Some(indexes.iter().map(|i| *i as u64).collect()),
+            }),
         }
     }
 
@@ -423,17 +429,23 @@ impl Session {
         }));
         let text = manifest.to_string();
         if self.bus.redact(&text) != text {
-            self.bus.record(
-                EventKind::PersistenceFailed,
-                json!({"session_id": self.id, "error": "the manifest would contain a secret value; it was not written", "code": "secret-leak"}),
-            );
+            self.bus.record(KernelEvent::PersistenceFailed {
+                session_id: self.id.clone(),
+                error: "the manifest would contain a secret value; it was not written".into(),
+                store: None,
+                code: Some("secret-leak".into()),
+                indexes: None,
+            });
             return;
         }
         if let Err(e) = p.store.store_write_manifest(&self.id, &text).await {
-            self.bus.record(
-                EventKind::PersistenceFailed,
-                json!({"session_id": self.id, "store": p.store.id().as_str(), "error": e.to_string()}),
-            );
+            self.bus.record(KernelEvent::PersistenceFailed {
+                session_id: self.id.clone(),
+                error: e.to_string(),
+                store: Some(p.store.id().to_string()),
+                code: None,
+                indexes: None,
+            });
         }
     }
 
@@ -456,15 +468,18 @@ impl Session {
             self.persist(&indexes).await;
         }
         for d in &resumed.drift {
-            self.bus.record(
-                EventKind::SessionDrift,
-                json!({"session_id": self.id, "message": d}),
-            );
+            self.bus.record(KernelEvent::SessionDrift {
+                session_id: self.id.clone(),
+                message: d.clone(),
+            });
         }
-        self.bus.record(
-            EventKind::SessionResumed,
-            json!({"session_id": self.id, "messages": len, "repaired_tool_calls": fixed, "drift": resumed.drift, "mode": self.authority.mode().as_str()}),
-        );
+        self.bus.record(KernelEvent::SessionResumed {
+            session_id: self.id.clone(),
+            messages: len as u64,
+            repaired_tool_calls: fixed as u64,
+            drift: resumed.drift.clone(),
+            mode: self.authority.mode().as_str().into(),
+        });
     }
 
     /// Attach the store (before the first message).

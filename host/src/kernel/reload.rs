@@ -9,7 +9,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use serde_json::json;
 use tokio::task::JoinHandle;
 
 use super::events::Bus;
@@ -18,7 +17,7 @@ use crate::extensions::{Discovery, ProjectScope, Registry, Scope};
 use crate::manifest::{Manifest, ReloadBehavior};
 use crate::paths::StudHome;
 use crate::runtime::{Extension, LoadError};
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// A finished reload waiting for its boundary.
 pub struct Ready {
@@ -132,9 +131,10 @@ impl Reloader {
                     let mut seen = self.new_seen.lock().unwrap_or_else(|p| p.into_inner());
                     if seen.insert(id.clone()) {
                         self.bus.record(
-                            EventKind::ExtensionReloadRefused,
-                            json!({"id": id, "reason": "it was not loaded when this session started (it is new, or it failed then); it is loaded when stud next starts"}),
-                        );
+KernelEvent::ExtensionReloadRefused {
+                            id: id.to_string(),
+                            reason: "it was not loaded when this session started (it is new, or it failed then); it is loaded when stud next starts".into(),
+                        });
                     }
                     continue;
                 };
@@ -142,9 +142,10 @@ impl Reloader {
                     let mut seen = self.new_seen.lock().unwrap_or_else(|p| p.into_inner());
                     if seen.insert(format!("{id}@{}", d.scope)) {
                         self.bus.record(
-                            EventKind::ExtensionReloadRefused,
-                            json!({"id": id, "reason": format!("the `{id}` now found comes from the {} scope, not the one this session loaded; it is another extension with its own grants, loaded when stud next starts", d.scope)}),
-                        );
+KernelEvent::ExtensionReloadRefused {
+                            id: id.to_string(),
+                            reason: format!("the `{id}` now found comes from the {} scope, not the one this session loaded; it is another extension with its own grants, loaded when stud next starts", d.scope),
+                        });
                     }
                     continue;
                 }
@@ -158,9 +159,10 @@ impl Reloader {
                 }
                 if current.manifest.reload == ReloadBehavior::Never {
                     self.bus.record(
-                        EventKind::ExtensionReloadRefused,
-                        json!({"id": id, "reason": "its manifest says reload = \"never\"; restart stud to use the new version"}),
-                    );
+KernelEvent::ExtensionReloadRefused {
+                        id: id.to_string(),
+                        reason: "its manifest says reload = \"never\"; restart stud to use the new version".into(),
+                    });
                     continue;
                 }
                 let mut spec = match self
@@ -176,10 +178,11 @@ impl Reloader {
                 // What is compiled is what `spec` read, should the file
                 // have changed again since.
                 let new = Sha256Digest::of(&spec.bytes);
-                self.bus.record(
-                    EventKind::ExtensionReloadRequested,
-                    json!({"id": id, "from": current.digest.to_string(), "to": new.to_string()}),
-                );
+                self.bus.record(KernelEvent::ExtensionReloadRequested {
+                    id: id.to_string(),
+                    from: current.digest.to_string(),
+                    to: new.to_string(),
+                });
                 spec.state = current.state();
                 let runtime = self.registry.runtime.clone();
                 let job = self.runtime.spawn_blocking(move || runtime.load(spec));
@@ -209,10 +212,11 @@ impl Reloader {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(id.to_string(), what);
-        self.bus.record(
-            EventKind::ExtensionReloadFailed,
-            json!({"id": id, "error": error, "kept": "the old version keeps running"}),
-        );
+        self.bus.record(KernelEvent::ExtensionReloadFailed {
+            id: id.to_string(),
+            error: error.to_string(),
+            kept: "the old version keeps running".into(),
+        });
     }
 
     /// Finished reloads (waiting for compiles in progress), failures
@@ -268,19 +272,22 @@ impl Reloader {
             .unwrap_or_else(|p| p.into_inner())
             .insert(ext.id().to_string(), ext.clone());
         self.settle(ext);
-        self.bus.record(
-            EventKind::ExtensionReloaded,
-            json!({"id": ext.id().as_str(), "version": ext.manifest.version.to_string(), "from": from.to_string(), "to": ext.digest.to_string(), "boundary": boundary}),
-        );
+        self.bus.record(KernelEvent::ExtensionReloaded {
+            id: ext.id().to_string(),
+            version: ext.manifest.version.to_string(),
+            from: from.to_string(),
+            to: ext.digest.to_string(),
+            boundary: boundary.into(),
+        });
     }
 
     /// A reload that compiled but cannot be swapped in.
     pub fn refuse(&self, ext: &Extension, reason: &str) {
         self.settle(ext);
-        self.bus.record(
-            EventKind::ExtensionReloadRefused,
-            json!({"id": ext.id().as_str(), "reason": reason}),
-        );
+        self.bus.record(KernelEvent::ExtensionReloadRefused {
+            id: ext.id().to_string(),
+            reason: reason.into(),
+        });
     }
 
     /// `ext` is no longer on its way in (a newer change may be).

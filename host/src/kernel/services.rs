@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::sync::{Arc, OnceLock};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::events::Bus;
 use super::interaction::{Answer, Interactions};
@@ -14,7 +14,7 @@ use crate::runtime::services::{
     BoxFuture, ErrorClass, ExtError, InteractionKind, InteractionResponse, LogLevel, Services,
     ext_error, read_line,
 };
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// Where UI extensions' terminal output goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,21 +59,26 @@ fn level_str(level: LogLevel) -> &'static str {
 
 impl Services for KernelServices {
     fn log(&self, ext: &ExtensionId, level: LogLevel, message: &str) {
-        self.bus.publish(
-            EventKind::ExtensionLog,
-            json!({"extension": ext.as_str(), "level": level_str(level), "message": message}),
-        );
+        self.bus.publish(KernelEvent::ExtensionLog {
+            extension: ext.to_string(),
+            level: level_str(level).into(),
+            message: message.into(),
+        });
         if matches!(level, LogLevel::Warn | LogLevel::Error) {
-            self.bus.publish(
-                EventKind::Diagnostic,
-                json!({"level": level_str(level), "message": format!("{ext}: {message}")}),
-            );
+            self.bus.publish(KernelEvent::Diagnostic {
+                level: level_str(level).into(),
+                message: format!("{ext}: {message}"),
+            });
         }
     }
 
     fn emit(&self, _ext: &ExtensionId, name: &str, payload: &str) {
         let payload: Value = serde_json::from_str(payload).unwrap_or(Value::Null);
         self.bus.publish_named(name, payload);
+    }
+
+    fn kernel_event(&self, event: KernelEvent) {
+        self.bus.publish(event);
     }
 
     fn interact(

@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use super::authority::Authority;
 use super::capabilities::{MissingCapability, check_request, check_session};
 use super::compaction::CompactionConfig;
@@ -24,7 +22,7 @@ use crate::runtime::bindings::stud::extension::provider_types::{
 };
 use crate::runtime::bindings::stud::extension::types::{Message, Usage};
 use crate::runtime::{CallError, Extension};
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// Default bound on provider requests per turn
 /// (`runtime.continuation.maxIterations`).
@@ -196,10 +194,13 @@ impl Session {
     /// Say the session started (once its id is final: a resumed session
     /// keeps the id it had).
     pub fn announce(&self) {
-        self.bus.record(
-            EventKind::SessionStart,
-            json!({"session_id": self.id, "provider": self.provider.id().as_str(), "model": self.model, "mode": self.authority.mode().as_str(), "tools": self.tools.names()}),
-        );
+        self.bus.record(KernelEvent::SessionStart {
+            session_id: self.id.clone(),
+            provider: self.provider.id().to_string(),
+            model: self.model.clone(),
+            mode: self.authority.mode().as_str().into(),
+            tools: self.tools.names().into_iter().map(Into::into).collect(),
+        });
     }
 
     /// Model parameters of every request.
@@ -244,18 +245,20 @@ impl Session {
         };
         check_request(self.provider_id(), &info.id, &info.capabilities, &next)?;
         let from = std::mem::replace(&mut self.model, info.id.clone());
-        self.bus.record(
-            EventKind::ModelChanged,
-            json!({"provider": self.provider_id(), "from": from, "to": self.model}),
-        );
+        self.bus.record(KernelEvent::ModelChanged {
+            provider: self.provider_id().into(),
+            from,
+            to: self.model.clone(),
+        });
         Ok(())
     }
 
     /// Forget the conversation (the next turn starts a fresh one).
     pub fn clear_history(&mut self) {
         self.history.clear();
-        self.bus
-            .record(EventKind::HistoryCleared, json!({"session_id": self.id}));
+        self.bus.record(KernelEvent::HistoryCleared {
+            session_id: self.id.clone(),
+        });
     }
 
     /// The extension serving tool `name`.
@@ -418,10 +421,10 @@ impl Session {
     /// Let queued observer hooks finish and record the end.
     pub async fn close(&mut self) {
         self.hooks.drain().await;
-        self.bus.record(
-            EventKind::SessionEnd,
-            json!({"session_id": self.id, "turns": self.turns}),
-        );
+        self.bus.record(KernelEvent::SessionEnd {
+            session_id: self.id.clone(),
+            turns: self.turns,
+        });
     }
 }
 

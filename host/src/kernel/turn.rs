@@ -8,10 +8,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::act::{self, ActEnd, ActSpec, Bound, MainLane};
 use super::session::Session;
-use super::usage::{add_usage, usage_json, zero_usage};
+use super::usage::{add_usage, usage_event, zero_usage};
 use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +41,18 @@ impl TurnStatus {
     }
 }
 
+/// The workflow stages a turn executes, for `turn.start`.
+#[derive(Debug, Clone)]
+pub(crate) enum TurnStages {
+    /// A plain turn.
+    None,
+    One(String),
+    Parallel {
+        stages: Vec<String>,
+        join: Option<String>,
+    },
+}
+
 #[derive(Debug, Clone)]
 pub struct TurnOutcome {
     pub turn_id: String,
@@ -60,7 +72,7 @@ pub(crate) fn fail(code: &str, message: impl Into<String>) -> TurnStatus {
 
 impl Session {
     pub async fn run_turn(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
-        let turn_id = self.open_turn(input, json!({})).await;
+        let turn_id = self.open_turn(input, TurnStages::None).await;
         let mut iterations = 0;
         let mut usage = zero_usage();
         let result = self
@@ -76,16 +88,23 @@ impl Session {
 
     /// Start a turn: reloads that wait for a turn boundary, the turn id,
     /// `turn.start` (with `extra`, a stage's id say).
-    pub(crate) async fn open_turn(&mut self, input: &str, extra: Value) -> String {
+    pub(crate) async fn open_turn(&mut self, input: &str, stages: TurnStages) -> String {
         self.apply_reloads("between-turns").await;
         self.turns += 1;
         let turn_id = format!("{}-t{}", self.id, self.turns);
         self.bus.set_turn(Some(turn_id.clone()));
-        let mut payload = json!({"turn_id": turn_id, "input": input});
-        if let (Some(p), Value::Object(e)) = (payload.as_object_mut(), extra) {
-            p.extend(e);
-        }
-        self.bus.record(EventKind::TurnStart, payload);
+        let (stage_id, stage_ids, join) = match stages {
+            TurnStages::None => (None, None, None),
+            TurnStages::One(id) => (Some(id), None, None),
+            TurnStages::Parallel { stages, join } => (None, Some(stages), join),
+        };
+        self.bus.record(KernelEvent::TurnStart {
+            turn_id: turn_id.clone(),
+            input: input.into(),
+            stage_id,
+            stage_ids,
+            join,
+        });
         turn_id
     }
 
@@ -113,10 +132,17 @@ impl Session {
             TurnStatus::Failed { code, .. } => code.clone(),
             _ => String::new(),
         };
-        self.bus.record(
-            EventKind::TurnEnd,
-            json!({"turn_id": turn_id, "status": status.as_str(), "code": code, "message": message, "iterations": iterations, "usage": usage_json(&usage), "session_usage": usage_json(&self.usage), "cost_usd": turn_cost, "session_cost_usd": self.cost_usd}),
-        );
+        self.bus.record(KernelEvent::TurnEnd {
+            turn_id: turn_id.clone(),
+            status: status.as_str().into(),
+            code,
+            message,
+            iterations: iterations.into(),
+            usage: usage_event(&usage),
+            session_usage: usage_event(&self.usage),
+            cost_usd: turn_cost,
+            session_cost_usd: self.cost_usd,
+        });
         self.bus.set_turn(None);
         self.save_manifest().await;
         TurnOutcome {

@@ -9,7 +9,7 @@ use super::session::Session;
 use super::turn::{TurnStatus, fail};
 use crate::config::Price;
 use crate::runtime::bindings::stud::extension::types::Usage;
-use stud_protocol::events::EventKind;
+use stud_protocol::events::{self, KernelEvent};
 
 /// USD for `usage` at `price` (per million tokens).
 pub fn cost(usage: &Usage, price: &Price) -> f64 {
@@ -42,10 +42,10 @@ impl Session {
             return Ok(());
         }
         let e = BudgetExceeded { spent, budget };
-        self.bus.record(
-            EventKind::BudgetExceeded,
-            json!({"spent_usd": spent, "budget_usd": budget}),
-        );
+        self.bus.record(KernelEvent::BudgetExceeded {
+            spent_usd: spent,
+            budget_usd: budget,
+        });
         Err(fail("budget-exceeded", e.to_string()))
     }
 
@@ -85,6 +85,16 @@ pub(crate) fn add_usage(total: &mut Usage, u: &Usage) {
     total.output_tokens += u.output_tokens;
     total.cache_read_tokens += u.cache_read_tokens;
     total.cache_write_tokens += u.cache_write_tokens;
+}
+
+/// Usage as events carry it.
+pub fn usage_event(u: &Usage) -> events::Usage {
+    events::Usage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cache_read_tokens: u.cache_read_tokens,
+        cache_write_tokens: u.cache_write_tokens,
+    }
 }
 
 pub fn usage_json(u: &Usage) -> Value {

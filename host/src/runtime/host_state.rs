@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use stud_protocol::events::KernelEvent;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -58,12 +59,12 @@ impl ExtensionContext {
             Admit::Drop => false,
             Admit::Pass { suppressed } => {
                 if suppressed > 0 {
-                    let notice = serde_json::json!({"extension": self.id.as_str(), "count": suppressed, "reason": "the extension published events faster than the bus accepts from one extension"});
-                    self.services.emit(
-                        &self.id,
-                        "extension.events.suppressed",
-                        &notice.to_string(),
-                    );
+                    self.services
+                        .kernel_event(KernelEvent::ExtensionEventsSuppressed {
+                            extension: self.id.to_string(),
+                            count: suppressed,
+                            reason: "the extension published events faster than the bus accepts from one extension".into(),
+                        });
                 }
                 true
             }

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::manifest::ExtensionId;
+use stud_protocol::events::KernelEvent;
 
 pub use super::bindings::stud::extension::interaction::{InteractionKind, InteractionResponse};
 pub use super::bindings::stud::extension::log::Level as LogLevel;
@@ -21,6 +22,13 @@ pub trait Services: Send + Sync + 'static {
     /// An observer event from an extension; `name` is already prefixed
     /// with `ext.<id>.`.
     fn emit(&self, ext: &ExtensionId, name: &str, payload: &str);
+
+    /// A kernel event the runtime raises on an extension's behalf (a
+    /// tool's progress, suppressed events). The default drops it, as
+    /// `emit` outside a session does.
+    fn kernel_event(&self, event: KernelEvent) {
+        let _ = event;
+    }
 
     /// Ask the person. The default has no interactor (headless).
     fn interact(

@@ -5,7 +5,7 @@
 //! `stud_sdk::terminal::safe`: model or tool output must not be able to
 //! steer the terminal (clear it, move the cursor, fake a prompt).
 
-use stud_sdk::events::EventKind;
+use stud_sdk::events::KernelEvent;
 use stud_sdk::host::terminal;
 use stud_sdk::prelude::*;
 use stud_sdk::terminal::safe;
@@ -24,23 +24,26 @@ struct Console {
 
 impl Ui for Console {
     fn on_event(&mut self, event: Event) {
-        let p: Value = serde_json_parse(&event.payload);
-        let s = |k: &str| safe(p.get(k).and_then(Value::as_str).unwrap_or("")).into_owned();
-        match EventKind::from_name(&event.name) {
-            Some(EventKind::ProviderTokens) => {
-                let delta = s("delta");
+        let payload: Value = serde_json_parse(&event.payload);
+        // An extension's own event, or one this console is too old for.
+        let Some(Ok(event)) = KernelEvent::from_wire(&event.name, &payload) else {
+            return;
+        };
+        match event {
+            KernelEvent::ProviderTokens { delta } => {
                 self.mid_line = !delta.ends_with('\n');
-                terminal::write(&delta);
+                terminal::write(&safe(&delta));
             }
-            Some(EventKind::ToolProposed) => {
+            KernelEvent::ToolProposed {
+                tool, arguments, ..
+            } => {
                 self.newline();
                 // JSON escapes control characters; safe() is for the rest.
-                let args = p.get("arguments").map(Value::to_string).unwrap_or_default();
-                let args = safe(&args);
-                terminal::write(&format!("> {}({})\n", s("tool"), clip(&args)));
+                let args = arguments.to_string();
+                terminal::write(&format!("> {}({})\n", safe(&tool), clip(&safe(&args))));
             }
-            Some(EventKind::ToolSucceeded) => {
-                let out = s("output");
+            KernelEvent::ToolSucceeded { output, .. } => {
+                let out = safe(&output);
                 let lines = out.lines().count();
                 let first = out.lines().next().unwrap_or("");
                 let more = if lines > 1 {
@@ -50,73 +53,90 @@ impl Ui for Console {
                 };
                 terminal::write(&format!("  = {}{more}\n", clip(first)));
             }
-            Some(EventKind::ToolProgress) => {
-                let message = p
-                    .pointer("/progress/message")
+            KernelEvent::ToolProgress { progress, .. } => {
+                let message = progress
+                    .get("message")
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 terminal::write(&format!("  . {}\n", clip(&safe(message))));
             }
-            Some(EventKind::ToolFailed) => {
-                terminal::write(&format!("  ! {}: {}\n", s("code"), clip(&s("message"))))
+            KernelEvent::ToolFailed { code, message, .. } => {
+                terminal::write(&format!("  ! {}: {}\n", safe(&code), clip(&safe(&message))))
             }
-            Some(EventKind::ToolCancelled) => {
-                terminal::write(&format!("  ! cancelled: {}\n", s("reason")))
+            KernelEvent::ToolCancelled { reason, .. } => {
+                terminal::write(&format!("  ! cancelled: {}\n", safe(&reason)))
             }
-            Some(EventKind::ApprovalDecided) if s("decision") == "deny" => terminal::write(
-                &format!("  ! denied by {}: {}\n", s("layer"), clip(&s("reason"))),
-            ),
-            Some(EventKind::ExtensionReloaded) => {
+            KernelEvent::ApprovalDecided {
+                decision,
+                layer,
+                reason,
+                ..
+            } if decision == "deny" => terminal::write(&format!(
+                "  ! denied by {}: {}\n",
+                safe(&layer),
+                clip(&safe(&reason))
+            )),
+            KernelEvent::ExtensionReloaded {
+                id,
+                version,
+                boundary,
+                ..
+            } => {
                 self.newline();
                 terminal::write(&format!(
                     "[reload] {} {} is in use from {}\n",
-                    s("id"),
-                    s("version"),
-                    s("boundary")
+                    safe(&id),
+                    safe(&version),
+                    safe(&boundary)
                 ));
             }
-            Some(EventKind::ExtensionReloadFailed | EventKind::ExtensionReloadRefused) => {
+            KernelEvent::ExtensionReloadFailed { id, error: why, .. }
+            | KernelEvent::ExtensionReloadRefused { id, reason: why } => {
                 self.newline();
-                let why = [s("error"), s("reason")].concat();
                 terminal::write(&format!(
                     "[reload] {} kept its running version: {}\n",
-                    s("id"),
-                    clip(&why)
+                    safe(&id),
+                    clip(&safe(&why))
                 ));
             }
-            Some(EventKind::Diagnostic) => {
+            KernelEvent::Diagnostic { level, message } => {
                 self.newline();
-                terminal::write(&format!("[{}] {}\n", s("level"), s("message")));
+                terminal::write(&format!("[{}] {}\n", safe(&level), safe(&message)));
             }
-            Some(EventKind::TurnEnd) => {
+            KernelEvent::TurnEnd {
+                status, message, ..
+            } => {
                 self.newline();
-                let status = s("status");
                 if status != "ok" {
-                    terminal::write(&format!("[turn {status}] {}\n", s("message")));
+                    terminal::write(&format!("[turn {}] {}\n", safe(&status), safe(&message)));
                 }
             }
-            Some(EventKind::TurnStart) if p.get("stage_id").is_some() => {
+            KernelEvent::TurnStart {
+                stage_id: Some(stage),
+                ..
+            } => {
                 self.newline();
-                terminal::write(&format!("[stage {}]\n", s("stage_id")));
+                terminal::write(&format!("[stage {}]\n", safe(&stage)));
             }
-            Some(EventKind::TurnStart) if p.get("stage_ids").is_some() => {
+            KernelEvent::TurnStart {
+                stage_ids: Some(ids),
+                ..
+            } => {
                 self.newline();
-                let ids: Vec<String> = p["stage_ids"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(|i| safe(i).into_owned())
-                    .collect();
+                let ids: Vec<String> = ids.iter().map(|i| safe(i).into_owned()).collect();
                 terminal::write(&format!("[stages {} at once]\n", ids.join(" | ")));
             }
-            Some(EventKind::WorkflowStageEnded) => {
+            KernelEvent::WorkflowStageEnded {
+                stage_id,
+                attempt,
+                outcome,
+                ..
+            } => {
                 self.newline();
                 terminal::write(&format!(
-                    "[stage {} attempt {}: {}]\n",
-                    s("stage_id"),
-                    p["attempt"],
-                    s("outcome")
+                    "[stage {} attempt {attempt}: {}]\n",
+                    safe(&stage_id),
+                    safe(&outcome)
                 ));
             }
             _ => {}

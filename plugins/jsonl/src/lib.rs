@@ -5,7 +5,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
-use stud_sdk::events::EventKind;
+use stud_sdk::events::KernelEvent;
 
 use stud_sdk::prelude::*;
 
@@ -57,6 +57,7 @@ impl Logger for Jsonl {
 
     fn sink(&mut self, event: Event) -> Result<(), Error> {
         let mut payload: Value = serde_json_parse(&event.payload);
+        let kernel = KernelEvent::from_wire(&event.name, &payload).and_then(Result::ok);
         redact(&mut payload);
         let line = json!({
             "seq": event.sequence,
@@ -65,13 +66,10 @@ impl Logger for Jsonl {
             "turn": event.turn_id,
             "payload": payload,
         });
-        if self.out.is_none() && EventKind::from_name(&event.name) == Some(EventKind::SessionStart)
+        if self.out.is_none()
+            && let Some(KernelEvent::SessionStart { session_id, .. }) = &kernel
         {
-            let id = payload
-                .get("session_id")
-                .and_then(Value::as_str)
-                .unwrap_or("session");
-            self.out = Some(open(&file_name(id))?);
+            self.out = Some(open(&file_name(session_id))?);
         }
         let Some(out) = self.out.as_mut() else {
             self.pending.push(line.to_string());
@@ -82,8 +80,8 @@ impl Logger for Jsonl {
         }
         writeln!(out, "{line}").map_err(|e| Error::internal(e.to_string()))?;
         if matches!(
-            EventKind::from_name(&event.name),
-            Some(EventKind::TurnEnd | EventKind::SessionEnd)
+            kernel,
+            Some(KernelEvent::TurnEnd { .. } | KernelEvent::SessionEnd { .. })
         ) {
             out.flush().map_err(|e| Error::internal(e.to_string()))?;
         }

@@ -1,14 +1,37 @@
-//! The kernel's event catalogue: every event the kernel publishes, in one
-//! place. The kernel can only publish a name listed here; UIs and loggers
-//! match on [`EventKind`] instead of comparing strings. The names are the
-//! wire format (`event` in stream-json lines and in the WIT `event`
-//! record) and are stable; payloads are documented in
-//! `docs/hooks-and-events.md`. Events an extension emits itself keep the
-//! name it gave them and have no kind here.
+//! The kernel's event catalogue: every event the kernel publishes, with
+//! its payload, in one place. The kernel can only publish a
+//! [`KernelEvent`]; UIs and loggers parse one back
+//! ([`KernelEvent::from_wire`]) and match on its variants instead of
+//! comparing strings and probing JSON. The wire format (`event` and
+//! `payload` in stream-json lines and in the WIT `event` record) is what
+//! serde makes of the variant: the name below, and the fields as a JSON
+//! object. Both are stable; a field may be added, never renamed or
+//! removed. Events an extension emits itself keep the name it gave them
+//! (`ext.<id>.<name>`) and are not in the catalogue.
+//!
+//! Fields that carry another documented structure (a message, a tool's
+//! arguments, a stage's result) stay JSON [`Value`]s.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Tokens spent, as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+}
 
 macro_rules! catalogue {
-    ($($(#[$doc:meta])* $variant:ident = $name:literal,)*) => {
-        /// One kind of kernel event.
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $name:literal {
+            $( $(#[$fattr:meta])* $field:ident : $fty:ty ),* $(,)?
+        },
+    )*) => {
+        /// One kind of kernel event (the name without the payload).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[non_exhaustive]
         pub enum EventKind {
@@ -34,94 +57,361 @@ macro_rules! catalogue {
                 }
             }
         }
+
+        /// One kernel event with its payload.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "event", content = "payload")]
+        #[non_exhaustive]
+        pub enum KernelEvent {
+            $(
+                $(#[$doc])*
+                #[serde(rename = $name)]
+                $variant { $( $(#[$fattr])* $field: $fty, )* },
+            )*
+        }
+
+        impl KernelEvent {
+            pub const fn kind(&self) -> EventKind {
+                match self {
+                    $(KernelEvent::$variant { .. } => EventKind::$variant,)*
+                }
+            }
+        }
     };
 }
 
+impl KernelEvent {
+    /// The name on the wire.
+    pub const fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// The payload as it goes on the wire.
+    pub fn payload(&self) -> Value {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(mut m)) => m.remove("payload").unwrap_or(Value::Null),
+            _ => Value::Null,
+        }
+    }
+
+    /// The kernel event a wire `(name, payload)` pair is: `None` for an
+    /// extension's own event, `Some(Err)` for a kernel name whose payload
+    /// does not fit (a kernel newer or older than the reader).
+    pub fn from_wire(
+        name: &str,
+        payload: &Value,
+    ) -> Option<Result<KernelEvent, serde_json::Error>> {
+        EventKind::from_name(name)?;
+        let mut pair = serde_json::Map::with_capacity(2);
+        pair.insert("event".into(), Value::String(name.into()));
+        pair.insert("payload".into(), payload.clone());
+        Some(serde_json::from_value(Value::Object(pair)))
+    }
+}
+
 catalogue! {
-    /// A session started (id, provider, model, mode, tools).
-    SessionStart = "session.start",
+    /// A session started.
+    SessionStart = "session.start" {
+        session_id: String,
+        provider: String,
+        model: String,
+        /// The security mode (`ask`, `allowlist`, `yolo`).
+        mode: String,
+        tools: Vec<String>,
+    },
     /// A session was read back from its store.
-    SessionResumed = "session.resumed",
+    SessionResumed = "session.resumed" {
+        session_id: String,
+        messages: u64,
+        /// Tool calls without a result, answered as interrupted.
+        repaired_tool_calls: u64,
+        drift: Vec<String>,
+        mode: String,
+    },
     /// An extension changed or vanished since the session was saved.
-    SessionDrift = "session.drift",
-    SessionEnd = "session.end",
-    TurnStart = "turn.start",
-    /// A turn ended: status, code, usage, cost.
-    TurnEnd = "turn.end",
+    SessionDrift = "session.drift" { session_id: String, message: String },
+    SessionEnd = "session.end" { session_id: String, turns: u64 },
+    TurnStart = "turn.start" {
+        turn_id: String,
+        input: String,
+        /// The workflow stage this turn executes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stage_id: Option<String>,
+        /// The parallel stages this compound turn executes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stage_ids: Option<Vec<String>>,
+        /// The stage that joins them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        join: Option<String>,
+    },
+    /// A turn ended.
+    TurnEnd = "turn.end" {
+        turn_id: String,
+        /// `ok`, `error`, `cancelled` or `halted`.
+        status: String,
+        /// Why it failed (empty unless `error`).
+        code: String,
+        message: String,
+        iterations: u64,
+        usage: Usage,
+        session_usage: Usage,
+        cost_usd: f64,
+        session_cost_usd: f64,
+    },
     /// A loop stage (receive-input ... render) begins.
-    StagePre = "stage.pre",
-    StagePost = "stage.post",
-    MessageAppended = "message.appended",
-    MessagePersisted = "message.persisted",
-    HistoryCleared = "history.cleared",
+    StagePre = "stage.pre" {
+        stage: String,
+        /// How many tool calls a `tool-call` stage runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        calls: Option<u64>,
+    },
+    StagePost = "stage.post" {
+        stage: String,
+        /// A `tool-call` stage stopped for a person's approval that a
+        /// headless run cannot give.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        halted: bool,
+    },
+    /// A message joined a transcript (the session's, or a stage
+    /// execution's when `execution_id` is set).
+    MessageAppended = "message.appended" {
+        role: String,
+        content: Vec<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        execution_id: Option<String>,
+    },
+    MessagePersisted = "message.persisted" { session_id: String, index: u64, store: String },
+    HistoryCleared = "history.cleared" { session_id: String },
     /// The final text of a turn, as rendered.
-    Render = "render",
-    ProviderRequestStarted = "provider.request.started",
-    ProviderRequestCompleted = "provider.request.completed",
-    ProviderRequestFailed = "provider.request.failed",
-    ProviderRetry = "provider.retry",
+    Render = "render" { text: String },
+    ProviderRequestStarted = "provider.request.started" { provider: String, model: String, iteration: u64 },
+    ProviderRequestCompleted = "provider.request.completed" {
+        provider: String,
+        model: String,
+        finish: String,
+        text: String,
+        tool_calls: u64,
+        duration_ms: u64,
+    },
+    ProviderRequestFailed = "provider.request.failed" {
+        provider: String,
+        model: String,
+        class: String,
+        code: String,
+        message: String,
+        /// What was streamed before the failure.
+        partial_text: String,
+    },
+    ProviderRetry = "provider.retry" {
+        provider: String,
+        model: String,
+        attempt: u64,
+        max_retries: u64,
+        delay_ms: u64,
+        code: String,
+        message: String,
+    },
     /// A text delta.
-    ProviderTokens = "provider.tokens",
+    ProviderTokens = "provider.tokens" { delta: String },
     /// A thinking delta.
-    ProviderReasoning = "provider.reasoning",
-    ProviderToolCallStart = "provider.tool_call.start",
-    ProviderToolCallDelta = "provider.tool_call.delta",
-    ProviderToolCallEnd = "provider.tool_call.end",
-    ProviderUsage = "provider.usage",
-    ProviderFinish = "provider.finish",
-    ProviderCapabilityMissing = "provider.capability.missing",
-    ModelChanged = "model.changed",
-    ToolProposed = "tool.proposed",
-    ToolStarted = "tool.started",
-    ToolProgress = "tool.progress",
-    ToolSucceeded = "tool.succeeded",
-    ToolFailed = "tool.failed",
-    ToolCancelled = "tool.cancelled",
+    ProviderReasoning = "provider.reasoning" { delta: String },
+    ProviderToolCallStart = "provider.tool_call.start" { index: u64, id: String, name: String },
+    ProviderToolCallDelta = "provider.tool_call.delta" { index: u64, delta: String },
+    ProviderToolCallEnd = "provider.tool_call.end" { index: u64 },
+    ProviderUsage = "provider.usage" {
+        #[serde(flatten)]
+        usage: Usage,
+    },
+    ProviderFinish = "provider.finish" { reason: String },
+    ProviderCapabilityMissing = "provider.capability.missing" {
+        provider: String,
+        model: String,
+        capability: String,
+        message: String,
+    },
+    ModelChanged = "model.changed" { provider: String, from: String, to: String },
+    ToolProposed = "tool.proposed" { call_id: String, tool: String, arguments: Value },
+    ToolStarted = "tool.started" { call_id: String, tool: String },
+    /// A running tool reported progress (what it sent, as `progress`).
+    ToolProgress = "tool.progress" { call_id: String, extension: String, progress: Value },
+    ToolSucceeded = "tool.succeeded" {
+        call_id: String,
+        tool: String,
+        /// The output's text, clipped for display.
+        output: String,
+        details: Option<Value>,
+        duration_ms: u64,
+    },
+    ToolFailed = "tool.failed" {
+        call_id: String,
+        tool: String,
+        class: String,
+        code: String,
+        message: String,
+        /// Unset when the call was refused before it ran.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+    },
+    ToolCancelled = "tool.cancelled" { call_id: String, tool: String, reason: String },
     /// A decision of the authority stack, with the layer that made it.
-    ApprovalDecided = "approval.decided",
-    InteractionRequested = "interaction.requested",
-    InteractionAnswered = "interaction.answered",
-    InteractionHalted = "interaction.halted",
-    HookFired = "hook.fired",
-    HookFailed = "hook.failed",
-    HookDenied = "hook.denied",
-    HookObserverDropped = "hook.observer.dropped",
-    ContextFragment = "context.fragment",
-    ContextFailed = "context.failed",
-    ContextWarning = "context.warning",
-    ContextBlocked = "context.blocked",
-    ContextCompacted = "context.compacted",
-    BudgetExceeded = "budget.exceeded",
-    PersistenceFailed = "persistence.failed",
-    ExtensionLog = "extension.log",
-    ExtensionEventsSuppressed = "extension.events.suppressed",
-    ExtensionReloadRequested = "extension.reload.requested",
-    ExtensionReloaded = "extension.reloaded",
-    ExtensionReloadRefused = "extension.reload.refused",
-    ExtensionReloadFailed = "extension.reload.failed",
+    ApprovalDecided = "approval.decided" {
+        call_id: String,
+        tool: String,
+        key: String,
+        /// `approve` or `deny`.
+        decision: String,
+        /// `state-machine`, `mode`, `guard:<id>`, ...
+        layer: String,
+        reason: String,
+        /// The mode that decided (mode layer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<String>,
+        /// The state-machine layer's tuple, when it decided.
+        #[serde(default, skip_serializing_if = "Option::is_none", flatten)]
+        stage: Option<StageAudit>,
+    },
+    InteractionRequested = "interaction.requested" {
+        id: String,
+        /// `{"ask": prompt}`, `{"confirm": prompt}`, `{"select": prompt,
+        /// "options": [...]}` or `{"approve": tool, "key", "description"}`.
+        kind: Value,
+    },
+    InteractionAnswered = "interaction.answered" { id: String, by: String, status: String },
+    InteractionHalted = "interaction.halted" { id: String, reason: String },
+    HookFired = "hook.fired" { slot: String, kind: String, extension: String, duration_us: u64 },
+    HookFailed = "hook.failed" {
+        slot: String,
+        kind: String,
+        extension: String,
+        error: String,
+        /// What became of the payload (`unchanged`) for a transform.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        payload: Option<String>,
+    },
+    HookDenied = "hook.denied" { slot: String, extension: String, code: String, reason: String },
+    HookObserverDropped = "hook.observer.dropped" { extension: String, count: u64 },
+    ContextFragment = "context.fragment" { extension: String, tokens: u64, iteration: u64 },
+    ContextFailed = "context.failed" { extension: String, error: String },
+    ContextWarning = "context.warning" { tokens: u64, window: u64, percent: f64 },
+    ContextBlocked = "context.blocked" { extension: String, reason: String },
+    ContextCompacted = "context.compacted" {
+        /// 1 shortens old tool results, 2 summarizes, 3 drops the middle.
+        tier: u8,
+        removed: String,
+        tokens_before: u64,
+        tokens_after: u64,
+        window: u64,
+    },
+    BudgetExceeded = "budget.exceeded" { spent_usd: f64, budget_usd: f64 },
+    PersistenceFailed = "persistence.failed" {
+        session_id: String,
+        error: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        store: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+        /// The messages that were not written.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        indexes: Option<Vec<u64>>,
+    },
+    ExtensionLog = "extension.log" { extension: String, level: String, message: String },
+    ExtensionEventsSuppressed = "extension.events.suppressed" { extension: String, count: u64, reason: String },
+    ExtensionReloadRequested = "extension.reload.requested" { id: String, from: String, to: String },
+    ExtensionReloaded = "extension.reloaded" {
+        id: String,
+        version: String,
+        from: String,
+        to: String,
+        /// The stage boundary it was swapped in at.
+        boundary: String,
+    },
+    ExtensionReloadRefused = "extension.reload.refused" { id: String, reason: String },
+    ExtensionReloadFailed = "extension.reload.failed" { id: String, error: String, kept: String },
     /// A warning or error worth showing the person.
-    Diagnostic = "diagnostic",
+    Diagnostic = "diagnostic" { level: String, message: String },
     /// A subscriber lost events (how many, coalesced).
-    BusDropped = "bus.dropped",
+    BusDropped = "bus.dropped" { subscriber: String, count: u64 },
     /// A UI or logger failed to take an event (it is not sent again).
-    SubscriberFailed = "subscriber.failed",
+    SubscriberFailed = "subscriber.failed" { extension: String, error: String },
     /// A stage's completion tool was called with valid arguments.
-    StageCompletion = "stage.completion",
-    WorkflowAttached = "workflow.attached",
-    WorkflowStarted = "workflow.started",
+    StageCompletion = "stage.completion" { call_id: String, tool: String, arguments: Value },
+    WorkflowAttached = "workflow.attached" {
+        state_machine: String,
+        sha256: String,
+        entry: String,
+        stages: Vec<String>,
+        /// Where a resumed workflow continues (its `next`).
+        resumed_at: Option<Value>,
+    },
+    WorkflowStarted = "workflow.started" { state_machine: String, next: Value, resumed: bool },
     /// A stage execution's phase begins (setup ... exit).
-    WorkflowPhasePre = "workflow.phase.pre",
-    WorkflowPhasePost = "workflow.phase.post",
-    /// A stage execution ended: outcome and result.
-    WorkflowStageEnded = "workflow.stage.ended",
-    WorkflowSiblingFailed = "workflow.sibling.failed",
-    WorkflowFailed = "workflow.failed",
-    WorkflowFinished = "workflow.finished",
+    WorkflowPhasePre = "workflow.phase.pre" {
+        #[serde(flatten)]
+        at: PhaseAt,
+    },
+    WorkflowPhasePost = "workflow.phase.post" {
+        #[serde(flatten)]
+        at: PhaseAt,
+    },
+    /// A stage execution ended.
+    WorkflowStageEnded = "workflow.stage.ended" {
+        stage_id: String,
+        execution_id: String,
+        attempt: u64,
+        /// `ok`, `retry`, `skip` or `fail`.
+        outcome: String,
+        result: Value,
+        compound_turn_id: Option<String>,
+    },
+    WorkflowSiblingFailed = "workflow.sibling.failed" {
+        stage_id: String,
+        compound_turn_id: String,
+        message: String,
+        join_ready: bool,
+    },
+    WorkflowFailed = "workflow.failed" { code: String, message: String },
+    WorkflowFinished = "workflow.finished" {
+        /// `ok`, or the status of the turn that ended it.
+        status: String,
+        /// Where it stopped, when it did not finish.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next: Option<Value>,
+        /// Every stage's result, when it finished.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        results: Option<Value>,
+    },
+}
+
+/// Which phase of which stage execution a `workflow.phase.*` event is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseAt {
+    /// `setup`, `init`, `check-gate`, `act`, `assert` or `exit`.
+    pub phase: String,
+    pub stage_id: String,
+    pub execution_id: String,
+    pub attempt: u64,
+    pub session_id: String,
+    /// The compound turn of a parallel group (null for a lone stage).
+    pub compound_turn_id: Option<String>,
+}
+
+/// What the state-machine layer decided on: the grant tuple.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageAudit {
+    /// Why it denied (empty when it approved).
+    pub code: String,
+    pub state_machine: String,
+    pub stage: String,
+    pub stage_execution_id: String,
+    pub attempt: u64,
+    pub proposal_id: String,
+    pub args_digest: String,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn names_are_unique_and_round_trip() {
@@ -131,5 +421,67 @@ mod tests {
             assert_eq!(EventKind::from_name(k.name()), Some(*k));
         }
         assert_eq!(EventKind::from_name("ext.mine.thing"), None);
+    }
+
+    #[test]
+    fn the_wire_is_the_name_and_the_fields() {
+        let ev = KernelEvent::ToolStarted {
+            call_id: "c1".into(),
+            tool: "bash".into(),
+        };
+        assert_eq!(ev.name(), "tool.started");
+        assert_eq!(ev.payload(), json!({"call_id": "c1", "tool": "bash"}));
+        let back = KernelEvent::from_wire("tool.started", &ev.payload());
+        assert_eq!(back.and_then(Result::ok), Some(ev));
+    }
+
+    #[test]
+    fn optional_fields_are_absent_not_null() {
+        let ev = KernelEvent::ToolFailed {
+            call_id: "c".into(),
+            tool: "t".into(),
+            class: "ToolTerminal".into(),
+            code: "denied".into(),
+            message: "no".into(),
+            duration_ms: None,
+        };
+        assert!(ev.payload().get("duration_ms").is_none());
+    }
+
+    #[test]
+    fn a_state_machine_decision_is_flat_on_the_wire() {
+        let ev = KernelEvent::ApprovalDecided {
+            call_id: "c".into(),
+            tool: "bash".into(),
+            key: "ls".into(),
+            decision: "approve".into(),
+            layer: "state-machine".into(),
+            reason: "in the envelope".into(),
+            mode: None,
+            stage: Some(StageAudit {
+                code: String::new(),
+                state_machine: "sm".into(),
+                stage: "build".into(),
+                stage_execution_id: "x1".into(),
+                attempt: 1,
+                proposal_id: "c".into(),
+                args_digest: "d".into(),
+            }),
+        };
+        let p = ev.payload();
+        assert_eq!(p["stage"], "build");
+        assert_eq!(p["attempt"], 1);
+        assert!(p.get("mode").is_none());
+        let back = KernelEvent::from_wire("approval.decided", &p).and_then(Result::ok);
+        assert_eq!(back, Some(ev));
+    }
+
+    #[test]
+    fn extension_events_and_misfits_are_told_apart() {
+        assert!(KernelEvent::from_wire("ext.x.y", &json!({})).is_none());
+        assert!(matches!(
+            KernelEvent::from_wire("tool.started", &json!({"tool": 3})),
+            Some(Err(_))
+        ));
     }
 }

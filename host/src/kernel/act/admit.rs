@@ -18,7 +18,7 @@ use crate::kernel::turn::TurnStatus;
 use crate::manifest::{HookSlot, Phase, Stage};
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::types::{ToolCall, ToolResult};
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// What admission decided for one call.
 pub(crate) enum Admit<'a> {
@@ -188,7 +188,14 @@ impl Session {
     }
 
     pub(crate) fn refuse(&self, call: &ToolCall, code: &str, message: &str) -> ToolResult {
-        self.bus.record(EventKind::ToolFailed, json!({"call_id": call.id, "tool": call.name, "class": "ToolTerminal", "code": code, "message": message}));
+        self.bus.record(KernelEvent::ToolFailed {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            class: "ToolTerminal".into(),
+            code: code.into(),
+            message: message.into(),
+            duration_ms: None,
+        });
         error_result(call, code, message)
     }
 }

@@ -1,12 +1,9 @@
 //! The transcript an Act runs on, and what happens at its boundaries.
 
-use serde_json::json;
-
-use crate::kernel::payloads::message_json;
+use crate::kernel::payloads::message_appended;
 use crate::kernel::session::Session;
 use crate::runtime::bindings::stud::extension::provider_types::Request;
 use crate::runtime::bindings::stud::extension::types::Message;
-use stud_protocol::events::EventKind;
 
 /// Where an Act keeps its messages. The session's main line persists
 /// them, compacts and applies reloads at stage boundaries; a stage
@@ -66,11 +63,9 @@ impl Lane for StageLane<'_> {
     async fn boundary(&mut self, _name: &'static str) {}
     async fn append(&mut self, mut message: Message) {
         self.session.scrub_secrets(&mut message);
-        let mut payload = message_json(&message);
-        if let Some(p) = payload.as_object_mut() {
-            p.insert("execution_id".into(), json!(self.execution_id));
-        }
-        self.session.bus.record(EventKind::MessageAppended, payload);
+        self.session
+            .bus
+            .record(message_appended(&message, Some(&self.execution_id)));
         self.transcript.push(message);
     }
     async fn fit(&mut self, _request: &Request, _force: bool) -> bool {

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use super::Lane;
 use crate::kernel::turn::TurnStatus;
 use crate::manifest::Stage;
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 pub(crate) async fn render<L: Lane>(lane: &mut L, text: String) -> Result<String, TurnStatus> {
     lane.boundary("render").await;
@@ -17,7 +17,7 @@ pub(crate) async fn render<L: Lane>(lane: &mut L, text: String) -> Result<String
         .and_then(Value::as_str)
         .map(str::to_string)
         .unwrap_or(text);
-    s.bus.record(EventKind::Render, json!({"text": text}));
+    s.bus.record(KernelEvent::Render { text: text.clone() });
     s.post(Stage::Render, || json!({"text": text})).await;
     Ok(text)
 }

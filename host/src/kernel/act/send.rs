@@ -15,7 +15,7 @@ use crate::manifest::Stage;
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::provider_types::{Request, StreamEvent};
 use crate::runtime::kinds::ResponseStream;
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// Events a response may send before its first visible one (usage,
 /// keep-alives); more is a broken or hostile endpoint.
@@ -56,18 +56,23 @@ impl Session {
         if let Some(caps) = self.capabilities()
             && let Err(missing) = check_request(self.provider_id(), &self.model, caps, &request)
         {
-            self.bus.record(
-                EventKind::ProviderCapabilityMissing,
-                json!({"provider": self.provider_id(), "model": self.model, "capability": missing.capability.to_string(), "message": missing.to_string()}),
-            );
+            self.bus.record(KernelEvent::ProviderCapabilityMissing {
+                provider: self.provider_id().into(),
+                model: self.model.clone(),
+                capability: missing.capability.to_string(),
+                message: missing.to_string(),
+            });
             return Err(fail(MissingCapability::CODE, missing.to_string()));
         }
         let provider = self.provider.clone();
         let policy = self.config.retry;
         let mut attempt = 0;
         let started = loop {
-            self.bus
-                .publish(EventKind::ProviderRequestStarted, info.clone());
+            self.bus.publish(KernelEvent::ProviderRequestStarted {
+                provider: self.provider_id().into(),
+                model: self.model.clone(),
+                iteration: iteration.into(),
+            });
             let sent = cancellable(cancel, &provider, provider.provider_send(&request)).await;
             // A failure before anything reached the person (Anthropic's
             // overloaded error right after message_start, say) is retried
@@ -86,10 +91,15 @@ impl Session {
                 {
                     attempt += 1;
                     let delay = policy.delay(attempt, &error);
-                    self.bus.record(
-                        EventKind::ProviderRetry,
-                        json!({"provider": self.provider_id(), "model": self.model, "attempt": attempt, "max_retries": policy.max_retries, "delay_ms": delay.as_millis() as u64, "code": error.code, "message": self.bus.redact(&error.message)}),
-                    );
+                    self.bus.record(KernelEvent::ProviderRetry {
+                        provider: self.provider_id().into(),
+                        model: self.model.clone(),
+                        attempt: attempt.into(),
+                        max_retries: policy.max_retries.into(),
+                        delay_ms: delay.as_millis() as u64,
+                        code: error.code.clone(),
+                        message: self.bus.redact(&error.message),
+                    });
                     tokio::select! {
                         _ = tokio::time::sleep(delay) => {}
                         _ = cancel.cancelled() => return Err(TurnStatus::Cancelled),
@@ -166,10 +176,14 @@ impl Session {
             other => ("ExtensionHost".into(), call_error_code(other).to_string()),
         };
         let message = self.bus.redact(&e.to_string());
-        self.bus.record(
-            EventKind::ProviderRequestFailed,
-            json!({"provider": self.provider.id().as_str(), "model": self.model, "class": class, "code": code, "message": message, "partial_text": partial}),
-        );
+        self.bus.record(KernelEvent::ProviderRequestFailed {
+            provider: self.provider.id().to_string(),
+            model: self.model.clone(),
+            class,
+            code: code.clone(),
+            message: message.clone(),
+            partial_text: partial.into(),
+        });
         fail(&format!("provider-{code}"), message)
     }
 }

@@ -1,9 +1,9 @@
 //! The hook slots around each stage, and the `stage.pre`/`stage.post`
 //! events that bracket it.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 use crate::kernel::hooks::SlotOutcome;
 use crate::kernel::session::Session;
@@ -11,17 +11,16 @@ use crate::kernel::turn::{TurnStatus, fail};
 use crate::manifest::{Phase, Stage};
 
 impl Session {
-    pub(crate) fn stage_event(&self, stage: Stage, phase: Phase, extra: Value) {
-        let kind = if phase == Phase::Pre {
-            EventKind::StagePre
+    pub(crate) fn stage_event(&self, stage: Stage, phase: Phase) {
+        let stage = stage.to_string();
+        self.bus.publish(if phase == Phase::Pre {
+            KernelEvent::StagePre { stage, calls: None }
         } else {
-            EventKind::StagePost
-        };
-        let mut payload = json!({"stage": stage.to_string()});
-        if let (Some(p), Some(e)) = (payload.as_object_mut(), extra.as_object()) {
-            p.extend(e.clone());
-        }
-        self.bus.publish(kind, payload);
+            KernelEvent::StagePost {
+                stage,
+                halted: false,
+            }
+        });
     }
 
     /// Run a pre slot; a deny ends the turn with a clear error. `Some` is
@@ -31,7 +30,7 @@ impl Session {
         stage: Stage,
         payload: impl FnOnce() -> Value,
     ) -> Result<Option<Value>, TurnStatus> {
-        self.stage_event(stage, Phase::Pre, json!({}));
+        self.stage_event(stage, Phase::Pre);
         match self.hooks.run(stage, Phase::Pre, payload).await {
             SlotOutcome::Continue(p) => Ok(p),
             SlotOutcome::Denied { by, error } => Err(fail(
@@ -52,7 +51,7 @@ impl Session {
             // Guards cannot attach to post slots (validated at load).
             SlotOutcome::Denied { .. } => None,
         };
-        self.stage_event(stage, Phase::Post, json!({}));
+        self.stage_event(stage, Phase::Post);
         out
     }
 }

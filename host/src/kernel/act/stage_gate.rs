@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::kernel::authority::{Mode, Proposal};
 use crate::kernel::interaction::Answer;
@@ -18,7 +18,7 @@ use crate::runtime::bindings::stud::extension::interaction::{
     Approval, InteractionKind, InteractionStatus,
 };
 use crate::runtime::bindings::stud::extension::state_machine_types::{ToolProposal, ToolVerdict};
-use stud_protocol::events::EventKind;
+use stud_protocol::events::{KernelEvent, StageAudit};
 
 /// The stage execution a call is proposed in.
 pub(crate) struct StageAuthority {
@@ -69,10 +69,24 @@ impl Session {
             StageDecision::Approve => ("approve", ""),
             StageDecision::Deny { code, .. } => ("deny", *code),
         };
-        self.bus.record(
-            EventKind::ApprovalDecided,
-            json!({"call_id": p.call_id, "tool": p.tool, "key": p.key, "decision": word, "layer": "state-machine", "code": code, "reason": reason, "state_machine": stage.sm.id().as_str(), "stage": stage.stage_id, "stage_execution_id": tuple.execution_id, "attempt": tuple.attempt, "proposal_id": tuple.proposal_id, "args_digest": tuple.args_digest}),
-        );
+        self.bus.record(KernelEvent::ApprovalDecided {
+            call_id: p.call_id.into(),
+            tool: p.tool.into(),
+            key: p.key.into(),
+            decision: word.into(),
+            layer: "state-machine".into(),
+            reason,
+            mode: None,
+            stage: Some(StageAudit {
+                code: code.into(),
+                state_machine: stage.sm.id().to_string(),
+                stage: stage.stage_id.clone(),
+                stage_execution_id: tuple.execution_id,
+                attempt: tuple.attempt.into(),
+                proposal_id: tuple.proposal_id,
+                args_digest: tuple.args_digest,
+            }),
+        });
         decision
     }
 

@@ -15,10 +15,10 @@ use crate::kernel::payloads::call_json;
 use crate::kernel::response_limits::TooLarge;
 use crate::kernel::session::Session;
 use crate::kernel::turn::{TurnStatus, fail};
-use crate::kernel::usage::{add_usage, usage_json};
+use crate::kernel::usage::{add_usage, usage_event};
 use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::types::Usage;
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 pub(crate) async fn stream_response<L: Lane>(
     lane: &mut L,
@@ -66,19 +66,27 @@ impl Session {
                 Err(too_large) => {
                     provider.provider_close(stream).await;
                     let message = too_large.to_string();
-                    self.bus.record(
-                        EventKind::ProviderRequestFailed,
-                        json!({"provider": self.provider.id().as_str(), "model": self.model, "class": "ExtensionHost", "code": TooLarge::CODE, "message": message, "partial_text": clip(assembly.text())}),
-                    );
+                    self.bus.record(KernelEvent::ProviderRequestFailed {
+                        provider: self.provider.id().to_string(),
+                        model: self.model.clone(),
+                        class: "ExtensionHost".into(),
+                        code: TooLarge::CODE.into(),
+                        message: message.clone(),
+                        partial_text: clip(assembly.text()),
+                    });
                     return Err(fail(TooLarge::CODE, message));
                 }
             }
         }
         let done = assembly.finish();
-        self.bus.record(
-            EventKind::ProviderRequestCompleted,
-            json!({"provider": self.provider.id().as_str(), "model": self.model, "finish": finish_str(done.finish), "text": done.text, "tool_calls": done.calls.len(), "duration_ms": started.elapsed().as_millis() as u64}),
-        );
+        self.bus.record(KernelEvent::ProviderRequestCompleted {
+            provider: self.provider.id().to_string(),
+            model: self.model.clone(),
+            finish: finish_str(done.finish).into(),
+            text: done.text.clone(),
+            tool_calls: done.calls.len() as u64,
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
         self.post(Stage::StreamResponse, || {
             json!({"text": done.text, "tool_calls": done.calls.iter().map(call_json).collect::<Vec<_>>(), "finish": finish_str(done.finish)})
         })
@@ -89,30 +97,35 @@ impl Session {
     fn publish_seen(&self, seen: Vec<Seen>, usage: &mut Usage) {
         for s in seen {
             match s {
-                Seen::Text(d) => self
-                    .bus
-                    .publish(EventKind::ProviderTokens, json!({"delta": d})),
+                Seen::Text(d) => self.bus.publish(KernelEvent::ProviderTokens { delta: d }),
                 Seen::Reasoning(d) => self
                     .bus
-                    .publish(EventKind::ProviderReasoning, json!({"delta": d})),
-                Seen::CallStart { index, id, name } => self.bus.publish(
-                    EventKind::ProviderToolCallStart,
-                    json!({"index": index, "id": id, "name": name}),
-                ),
-                Seen::CallDelta { index, delta } => self.bus.publish(
-                    EventKind::ProviderToolCallDelta,
-                    json!({"index": index, "delta": delta}),
-                ),
-                Seen::CallEnd(index) => self
-                    .bus
-                    .publish(EventKind::ProviderToolCallEnd, json!({"index": index})),
+                    .publish(KernelEvent::ProviderReasoning { delta: d }),
+                Seen::CallStart { index, id, name } => {
+                    self.bus.publish(KernelEvent::ProviderToolCallStart {
+                        index: index as u64,
+                        id,
+                        name,
+                    })
+                }
+                Seen::CallDelta { index, delta } => {
+                    self.bus.publish(KernelEvent::ProviderToolCallDelta {
+                        index: index as u64,
+                        delta,
+                    })
+                }
+                Seen::CallEnd(index) => self.bus.publish(KernelEvent::ProviderToolCallEnd {
+                    index: index as u64,
+                }),
                 Seen::Usage(u) => {
-                    self.bus.publish(EventKind::ProviderUsage, usage_json(&u));
+                    self.bus.publish(KernelEvent::ProviderUsage {
+                        usage: usage_event(&u),
+                    });
                     add_usage(usage, &u);
                 }
-                Seen::Finish(f) => self
-                    .bus
-                    .publish(EventKind::ProviderFinish, json!({"reason": finish_str(f)})),
+                Seen::Finish(f) => self.bus.publish(KernelEvent::ProviderFinish {
+                    reason: finish_str(f).into(),
+                }),
             }
         }
     }

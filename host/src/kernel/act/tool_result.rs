@@ -13,7 +13,7 @@ use crate::manifest::{Phase, Stage};
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::tool_types::ToolOutput;
 use crate::runtime::bindings::stud::extension::types::{ResultPart, ToolCall, ToolResult};
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// Longest tool output copied into an event.
 const EVENT_OUTPUT_CHARS: usize = 4000;
@@ -28,10 +28,11 @@ impl Session {
         let duration_ms = started.elapsed().as_millis() as u64;
         let (content, is_error) = match outcome {
             None => {
-                self.bus.record(
-                    EventKind::ToolCancelled,
-                    json!({"call_id": call.id, "tool": call.name, "reason": "turn cancelled"}),
-                );
+                self.bus.record(KernelEvent::ToolCancelled {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    reason: "turn cancelled".into(),
+                });
                 return error_result(
                     call,
                     "tool-cancelled",
@@ -40,10 +41,16 @@ impl Session {
             }
             Some(Ok(out)) => {
                 let text = result_text(&out.content);
-                self.bus.record(
-                    EventKind::ToolSucceeded,
-                    json!({"call_id": call.id, "tool": call.name, "output": clip(&text), "details": out.details.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok()), "duration_ms": duration_ms}),
-                );
+                self.bus.record(KernelEvent::ToolSucceeded {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    output: clip(&text),
+                    details: out
+                        .details
+                        .as_deref()
+                        .and_then(|d| serde_json::from_str::<Value>(d).ok()),
+                    duration_ms,
+                });
                 (
                     limit_output(out.content, self.config.tool_output_limit),
                     false,
@@ -59,7 +66,14 @@ impl Session {
                         call_error_code(other).to_string(),
                     ),
                 };
-                self.bus.record(EventKind::ToolFailed, json!({"call_id": call.id, "tool": call.name, "class": class, "code": code, "message": e.to_string(), "duration_ms": duration_ms}));
+                self.bus.record(KernelEvent::ToolFailed {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    class,
+                    code: code.clone(),
+                    message: e.to_string(),
+                    duration_ms: Some(duration_ms),
+                });
                 let message = match &e {
                     CallError::Guest { error, .. } => error.message.clone(),
                     other => other.to_string(),

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -21,7 +21,7 @@ use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, ToolCall, ToolResult,
 };
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 /// Run the calls of one response. `Some` is the completion tool's valid
 /// arguments: the stage is done.
@@ -33,11 +33,17 @@ pub(crate) async fn tool_call_stage<L: Lane>(
 ) -> Result<Option<Value>, TurnStatus> {
     lane.boundary("tool-call").await;
     let s = lane.session();
-    s.stage_event(Stage::ToolCall, Phase::Pre, json!({"calls": calls.len()}));
+    s.bus.publish(KernelEvent::StagePre {
+        stage: Stage::ToolCall.to_string(),
+        calls: Some(calls.len() as u64),
+    });
     let (results, completed) = match s.decide_and_run(spec, &calls, cancel).await {
         Ok(done) => done,
         Err(stop) => {
-            s.stage_event(Stage::ToolCall, Phase::Post, json!({"halted": true}));
+            s.bus.publish(KernelEvent::StagePost {
+                stage: Stage::ToolCall.to_string(),
+                halted: true,
+            });
             return Err(stop);
         }
     };
@@ -46,8 +52,7 @@ pub(crate) async fn tool_call_stage<L: Lane>(
         content: results.into_iter().map(ContentPart::ToolResult).collect(),
     })
     .await;
-    lane.session()
-        .stage_event(Stage::ToolCall, Phase::Post, json!({}));
+    lane.session().stage_event(Stage::ToolCall, Phase::Post);
     if cancel.is_cancelled() {
         return Err(TurnStatus::Cancelled);
     }
@@ -66,10 +71,11 @@ impl Session {
         let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
         for call in calls {
             let args = call_json(call)["arguments"].take();
-            self.bus.publish(
-                EventKind::ToolProposed,
-                json!({"call_id": call.id, "tool": call.name, "arguments": args}),
-            );
+            self.bus.publish(KernelEvent::ToolProposed {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: args.clone(),
+            });
         }
         let completed = match &spec.completion {
             Some(c) => self.completion_calls(c, calls, &mut results),
@@ -136,10 +142,11 @@ impl Session {
                         .map(|e| format!("at `{}`: {e}", e.instance_path()))
                         .collect();
                     if problems.is_empty() {
-                        self.bus.record(
-                            EventKind::StageCompletion,
-                            json!({"call_id": call.id, "tool": call.name, "arguments": args}),
-                        );
+                        self.bus.record(KernelEvent::StageCompletion {
+                            call_id: call.id.clone(),
+                            tool: call.name.clone(),
+                            arguments: args.clone(),
+                        });
                         results[i] = Some(ToolResult {
                             call_id: call.id.clone(),
                             name: call.name.clone(),
@@ -179,10 +186,10 @@ impl Session {
             async move {
                 let _permit = permits.acquire_owned().await;
                 let started = Instant::now();
-                self.bus.record(
-                    EventKind::ToolStarted,
-                    json!({"call_id": call.id, "tool": call.name}),
-                );
+                self.bus.record(KernelEvent::ToolStarted {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                });
                 let outcome =
                     cancellable(&token, &ext, ext.tool_invoke(&call.id, &call.arguments)).await;
                 (i, self.tool_result(&call, outcome, started).await)

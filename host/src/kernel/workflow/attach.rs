@@ -10,7 +10,7 @@ use serde_json::json;
 use super::position::Next;
 use super::{Attached, Workflow, WorkflowError};
 use crate::kernel::session::Session;
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 impl Session {
     /// `/workflow ID` at the prompt: attach a state machine from the next
@@ -89,10 +89,13 @@ pub async fn attach(
             )));
         }
     }
-    session.bus.record(
-        EventKind::WorkflowAttached,
-        json!({"state_machine": id, "sha256": sm.digest.to_string(), "entry": workflow.entry, "stages": workflow.stages.keys().collect::<Vec<_>>(), "resumed_at": position.as_ref().map(|p| &p.next)}),
-    );
+    session.bus.record(KernelEvent::WorkflowAttached {
+        state_machine: id.to_string(),
+        sha256: sm.digest.to_string(),
+        entry: workflow.entry.clone(),
+        stages: workflow.stages.keys().cloned().collect(),
+        resumed_at: position.as_ref().map(|p| json!(p.next)),
+    });
     session.workflow = Some(Attached {
         workflow: Arc::new(workflow),
         grants: Arc::default(),

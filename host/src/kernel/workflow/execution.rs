@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::WorkflowError;
@@ -18,7 +18,7 @@ use crate::kernel::turn::TurnStatus;
 use crate::kernel::usage::{add_usage, zero_usage};
 use crate::runtime::bindings::stud::extension::state_machine_types::{AssertOutcome, Gate};
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
-use stud_protocol::events::EventKind;
+use stud_protocol::events::{KernelEvent, PhaseAt};
 
 /// Context keys only the kernel writes.
 const RESERVED: [&str; 3] = ["input", "results", "siblings"];
@@ -114,15 +114,19 @@ impl Scope<'_> {
     }
 
     fn phase(&self, name: &str, phase: &str, def: &StageDef, execution_id: &str, attempt: u32) {
-        let kind = if phase == "pre" {
-            EventKind::WorkflowPhasePre
-        } else {
-            EventKind::WorkflowPhasePost
+        let at = PhaseAt {
+            phase: name.to_string(),
+            stage_id: def.id.clone(),
+            execution_id: execution_id.to_string(),
+            attempt: attempt.into(),
+            session_id: self.session.id.clone(),
+            compound_turn_id: self.compound_turn_id.map(str::to_string),
         };
-        self.session.bus.publish(
-            kind,
-            json!({"phase": name, "stage_id": def.id, "execution_id": execution_id, "attempt": attempt, "session_id": self.session.id, "compound_turn_id": self.compound_turn_id}),
-        );
+        self.session.bus.publish(if phase == "pre" {
+            KernelEvent::WorkflowPhasePre { at }
+        } else {
+            KernelEvent::WorkflowPhasePost { at }
+        });
     }
 
     /// One execution: Setup, Init, CheckGate, Act, Assert, Exit.
@@ -200,10 +204,14 @@ impl Scope<'_> {
         };
         self.phase("exit", "pre", def, x, attempt);
         self.grants.expire(x);
-        self.session.bus.record(
-            EventKind::WorkflowStageEnded,
-            json!({"stage_id": def.id, "execution_id": x, "attempt": attempt, "outcome": outcome_str(outcome), "result": result, "compound_turn_id": self.compound_turn_id}),
-        );
+        self.session.bus.record(KernelEvent::WorkflowStageEnded {
+            stage_id: def.id.clone(),
+            execution_id: x.to_string(),
+            attempt: attempt.into(),
+            outcome: outcome_str(outcome).into(),
+            result: result.clone(),
+            compound_turn_id: self.compound_turn_id.map(str::to_string),
+        });
         self.phase("exit", "post", def, x, attempt);
         let executed = Executed {
             stage: def.id.clone(),

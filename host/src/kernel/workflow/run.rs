@@ -12,10 +12,10 @@ use super::execution::{Executed, Scope, Spent, execute};
 use super::position::{Next, Position};
 use super::{Attached, WorkflowError};
 use crate::kernel::session::Session;
-use crate::kernel::turn::{TurnOutcome, TurnStatus};
+use crate::kernel::turn::{TurnOutcome, TurnStages, TurnStatus};
 use crate::kernel::usage::zero_usage;
 use crate::runtime::bindings::stud::extension::state_machine_types::{Execution, NextResult};
-use stud_protocol::events::EventKind;
+use stud_protocol::events::KernelEvent;
 
 impl Session {
     /// Run the attached workflow from where it stands (the entry stage with
@@ -47,10 +47,14 @@ impl Session {
                 input,
             ),
         };
-        self.bus.record(
-            EventKind::WorkflowStarted,
-            json!({"state_machine": pos.state_machine, "next": pos.next, "resumed": self.workflow_position.as_ref().is_some_and(|p| !p.is_done())}),
-        );
+        self.bus.record(KernelEvent::WorkflowStarted {
+            state_machine: pos.state_machine.clone(),
+            next: json!(pos.next),
+            resumed: self
+                .workflow_position
+                .as_ref()
+                .is_some_and(|p| !p.is_done()),
+        });
         self.save_position(&pos).await;
         let mut last = None;
         loop {
@@ -67,19 +71,21 @@ impl Session {
             match step {
                 Ok(outcome) => last = Some(outcome),
                 Err(outcome) => {
-                    self.bus.record(
-                        EventKind::WorkflowFinished,
-                        json!({"status": outcome.status.as_str(), "next": pos.next}),
-                    );
+                    self.bus.record(KernelEvent::WorkflowFinished {
+                        status: outcome.status.as_str().into(),
+                        next: Some(json!(pos.next)),
+                        results: None,
+                    });
                     return outcome;
                 }
             }
             self.save_position(&pos).await;
         }
-        self.bus.record(
-            EventKind::WorkflowFinished,
-            json!({"status": "ok", "results": pos.ctx["results"]}),
-        );
+        self.bus.record(KernelEvent::WorkflowFinished {
+            status: "ok".into(),
+            next: None,
+            results: Some(pos.ctx["results"].clone()),
+        });
         self.workflow_position = Some(pos);
         last.unwrap_or_else(|| TurnOutcome {
             turn_id: String::new(),
@@ -108,7 +114,10 @@ impl Session {
         let mut last_stage = String::new();
         for (i, stage) in stages.iter().enumerate() {
             let turn = self
-                .open_turn(&format!("stage {stage}"), json!({"stage_id": stage}))
+                .open_turn(
+                    &format!("stage {stage}"),
+                    TurnStages::One(stage.to_string()),
+                )
                 .await;
             let mut spent = Spent::default();
             let scope = Scope {
@@ -159,7 +168,10 @@ impl Session {
         let turn = self
             .open_turn(
                 &format!("stages {} in parallel", stages.join(", ")),
-                json!({"stage_ids": stages, "join": join}),
+                TurnStages::Parallel {
+                    stages: stages.to_vec(),
+                    join: join.map(str::to_string),
+                },
             )
             .await;
         let group = cancel.child_token();
@@ -218,10 +230,10 @@ impl Session {
 
     /// A workflow error outside any turn, as the run's outcome.
     fn refused(&self, e: &WorkflowError) -> TurnOutcome {
-        self.bus.record(
-            EventKind::WorkflowFailed,
-            json!({"code": e.code(), "message": e.to_string()}),
-        );
+        self.bus.record(KernelEvent::WorkflowFailed {
+            code: e.code().into(),
+            message: e.to_string(),
+        });
         TurnOutcome {
             turn_id: String::new(),
             status: TurnStatus::Failed {
@@ -282,10 +294,15 @@ async fn run_group(
             Err(e) if failure.is_none() => {
                 // Fail-fast: the first failure stops the others.
                 group.cancel();
-                scope.session.bus.record(
-                    EventKind::WorkflowSiblingFailed,
-                    json!({"stage_id": stage, "compound_turn_id": turn, "message": e.to_string(), "join_ready": false}),
-                );
+                scope
+                    .session
+                    .bus
+                    .record(KernelEvent::WorkflowSiblingFailed {
+                        stage_id: stage.to_string(),
+                        compound_turn_id: turn.to_string(),
+                        message: e.to_string(),
+                        join_ready: false,
+                    });
                 failure = Some(WorkflowError::ParallelSiblingFailure {
                     failed: stage,
                     compound_turn_id: turn.to_string(),

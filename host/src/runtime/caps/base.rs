@@ -9,6 +9,7 @@ use crate::runtime::bindings::stud::extension::{
 };
 use crate::runtime::host_state::HostState;
 use crate::runtime::services::{ErrorClass, ExtError, ext_error};
+use stud_protocol::events::KernelEvent;
 
 impl types::Host for HostState {}
 impl provider_types::Host for HostState {}
@@ -81,10 +82,11 @@ impl events::Host for HostState {
         // `tool.progress`, tied to the call, so any UI can show it.
         let payload = bounded(parsed.unwrap_or_default(), payload.len());
         if let (Some(call_id), "progress") = (&self.call_id, name.as_str()) {
-            let event = serde_json::json!({"call_id": call_id, "extension": self.ext.id.as_str(), "progress": payload});
-            self.ext
-                .services
-                .emit(&self.ext.id, "tool.progress", &event.to_string());
+            self.ext.services.kernel_event(KernelEvent::ToolProgress {
+                call_id: call_id.clone(),
+                extension: self.ext.id.to_string(),
+                progress: payload,
+            });
             return Ok(());
         }
         let full = format!("ext.{}.{}", self.ext.id, name);
