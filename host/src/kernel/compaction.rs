@@ -15,12 +15,17 @@
 
 use serde_json::json;
 
-use super::context::estimate_tokens;
+use super::conversation::Conversation;
 use super::payloads::messages_json;
-use super::session::Session;
+use super::usage::{add_usage, zero_usage};
 use crate::config::CompactionSettings;
-use crate::runtime::bindings::stud::extension::provider_types::{Request, StreamEvent};
-use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, ResultPart, Role};
+use crate::runtime::Extension;
+use crate::runtime::bindings::stud::extension::provider_types::{
+    Request, RequestParams, StreamEvent,
+};
+use crate::runtime::bindings::stud::extension::types::{
+    ContentPart, Message, ResultPart, Role, Usage,
+};
 use stud_protocol::events::KernelEvent;
 
 /// Longest old tool output kept by tier 1 (characters).
@@ -56,28 +61,47 @@ pub fn raw_estimate(system: Option<&str>, messages: &[Message], tools_json: usiz
         + (tools_json as u64).div_ceil(4)
 }
 
-impl Session {
-    fn window(&self) -> Option<u64> {
-        self.capabilities()
-            .map(|c| u64::from(c.context_window))
-            .filter(|w| *w > 0)
-    }
+/// Rough token estimate used for budgets and compaction: ~4 bytes per
+/// token for English and code (providers' reported usage corrects it).
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(4)
+}
 
-    pub(crate) fn tools_json_len(request: &Request) -> usize {
-        request
-            .tools
-            .iter()
-            .map(|t| t.name.len() + t.description.len() + t.parameters.len())
-            .sum()
-    }
+/// Bytes of the tool definitions a request carries.
+pub(crate) fn tools_json_len(request: &Request) -> usize {
+    request
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.parameters.len())
+        .sum()
+}
 
+/// What [`Conversation::fit`] works with.
+pub(crate) struct Fit<'a> {
+    pub session_id: &'a str,
+    pub request: &'a Request,
+    /// The model's context window (tokens).
+    pub window: u64,
+    pub config: CompactionConfig,
+    /// Summarizes old turns (tier 2): the session's provider.
+    pub summarizer: &'a Extension,
+    pub params: RequestParams,
+    /// Compact whatever the estimate (the provider said it overflowed).
+    pub force: bool,
+}
+
+/// What fitting did.
+pub(crate) struct Fitted {
+    /// The history changed: the request must be composed again.
+    pub changed: bool,
+    /// Tokens the summary requests spent (paid for like any request).
+    pub spent: Usage,
+}
+
+impl Conversation {
     /// Calibrated tokens of `request` with `messages` in place of its own.
     fn tokens_with(&self, request: &Request, messages: &[Message]) -> u64 {
-        let raw = raw_estimate(
-            request.system.as_deref(),
-            messages,
-            Self::tools_json_len(request),
-        );
+        let raw = raw_estimate(request.system.as_deref(), messages, tools_json_len(request));
         (raw as f64 * self.token_ratio).ceil() as u64
     }
 
@@ -89,14 +113,20 @@ impl Session {
         }
     }
 
-    /// Warn or compact before `request` is sent. Returns true when the
-    /// history changed (the request must be composed again). `force`
-    /// compacts whatever the estimate (the provider said it overflowed).
-    pub(crate) async fn fit_context(&mut self, request: &Request, force: bool) -> bool {
-        let Some(window) = self.window() else {
-            return false;
+    /// Warn or compact before a request is sent.
+    pub(crate) async fn fit(&mut self, at: Fit<'_>) -> Fitted {
+        let Fit {
+            session_id,
+            request,
+            window,
+            config: cfg,
+            force,
+            ..
+        } = at;
+        let mut fitted = Fitted {
+            changed: false,
+            spent: zero_usage(),
         };
-        let cfg = self.config.compaction;
         let before = self.tokens_with(request, &request.messages);
         let pct = before as f64 / window as f64;
         if pct >= cfg.warn_at && !self.warned_this_turn {
@@ -108,24 +138,27 @@ impl Session {
             });
         }
         if pct < cfg.compact_at && !force {
-            return false;
+            return fitted;
         }
         let target = (cfg.warn_at * window as f64) as u64;
-        let mut changed = false;
         for tier in 1..=3u8 {
-            let tokens = self.tokens_with(request, &self.history);
+            let tokens = self.tokens_with(request, &self.messages);
             // Forced (the provider overflowed): at least one tier runs.
-            if tokens < target && (changed || !force) {
+            if tokens < target && (fitted.changed || !force) {
                 break;
             }
+            let keep = cfg.keep_recent;
             let removed = match tier {
-                1 => self.shorten_old_results(),
-                2 => self.summarize_old().await,
-                _ => self.drop_middle(),
+                1 => self.shorten_old_results(keep),
+                2 => {
+                    self.summarize_old(keep, at.summarizer, &at.params, &mut fitted.spent)
+                        .await
+                }
+                _ => self.drop_middle(keep),
             };
             if let Some(what) = removed {
-                changed = true;
-                let after = self.tokens_with(request, &self.history);
+                fitted.changed = true;
+                let after = self.tokens_with(request, &self.messages);
                 self.bus.record(KernelEvent::ContextCompacted {
                     tier,
                     removed: what.clone(),
@@ -135,29 +168,29 @@ impl Session {
                 });
                 // The whole compacted history, so a resume starts from it
                 // instead of compacting again.
-                let record = json!({"type": "compaction", "tier": tier, "removed": what, "history": super::payloads::messages_json(&self.history)}).to_string();
-                self.append_record(record).await;
+                let record = json!({"type": "compaction", "tier": tier, "removed": what, "history": messages_json(&self.messages)}).to_string();
+                self.append_record(session_id, record).await;
             }
         }
-        changed
+        fitted
     }
 
     /// Where the protected recent part starts: `keep_recent` messages from
     /// the end, moved back to the start of a user turn so no tool call is
     /// separated from its result.
-    fn recent_start(&self) -> usize {
-        let len = self.history.len();
-        let mut i = len.saturating_sub(self.config.compaction.keep_recent);
-        while i > 0 && !is_turn_start(&self.history[i]) {
+    fn recent_start(&self, keep: usize) -> usize {
+        let len = self.messages.len();
+        let mut i = len.saturating_sub(keep);
+        while i > 0 && !is_turn_start(&self.messages[i]) {
             i -= 1;
         }
         i
     }
 
-    fn shorten_old_results(&mut self) -> Option<String> {
-        let end = self.recent_start();
+    fn shorten_old_results(&mut self, keep: usize) -> Option<String> {
+        let end = self.recent_start(keep);
         let (mut count, mut chars) = (0, 0);
-        for m in &mut self.history[..end] {
+        for m in &mut self.messages[..end] {
             for part in &mut m.content {
                 let ContentPart::ToolResult(r) = part else {
                     continue;
@@ -180,12 +213,18 @@ impl Session {
         (count > 0).then(|| format!("shortened {count} old tool outputs ({chars} bytes)"))
     }
 
-    async fn summarize_old(&mut self) -> Option<String> {
-        let end = self.recent_start();
+    async fn summarize_old(
+        &mut self,
+        keep: usize,
+        provider: &Extension,
+        params: &RequestParams,
+        spent: &mut Usage,
+    ) -> Option<String> {
+        let end = self.recent_start(keep);
         if end < 2 {
             return None;
         }
-        let mut messages = self.history[..end].to_vec();
+        let mut messages = self.messages[..end].to_vec();
         messages.push(Message {
             role: Role::User,
             content: vec![ContentPart::Text(
@@ -196,21 +235,18 @@ impl Session {
             system: Some("You write faithful, concise summaries of coding sessions.".into()),
             messages,
             tools: Vec::new(),
-            params: self.request_params(),
+            params: params.clone(),
         };
-        let mut stream = self.provider.provider_send(&request).await.ok()?;
+        let mut stream = provider.provider_send(&request).await.ok()?;
         let mut text = String::new();
         loop {
-            match self.provider.provider_next(&mut stream).await {
+            match provider.provider_next(&mut stream).await {
                 Ok(Some(batch)) => {
                     for ev in batch {
                         match ev {
                             StreamEvent::TextDelta(d) => text.push_str(&d),
                             // The summary is paid for like any request.
-                            StreamEvent::Usage(u) => {
-                                self.cost_usd += self.turn_cost(&u);
-                                super::usage::add_usage(&mut self.usage, &u);
-                            }
+                            StreamEvent::Usage(u) => add_usage(spent, &u),
                             _ => {}
                         }
                     }
@@ -231,12 +267,12 @@ impl Session {
                 text.trim()
             ))],
         };
-        self.history.splice(..end, [summary]);
+        self.messages.splice(..end, [summary]);
         Some(format!("summarized {end} old messages"))
     }
 
-    fn drop_middle(&mut self) -> Option<String> {
-        let end = self.recent_start();
+    fn drop_middle(&mut self, keep: usize) -> Option<String> {
+        let end = self.recent_start(keep);
         if end <= 1 {
             return None;
         }
@@ -247,7 +283,7 @@ impl Session {
                 "[{dropped} earlier messages were dropped to fit the context window]"
             ))],
         };
-        self.history.splice(1..end, [note]);
+        self.messages.splice(1..end, [note]);
         Some(format!("dropped {dropped} messages from the middle"))
     }
 }

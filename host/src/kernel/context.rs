@@ -7,17 +7,12 @@
 //! environment anyway; the guard catches one that found a value in a
 //! file).
 
+use super::compaction::estimate_tokens;
 use super::session::Session;
 use crate::runtime::bindings::stud::extension::context_provider_types::{
     ComposeContext, FragmentKind,
 };
 use stud_protocol::events::KernelEvent;
-
-/// Rough token estimate used for budgets and compaction: ~4 bytes per
-/// token for English and code (providers' reported usage corrects it).
-pub fn estimate_tokens(text: &str) -> u64 {
-    (text.len() as u64).div_ceil(4)
-}
 
 /// Environment variables whose values are too common to be treated as
 /// forbidden content.
@@ -66,16 +61,16 @@ fn clip(text: &str, budget: u32) -> String {
 impl Session {
     /// The system text the context providers add for this request.
     pub(crate) async fn context_fragments(&self, iteration: u32) -> Option<String> {
-        if self.context_providers.is_empty() {
+        if self.roster.context_providers.is_empty() {
             return None;
         }
         let ctx = ComposeContext {
             session_id: self.id.clone(),
-            turn: self.turns as u32,
+            turn: self.ledger.turns as u32,
             project_dir: Some("/project".into()),
         };
         let mut fragments = Vec::new();
-        for ext in &self.context_providers {
+        for ext in &self.roster.context_providers {
             match ext.context_provide(&ctx).await {
                 Ok(list) => fragments.extend(list.into_iter().map(|f| (ext.id().clone(), f))),
                 Err(e) => self.bus.record(KernelEvent::ContextFailed {

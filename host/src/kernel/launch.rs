@@ -16,10 +16,11 @@ use super::persist::{self, Persistence, ResumeError, ResumeTarget};
 use super::redact::Redactor;
 use super::reload::Reloader;
 use super::retry::RetryPolicy;
+use super::roster::SessionError;
 use super::services::{KernelServices, TerminalOut};
 use super::session::{
     DEFAULT_MAX_ITERATIONS, DEFAULT_TOOL_OUTPUT_LIMIT, DEFAULT_TOOL_PARALLELISM, Session,
-    SessionConfig, SessionError,
+    SessionConfig,
 };
 use super::session_lock::{SessionLock, SessionLockError};
 use super::{AllowPattern, Authority, Mode};

@@ -5,23 +5,23 @@
 use std::sync::Arc;
 
 use super::authority::Authority;
-use super::capabilities::{MissingCapability, check_request, check_session};
+use super::capabilities::{check_request, check_session};
 use super::compaction::CompactionConfig;
+use super::conversation::Conversation;
 use super::events::Bus;
-use super::hooks::HookRunner;
 use super::interaction::{Answer, Interactions};
-use super::persist::Persistence;
 use super::reload::{Ready, Reloader};
 use super::retry::RetryPolicy;
-use super::tools::ToolTable;
+use super::roster::{Roster, RosterChoice, SessionError};
+use super::usage::UsageLedger;
 use crate::extensions::consent;
 use crate::manifest::{Kind, ReloadBehavior};
+use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::interaction::{InteractionKind, InteractionStatus};
 use crate::runtime::bindings::stud::extension::provider_types::{
-    ModelCapabilities, ModelInfo, Request, RequestParams, ThinkingLevel,
+    Request, RequestParams, ThinkingLevel,
 };
 use crate::runtime::bindings::stud::extension::types::{Message, Usage};
-use crate::runtime::{CallError, Extension};
 use stud_protocol::events::KernelEvent;
 
 /// Default bound on provider requests per turn
@@ -59,56 +59,26 @@ pub struct SessionConfig {
     pub cache_hints: bool,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    #[error(
-        "provider `{wanted}` is not available; loaded providers: {available}. Pick one with --provider"
-    )]
-    ProviderMissing { wanted: String, available: String },
-    #[error("cannot ask provider `{provider}` for its models: {source}")]
-    Models { provider: String, source: CallError },
-    #[error(
-        "model `{model}` is not offered by provider `{provider}`; it offers: {offered}. Pick one with --model"
-    )]
-    UnknownModel {
-        model: String,
-        provider: String,
-        offered: String,
-    },
-    #[error(transparent)]
-    Capability(#[from] MissingCapability),
-}
-
+/// A session is its owned parts (the extension roster, the
+/// conversation, the usage ledger) plus the authority over tool calls, the
+/// settings fixed at start and the attached workflow. The parts do not
+/// know the session; the loop (`turn`, `act`, `workflow`) works on it.
 pub struct Session {
     pub id: String,
     pub bus: Bus,
-    pub(crate) provider: Arc<Extension>,
-    pub(crate) model: String,
-    pub(crate) models: Vec<ModelInfo>,
-    pub(crate) tools: ToolTable,
-    pub(crate) hooks: HookRunner,
+    pub(crate) roster: Roster,
+    pub(crate) conversation: Conversation,
+    pub(crate) ledger: UsageLedger,
     pub(crate) authority: Authority,
     pub(crate) interactions: Arc<Interactions>,
-    pub history: Vec<Message>,
     pub(crate) config: SessionConfig,
-    pub(crate) turns: u64,
-    pub usage: Usage,
     pub(crate) reloader: Option<Arc<Reloader>>,
-    pub(crate) persistence: Option<Persistence>,
-    pub(crate) context_providers: Vec<Arc<Extension>>,
-    /// Provider tokens per estimated token (calibrated from usage).
-    pub(crate) token_ratio: f64,
-    pub(crate) warned_this_turn: bool,
-    /// What the session has cost so far (USD), when prices are known.
-    pub cost_usd: f64,
     /// Reloads compiled and waiting for a boundary their behaviour allows.
     pub(crate) pending_reloads: Vec<Ready>,
     /// The attached state machine, if any.
     pub(crate) workflow: Option<super::workflow::Attached>,
     /// Where its workflow stands (restored on resume).
     pub(crate) workflow_position: Option<super::workflow::Position>,
-    /// The loaded state machines, any of which can be attached.
-    pub(crate) state_machines: Vec<Arc<Extension>>,
 }
 
 impl Session {
@@ -121,72 +91,26 @@ impl Session {
         interactions: Arc<Interactions>,
         bus: Bus,
     ) -> Result<(Session, Vec<String>), SessionError> {
-        let of = |k: Kind| exts.iter().filter(move |e| e.kind() == k).cloned();
-        let providers: Vec<Arc<Extension>> = of(Kind::Provider).collect();
-        let provider = providers
-            .iter()
-            .find(|p| p.id().as_str() == config.provider)
-            .cloned()
-            .ok_or_else(|| SessionError::ProviderMissing {
-                wanted: config.provider.clone(),
-                available: list(providers.iter().map(|p| p.id().to_string())),
-            })?;
-        let models = provider
-            .provider_models()
-            .await
-            .map_err(|source| SessionError::Models {
-                provider: config.provider.clone(),
-                source,
-            })?;
-        let model = match &config.model {
-            Some(m) => find_model(&models, m, &config.provider)?.id.clone(),
-            None => models
-                .first()
-                .map(|m| m.id.clone())
-                .unwrap_or_else(|| "default".into()),
+        let choice = RosterChoice {
+            provider: &config.provider,
+            model: config.model.as_deref(),
+            tools_enabled: config.tools_enabled,
+            hook_order: &config.hook_order,
         };
-        let tool_exts: Vec<Arc<Extension>> = if config.tools_enabled {
-            of(Kind::Tool).collect()
-        } else {
-            Vec::new()
-        };
-        let (tools, warnings) = ToolTable::build(&tool_exts).await;
-        if let Some(info) = models.iter().find(|m| m.id == model) {
-            check_session(&config.provider, &model, &info.capabilities, tools.len())?;
-        }
-        let hook_exts: Vec<Arc<Extension>> = of(Kind::Hook).collect();
-        let state_machines: Vec<Arc<Extension>> = of(Kind::StateMachine).collect();
-        let hooks = HookRunner::new(&hook_exts, &config.hook_order, bus.clone());
-        let id = session_id();
+        let (roster, warnings) = Roster::arrange(exts, choice, bus.clone()).await?;
         let session = Session {
-            id,
+            id: session_id(),
+            roster,
+            conversation: Conversation::new(bus.clone()),
+            ledger: UsageLedger::new(config.pricing.clone(), config.max_cost_usd),
             bus,
-            provider,
-            model,
-            models,
-            tools,
-            hooks,
             authority,
             interactions,
-            history: Vec::new(),
             config,
-            turns: 0,
             reloader: None,
-            persistence: None,
-            context_providers: of(Kind::ContextProvider).collect(),
-            token_ratio: 1.0,
-            warned_this_turn: false,
-            cost_usd: 0.0,
             pending_reloads: Vec::new(),
             workflow: None,
             workflow_position: None,
-            state_machines,
-            usage: Usage {
-                input_tokens: 0,
-                output_tokens: 0,
-                cache_read_tokens: 0,
-                cache_write_tokens: 0,
-            },
         };
         Ok((session, warnings))
     }
@@ -196,17 +120,23 @@ impl Session {
     pub fn announce(&self) {
         self.bus.record(KernelEvent::SessionStart {
             session_id: self.id.clone(),
-            provider: self.provider.id().to_string(),
-            model: self.model.clone(),
+            provider: self.roster.provider_id().to_string(),
+            model: self.roster.model.clone(),
             mode: self.authority.mode().as_str().into(),
-            tools: self.tools.names().into_iter().map(Into::into).collect(),
+            tools: self
+                .roster
+                .tools
+                .names()
+                .into_iter()
+                .map(Into::into)
+                .collect(),
         });
     }
 
     /// Model parameters of every request.
     pub(crate) fn request_params(&self) -> RequestParams {
         RequestParams {
-            model: self.model.clone(),
+            model: self.roster.model.clone(),
             max_tokens: self.config.max_tokens,
             temperature: self.config.temperature,
             thinking: self.config.thinking,
@@ -214,61 +144,85 @@ impl Session {
         }
     }
 
-    /// What the current model declares, if the provider listed it.
-    pub(crate) fn capabilities(&self) -> Option<&ModelCapabilities> {
-        self.models
-            .iter()
-            .find(|m| m.id == self.model)
-            .map(|m| &m.capabilities)
-    }
-
     /// Switch model (`/model`). The session's needs are checked against
     /// the new model first; a refused switch keeps the current one.
     pub fn set_model(&mut self, model: &str) -> Result<(), SessionError> {
-        let info = find_model(&self.models, model, self.provider_id())?;
+        let info = self.roster.find_model(model)?;
+        let provider = self.roster.provider_id();
         check_session(
-            self.provider_id(),
+            provider,
             &info.id,
             &info.capabilities,
-            self.tools.len(),
+            self.roster.tools.len(),
         )?;
         // What the next request will carry (the conversation's images,
         // the thinking setting) must suit the new model as well.
         let next = Request {
             system: None,
-            messages: self.history.clone(),
+            messages: self.conversation.messages.clone(),
             tools: Vec::new(),
             params: RequestParams {
                 model: info.id.clone(),
                 ..self.request_params()
             },
         };
-        check_request(self.provider_id(), &info.id, &info.capabilities, &next)?;
-        let from = std::mem::replace(&mut self.model, info.id.clone());
+        check_request(provider, &info.id, &info.capabilities, &next)?;
+        let to = info.id.clone();
+        let from = std::mem::replace(&mut self.roster.model, to.clone());
         self.bus.record(KernelEvent::ModelChanged {
-            provider: self.provider_id().into(),
+            provider: self.roster.provider_id().into(),
             from,
-            to: self.model.clone(),
+            to,
         });
         Ok(())
     }
 
     /// Forget the conversation (the next turn starts a fresh one).
     pub fn clear_history(&mut self) {
-        self.history.clear();
-        self.bus.record(KernelEvent::HistoryCleared {
-            session_id: self.id.clone(),
-        });
+        self.conversation.clear(&self.id);
     }
 
     /// The extension serving tool `name`.
     pub fn tool_extension(&self, name: &str) -> Option<Arc<Extension>> {
-        self.tools.get(name).map(|t| t.ext.clone())
+        self.roster.tool_extension(name)
     }
 
     /// Hook registrations attached (for reports and benchmarks).
     pub fn hook_registrations(&self) -> usize {
-        self.hooks.registrations()
+        self.roster.hooks.registrations()
+    }
+
+    /// Append to the conversation; with a store, the message is reported
+    /// persisted (`message.persisted`) only once the store confirmed it.
+    pub(crate) async fn append(&mut self, message: Message) {
+        self.conversation.append(&self.id, message).await;
+    }
+
+    /// Append a non-message record (compaction, workflow position) to the
+    /// session's log.
+    pub(crate) async fn append_record(&self, record: String) {
+        self.conversation.append_record(&self.id, record).await;
+    }
+
+    /// The conversation so far.
+    pub fn history(&self) -> &[Message] {
+        self.conversation.messages()
+    }
+
+    /// Tokens spent over the whole session.
+    pub fn usage(&self) -> &Usage {
+        &self.ledger.usage
+    }
+
+    /// What the session has cost (USD), when prices are known.
+    pub fn cost_usd(&self) -> f64 {
+        self.ledger.cost_usd
+    }
+
+    /// Whether the session has cost its budget (`--max-cost`); no turn
+    /// can start then.
+    pub fn budget_spent(&self) -> bool {
+        self.ledger.budget_spent()
     }
 
     /// One request straight to the provider, drained (benchmarks: the
@@ -281,20 +235,21 @@ impl Session {
                 role: Role::User,
                 content: vec![ContentPart::Text(text.into())],
             }],
-            tools: self.tools.definitions(),
+            tools: self.roster.tools.definitions(),
             params: self.request_params(),
         };
-        if let Ok(mut stream) = self.provider.provider_send(&request).await {
-            while let Ok(Some(_)) = self.provider.provider_next(&mut stream).await {}
+        let provider = &self.roster.provider;
+        if let Ok(mut stream) = provider.provider_send(&request).await {
+            while let Ok(Some(_)) = provider.provider_next(&mut stream).await {}
         }
     }
 
     pub fn model(&self) -> &str {
-        &self.model
+        &self.roster.model
     }
 
     pub fn provider_id(&self) -> &str {
-        self.provider.id().as_str()
+        self.roster.provider_id()
     }
 
     /// Watch for changed extensions from now on (see [`Reloader`]).
@@ -351,7 +306,7 @@ impl Session {
                 reloader.refuse(&ext, &e);
                 continue;
             }
-            match self.swap(&ext).await {
+            match self.roster.swap(&ext).await {
                 Ok(()) => reloader.swapped(&ext, &item.from, boundary),
                 Err(reason) => reloader.refuse(&ext, &reason),
             }
@@ -384,71 +339,13 @@ impl Session {
         }
     }
 
-    async fn swap(&mut self, ext: &Arc<Extension>) -> Result<(), String> {
-        match ext.kind() {
-            Kind::Tool => self.tools.replace(ext).await,
-            Kind::Provider if ext.id() == self.provider.id() => {
-                let models = ext
-                    .provider_models()
-                    .await
-                    .map_err(|e| format!("the new version cannot list its models: {e}"))?;
-                if !models.iter().any(|m| m.id == self.model) {
-                    return Err(format!(
-                        "the new version no longer offers model `{}`",
-                        self.model
-                    ));
-                }
-                self.provider = ext.clone();
-                self.models = models;
-                Ok(())
-            }
-            Kind::Provider => Ok(()),
-            Kind::Hook => self.hooks.replace(ext),
-            Kind::ContextProvider => {
-                for c in &mut self.context_providers {
-                    if c.id() == ext.id() {
-                        *c = ext.clone();
-                    }
-                }
-                Ok(())
-            }
-            other => Err(format!(
-                "reloading {other} extensions in a running session is not supported; restart stud to use the new version"
-            )),
-        }
-    }
-
     /// Let queued observer hooks finish and record the end.
     pub async fn close(&mut self) {
-        self.hooks.drain().await;
+        self.roster.hooks.drain().await;
         self.bus.record(KernelEvent::SessionEnd {
             session_id: self.id.clone(),
-            turns: self.turns,
+            turns: self.ledger.turns,
         });
-    }
-}
-
-fn find_model<'a>(
-    models: &'a [ModelInfo],
-    model: &str,
-    provider: &str,
-) -> Result<&'a ModelInfo, SessionError> {
-    models
-        .iter()
-        .find(|m| m.id == model)
-        .ok_or_else(|| SessionError::UnknownModel {
-            model: model.to_string(),
-            provider: provider.to_string(),
-            offered: list(models.iter().map(|x| x.id.clone())),
-        })
-}
-
-fn list(items: impl Iterator<Item = String>) -> String {
-    let v: Vec<String> = items.collect();
-    if v.is_empty() {
-        "(none)".into()
-    } else {
-        v.join(", ")
     }
 }
 

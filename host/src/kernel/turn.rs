@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::act::{self, ActEnd, ActSpec, Bound, MainLane};
 use super::session::Session;
-use super::usage::{add_usage, usage_event, zero_usage};
+use super::usage::{usage_event, zero_usage};
 use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
 use stud_protocol::events::KernelEvent;
@@ -71,6 +71,20 @@ pub(crate) fn fail(code: &str, message: impl Into<String>) -> TurnStatus {
 }
 
 impl Session {
+    /// `budget-exceeded` once the session (with this turn's `usage`) has
+    /// cost its budget.
+    pub(crate) fn check_budget(&self, usage: &Usage) -> Result<(), TurnStatus> {
+        self.ledger
+            .check_budget(&self.roster.model, usage)
+            .map_err(|e| {
+                self.bus.record(KernelEvent::BudgetExceeded {
+                    spent_usd: e.spent,
+                    budget_usd: e.budget,
+                });
+                fail("budget-exceeded", e.to_string())
+            })
+    }
+
     pub async fn run_turn(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
         let turn_id = self.open_turn(input, TurnStages::None).await;
         let mut iterations = 0;
@@ -90,8 +104,8 @@ impl Session {
     /// `turn.start` (with `extra`, a stage's id say).
     pub(crate) async fn open_turn(&mut self, input: &str, stages: TurnStages) -> String {
         self.apply_reloads("between-turns").await;
-        self.turns += 1;
-        let turn_id = format!("{}-t{}", self.id, self.turns);
+        self.ledger.turns += 1;
+        let turn_id = format!("{}-t{}", self.id, self.ledger.turns);
         self.bus.set_turn(Some(turn_id.clone()));
         let (stage_id, stage_ids, join) = match stages {
             TurnStages::None => (None, None, None),
@@ -117,10 +131,8 @@ impl Session {
         iterations: u32,
         usage: Usage,
     ) -> TurnOutcome {
-        add_usage(&mut self.usage, &usage);
-        let turn_cost = self.turn_cost(&usage);
-        self.cost_usd += turn_cost;
-        self.warned_this_turn = false;
+        let turn_cost = self.ledger.charge(&self.roster.model, &usage);
+        self.conversation.warned_this_turn = false;
         let message = match &status {
             TurnStatus::Failed { message, .. } => message.clone(),
             TurnStatus::Halted { tool, key } => {
@@ -139,9 +151,9 @@ impl Session {
             message,
             iterations: iterations.into(),
             usage: usage_event(&usage),
-            session_usage: usage_event(&self.usage),
+            session_usage: usage_event(&self.ledger.usage),
             cost_usd: turn_cost,
-            session_cost_usd: self.cost_usd,
+            session_cost_usd: self.ledger.cost_usd,
         });
         self.bus.set_turn(None);
         self.save_manifest().await;

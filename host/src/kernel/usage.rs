@@ -5,11 +5,11 @@
 
 use serde_json::{Value, json};
 
-use super::session::Session;
-use super::turn::{TurnStatus, fail};
+use std::collections::HashMap;
+
 use crate::config::Price;
 use crate::runtime::bindings::stud::extension::types::Usage;
-use stud_protocol::events::{self, KernelEvent};
+use stud_protocol::events;
 
 /// USD for `usage` at `price` (per million tokens).
 pub fn cost(usage: &Usage, price: &Price) -> f64 {
@@ -30,39 +30,72 @@ pub struct BudgetExceeded {
     pub budget: f64,
 }
 
-impl Session {
-    /// `budget-exceeded` once the session (with this turn's `usage`) has
-    /// cost its budget.
-    pub(crate) fn check_budget(&self, usage: &Usage) -> Result<(), TurnStatus> {
-        let Some(budget) = self.config.max_cost_usd else {
+/// What the session has spent: tokens, turns and money, against the
+/// prices in settings and the session budget.
+pub struct UsageLedger {
+    /// Tokens over the whole session.
+    pub usage: Usage,
+    /// USD so far, when prices are known.
+    pub cost_usd: f64,
+    pub turns: u64,
+    /// Prices per model id (settings `pricing`).
+    pricing: HashMap<String, Price>,
+    /// Stop before a request once the cost reached this (USD).
+    max_cost_usd: Option<f64>,
+}
+
+impl UsageLedger {
+    pub fn new(pricing: HashMap<String, Price>, max_cost_usd: Option<f64>) -> Self {
+        UsageLedger {
+            usage: zero_usage(),
+            cost_usd: 0.0,
+            turns: 0,
+            pricing,
+            max_cost_usd,
+        }
+    }
+
+    /// What `usage` costs on `model` (0 without a price).
+    pub fn cost_of(&self, model: &str, usage: &Usage) -> f64 {
+        self.pricing
+            .get(model)
+            .map(|p| cost(usage, p))
+            .unwrap_or(0.0)
+    }
+
+    /// Add `usage` on `model` to the session; returns what it cost.
+    pub fn charge(&mut self, model: &str, usage: &Usage) -> f64 {
+        let spent = self.cost_of(model, usage);
+        add_usage(&mut self.usage, usage);
+        self.cost_usd += spent;
+        spent
+    }
+
+    /// Refused once the session, with `pending` (this turn's usage, not
+    /// charged yet) on `model`, has cost its budget.
+    pub fn check_budget(&self, model: &str, pending: &Usage) -> Result<(), BudgetExceeded> {
+        let Some(budget) = self.max_cost_usd else {
             return Ok(());
         };
-        let spent = self.cost_usd + self.turn_cost(usage);
+        let spent = self.cost_usd + self.cost_of(model, pending);
         if spent < budget {
             return Ok(());
         }
-        let e = BudgetExceeded { spent, budget };
-        self.bus.record(KernelEvent::BudgetExceeded {
-            spent_usd: spent,
-            budget_usd: budget,
-        });
-        Err(fail("budget-exceeded", e.to_string()))
+        Err(BudgetExceeded { spent, budget })
     }
 
     /// Whether the session has cost its budget (`--max-cost`); no turn
     /// can start then.
     pub fn budget_spent(&self) -> bool {
-        self.config
-            .max_cost_usd
+        self.max_cost_usd
             .is_some_and(|budget| self.cost_usd >= budget)
     }
 
-    pub(crate) fn turn_cost(&self, usage: &Usage) -> f64 {
-        self.config
-            .pricing
-            .get(&self.model)
-            .map(|p| cost(usage, p))
-            .unwrap_or(0.0)
+    /// Carry on from what a resumed session had spent.
+    pub fn restore(&mut self, usage: Usage, cost_usd: f64, turns: u64) {
+        self.usage = usage;
+        self.cost_usd = cost_usd;
+        self.turns = turns;
     }
 }
 

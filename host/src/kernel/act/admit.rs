@@ -60,11 +60,11 @@ impl Session {
         call: &ToolCall,
         stage: Option<&StageAuthority>,
     ) -> Admit<'a> {
-        let Some(entry) = self.tools.get(&call.name) else {
+        let Some(entry) = self.roster.tools.get(&call.name) else {
             let msg = format!(
                 "unknown tool `{}`; available tools: {}",
                 call.name,
-                self.tools.names().join(", ")
+                self.roster.tools.names().join(", ")
             );
             return Admit::Refuse(self.refuse(call, "not-found", &msg));
         };
@@ -94,9 +94,10 @@ impl Session {
             stage: Stage::ToolCall,
             phase: Phase::Pre,
         };
-        let hooked = self.hooks.is_hooked(slot);
+        let hooked = self.roster.hooks.is_hooked(slot);
         let call = if hooked {
             let transformed = self
+                .roster
                 .hooks
                 .transform(slot, json!({"call": call_json(call)}))
                 .await;
@@ -171,8 +172,8 @@ impl Session {
             return Admit::Run(entry, call);
         }
         let payload = json!({"call": call_json(&call)});
-        let denied = self.hooks.guard(slot, &payload).await;
-        self.hooks.observe_slot(slot, &payload);
+        let denied = self.roster.hooks.guard(slot, &payload).await;
+        self.roster.hooks.observe_slot(slot, &payload);
         match denied {
             Some((by, error)) => {
                 self.authority

@@ -40,7 +40,7 @@ pub(crate) async fn compose_request<L: Lane>(
                 "system": base_system,
                 "messages": messages_json(&messages),
                 "tools": tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
-                "model": s.model,
+                "model": s.roster.model,
             })
         })
         .await;
@@ -67,7 +67,7 @@ pub(crate) async fn compose_request<L: Lane>(
 /// The session's tools, narrowed to a stage's envelope, plus the stage's
 /// completion tool (always offered).
 fn offered_tools<L: Lane>(lane: &L, spec: &ActSpec) -> Vec<ToolDefinition> {
-    let mut tools = lane.session().tools.definitions();
+    let mut tools = lane.session().roster.tools.definitions();
     if let Some(stage) = &spec.stage {
         tools.retain(|t| stage.in_envelope(&t.name));
     }

@@ -1,5 +1,6 @@
 //! The transcript an Act runs on, and what happens at its boundaries.
 
+use crate::kernel::compaction::Fit;
 use crate::kernel::payloads::message_appended;
 use crate::kernel::session::Session;
 use crate::runtime::bindings::stud::extension::provider_types::Request;
@@ -28,7 +29,7 @@ impl Lane for MainLane<'_> {
         self.0
     }
     fn transcript(&self) -> &[Message] {
-        &self.0.history
+        &self.0.conversation.messages
     }
     async fn boundary(&mut self, name: &'static str) {
         self.0.apply_reloads(name).await;
@@ -37,10 +38,32 @@ impl Lane for MainLane<'_> {
         self.0.append(message).await;
     }
     async fn fit(&mut self, request: &Request, force: bool) -> bool {
-        self.0.fit_context(request, force).await
+        let s = &mut *self.0;
+        let Some(window) = s
+            .roster
+            .capabilities()
+            .map(|c| u64::from(c.context_window))
+            .filter(|w| *w > 0)
+        else {
+            return false;
+        };
+        let fitted = s
+            .conversation
+            .fit(Fit {
+                session_id: &s.id,
+                request,
+                window,
+                config: s.config.compaction,
+                summarizer: &s.roster.provider,
+                params: s.request_params(),
+                force,
+            })
+            .await;
+        s.ledger.charge(&s.roster.model, &fitted.spent);
+        fitted.changed
     }
     fn calibrate(&mut self, raw: u64, reported: u64) {
-        self.0.calibrate(raw, reported);
+        self.0.conversation.calibrate(raw, reported);
     }
 }
 
@@ -62,7 +85,7 @@ impl Lane for StageLane<'_> {
     }
     async fn boundary(&mut self, _name: &'static str) {}
     async fn append(&mut self, mut message: Message) {
-        self.session.scrub_secrets(&mut message);
+        self.session.conversation.scrub_secrets(&mut message);
         self.session
             .bus
             .record(message_appended(&message, Some(&self.execution_id)));

@@ -25,9 +25,8 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use lane::{Lane, MainLane, StageLane};
 pub(crate) use stage_gate::StageAuthority;
 
-use super::compaction::raw_estimate;
+use super::compaction::{raw_estimate, tools_json_len};
 use super::retry::CONTEXT_OVERFLOW;
-use super::session::Session;
 use super::turn::{TurnStatus, fail};
 use super::usage::prompt_tokens;
 use crate::runtime::bindings::stud::extension::provider_types::{FinishReason, Request};
@@ -159,7 +158,7 @@ async fn request<L: Lane>(
 }
 
 fn estimate(r: &Request) -> u64 {
-    raw_estimate(r.system.as_deref(), &r.messages, Session::tools_json_len(r))
+    raw_estimate(r.system.as_deref(), &r.messages, tools_json_len(r))
 }
 
 /// Cut off at the output limit: the text is shown as far as it got, but

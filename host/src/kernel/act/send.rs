@@ -48,29 +48,30 @@ impl Session {
         iteration: u32,
         cancel: &CancellationToken,
     ) -> Result<Started, TurnStatus> {
-        let info = json!({"provider": self.provider.id().as_str(), "model": self.model, "iteration": iteration});
+        let info = json!({"provider": self.roster.provider.id().as_str(), "model": self.roster.model, "iteration": iteration});
         self.pre(Stage::SendRequest, || info.clone()).await?;
         if cancel.is_cancelled() {
             return Err(TurnStatus::Cancelled);
         }
-        if let Some(caps) = self.capabilities()
-            && let Err(missing) = check_request(self.provider_id(), &self.model, caps, &request)
+        if let Some(caps) = self.roster.capabilities()
+            && let Err(missing) =
+                check_request(self.provider_id(), &self.roster.model, caps, &request)
         {
             self.bus.record(KernelEvent::ProviderCapabilityMissing {
                 provider: self.provider_id().into(),
-                model: self.model.clone(),
+                model: self.roster.model.clone(),
                 capability: missing.capability.to_string(),
                 message: missing.to_string(),
             });
             return Err(fail(MissingCapability::CODE, missing.to_string()));
         }
-        let provider = self.provider.clone();
+        let provider = self.roster.provider.clone();
         let policy = self.config.retry;
         let mut attempt = 0;
         let started = loop {
             self.bus.publish(KernelEvent::ProviderRequestStarted {
                 provider: self.provider_id().into(),
-                model: self.model.clone(),
+                model: self.roster.model.clone(),
                 iteration: iteration.into(),
             });
             let sent = cancellable(cancel, &provider, provider.provider_send(&request)).await;
@@ -93,7 +94,7 @@ impl Session {
                     let delay = policy.delay(attempt, &error);
                     self.bus.record(KernelEvent::ProviderRetry {
                         provider: self.provider_id().into(),
-                        model: self.model.clone(),
+                        model: self.roster.model.clone(),
                         attempt: attempt.into(),
                         max_retries: policy.max_retries.into(),
                         delay_ms: delay.as_millis() as u64,
@@ -121,7 +122,7 @@ impl Session {
         mut stream: ResponseStream,
         cancel: &CancellationToken,
     ) -> Result<Started, CallError> {
-        let provider = self.provider.clone();
+        let provider = self.roster.provider.clone();
         let mut events = Vec::new();
         loop {
             match cancellable(cancel, &provider, provider.provider_next(&mut stream)).await {
@@ -177,8 +178,8 @@ impl Session {
         };
         let message = self.bus.redact(&e.to_string());
         self.bus.record(KernelEvent::ProviderRequestFailed {
-            provider: self.provider.id().to_string(),
-            model: self.model.clone(),
+            provider: self.roster.provider.id().to_string(),
+            model: self.roster.model.clone(),
             class,
             code: code.clone(),
             message: message.clone(),

@@ -31,7 +31,7 @@ impl Session {
         payload: impl FnOnce() -> Value,
     ) -> Result<Option<Value>, TurnStatus> {
         self.stage_event(stage, Phase::Pre);
-        match self.hooks.run(stage, Phase::Pre, payload).await {
+        match self.roster.hooks.run(stage, Phase::Pre, payload).await {
             SlotOutcome::Continue(p) => Ok(p),
             SlotOutcome::Denied { by, error } => Err(fail(
                 "hook-denied",
@@ -46,7 +46,7 @@ impl Session {
         stage: Stage,
         payload: impl FnOnce() -> Value,
     ) -> Option<Value> {
-        let out = match self.hooks.run(stage, Phase::Post, payload).await {
+        let out = match self.roster.hooks.run(stage, Phase::Post, payload).await {
             SlotOutcome::Continue(p) => p,
             // Guards cannot attach to post slots (validated at load).
             SlotOutcome::Denied { .. } => None,

@@ -38,13 +38,14 @@ impl Session {
         usage: &mut Usage,
     ) -> Result<Assembled, TurnStatus> {
         let Started { mut stream, events } = started;
-        let info = json!({"provider": self.provider.id().as_str(), "model": self.model});
+        let info =
+            json!({"provider": self.roster.provider.id().as_str(), "model": self.roster.model});
         if let Err(stop) = self.pre(Stage::StreamResponse, || info).await {
-            self.provider.provider_close(stream).await;
+            self.roster.provider.provider_close(stream).await;
             return Err(stop);
         }
         let started = Instant::now();
-        let provider = self.provider.clone();
+        let provider = self.roster.provider.clone();
         let mut first = Some(events);
         let mut assembly = Assembly::new(self.config.response_limits);
         loop {
@@ -67,8 +68,8 @@ impl Session {
                     provider.provider_close(stream).await;
                     let message = too_large.to_string();
                     self.bus.record(KernelEvent::ProviderRequestFailed {
-                        provider: self.provider.id().to_string(),
-                        model: self.model.clone(),
+                        provider: self.roster.provider.id().to_string(),
+                        model: self.roster.model.clone(),
                         class: "ExtensionHost".into(),
                         code: TooLarge::CODE.into(),
                         message: message.clone(),
@@ -80,8 +81,8 @@ impl Session {
         }
         let done = assembly.finish();
         self.bus.record(KernelEvent::ProviderRequestCompleted {
-            provider: self.provider.id().to_string(),
-            model: self.model.clone(),
+            provider: self.roster.provider.id().to_string(),
+            model: self.roster.model.clone(),
             finish: finish_str(done.finish).into(),
             text: done.text.clone(),
             tool_calls: done.calls.len() as u64,

@@ -91,7 +91,12 @@ impl Session {
             is_error,
         };
         let payload = || json!({"call": call_json(call), "result": {"content": result_parts_json(&result.content), "is_error": is_error}});
-        let rewritten = match self.hooks.run(Stage::ToolCall, Phase::Post, payload).await {
+        let rewritten = match self
+            .roster
+            .hooks
+            .run(Stage::ToolCall, Phase::Post, payload)
+            .await
+        {
             SlotOutcome::Continue(p) => p,
             SlotOutcome::Denied { .. } => None,
         };

@@ -46,6 +46,7 @@ pub async fn attach(
         (None, None) => return Ok(()),
     };
     let Some(sm) = session
+        .roster
         .state_machines
         .iter()
         .find(|e| e.id().as_str() == id)

@@ -1,0 +1,104 @@
+//! The session's manifest snapshot and its resume: the snapshot (ids,
+//! times, mode, provider and model, the extension set with versions and
+//! digests, state slots, usage) is rewritten at start and after each
+//! turn, keys sorted; [`Session::adopt`] continues a session read back by
+//! [`super::persist::read`].
+
+use serde_json::{Map, Value, json};
+
+use super::persist::{Persistence, Resumed, now_ms, sorted};
+use super::session::Session;
+use stud_protocol::events::KernelEvent;
+
+impl Session {
+    /// Rewrite the manifest snapshot (start, end of every turn). A
+    /// manifest that would contain a known secret value is not written.
+    pub async fn save_manifest(&self) {
+        let Some(p) = &self.conversation.log else {
+            return;
+        };
+        let extensions: Vec<Value> = p
+            .loaded
+            .iter()
+            .map(|e| json!({"id": e.id().as_str(), "version": e.manifest.version.to_string(), "kind": e.kind().as_str(), "sha256": e.digest.to_string()}))
+            .collect();
+        let state: Map<String, Value> = p
+            .loaded
+            .iter()
+            .filter_map(|e| {
+                let v: Value = serde_json::from_str(&e.state()?).ok()?;
+                Some((e.id().to_string(), v))
+            })
+            .collect();
+        let manifest = sorted(json!({
+            "session_id": self.id,
+            "store": p.store.id().as_str(),
+            "created_ms": p.created_ms,
+            "updated_ms": now_ms(),
+            "project_root": p.project_root,
+            "security_mode": self.authority.mode().as_str(),
+            "provider": self.roster.provider_id(),
+            "model": self.roster.model,
+            "extensions": extensions,
+            "state": state,
+            "usage": super::usage::usage_json(&self.ledger.usage),
+            "cost_usd": self.ledger.cost_usd,
+            "turns": self.ledger.turns,
+            "messages": self.conversation.messages.len(),
+            "title": p.title,
+            "state_machine": self.workflow.as_ref().map(|w| json!({"id": w.workflow.sm.id().as_str(), "sha256": w.workflow.sm.digest.to_string()})),
+        }));
+        let text = manifest.to_string();
+        if self.bus.redact(&text) != text {
+            self.bus.record(KernelEvent::PersistenceFailed {
+                session_id: self.id.clone(),
+                error: "the manifest would contain a secret value; it was not written".into(),
+                store: None,
+                code: Some("secret-leak".into()),
+                indexes: None,
+            });
+            return;
+        }
+        if let Err(e) = p.store.store_write_manifest(&self.id, &text).await {
+            self.conversation
+                .store_failed(&self.id, p, e.to_string(), None);
+        }
+    }
+
+    /// Continue a session read back from its store.
+    pub async fn adopt(&mut self, resumed: Resumed) {
+        self.id = resumed.session_id;
+        self.workflow_position = resumed.position;
+        self.conversation.messages = resumed.history;
+        self.ledger
+            .restore(resumed.usage, resumed.cost_usd, resumed.turns);
+        if let Some(p) = self.conversation.log.as_mut() {
+            p.created_ms = resumed.created_ms;
+            p.title = resumed.title;
+        }
+        let len = self.conversation.messages.len();
+        let fixed = resumed.repaired.len();
+        if fixed > 0 {
+            let indexes: Vec<usize> = (len - fixed..len).collect();
+            self.conversation.persist(&self.id, &indexes).await;
+        }
+        for d in &resumed.drift {
+            self.bus.record(KernelEvent::SessionDrift {
+                session_id: self.id.clone(),
+                message: d.clone(),
+            });
+        }
+        self.bus.record(KernelEvent::SessionResumed {
+            session_id: self.id.clone(),
+            messages: len as u64,
+            repaired_tool_calls: fixed as u64,
+            drift: resumed.drift.clone(),
+            mode: self.authority.mode().as_str().into(),
+        });
+    }
+
+    /// Attach the store (before the first message).
+    pub fn set_persistence(&mut self, p: Persistence) {
+        self.conversation.log = Some(p);
+    }
+}
