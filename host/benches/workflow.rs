@@ -206,9 +206,19 @@ fn main() {
         return;
     }
     let rt = tokio::runtime::Runtime::new().expect("tokio");
+    // `STUD_BENCH_ONLY=stage` (or `fan-out`, `cancel`) runs one part,
+    // for profiling.
+    let only = std::env::var("STUD_BENCH_ONLY").ok();
+    let run = |part: &str| only.as_deref().is_none_or(|o| o == part);
     rt.block_on(async {
-        stage_execution().await;
-        fan_out().await;
-        cancel_latency().await;
+        if run("stage") {
+            stage_execution().await;
+        }
+        if run("fan-out") {
+            fan_out().await;
+        }
+        if run("cancel") {
+            cancel_latency().await;
+        }
     });
 }
