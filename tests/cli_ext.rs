@@ -70,6 +70,18 @@ fn version_and_help() {
 }
 
 #[test]
+fn a_settings_parse_error_names_the_file_and_says_its_cause_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("settings.json"), "{\"providers\": {\n").unwrap();
+    let out = stud(tmp.path(), tmp.path(), &["run", "-p", "hi"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("settings.json"), "{err}");
+    assert!(err.contains("settings.example.json"), "{err}");
+    assert_eq!(err.matches("EOF while parsing").count(), 1, "{err}");
+}
+
+#[test]
 fn ext_list_shows_bundled_and_global_with_digests() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();

@@ -86,7 +86,7 @@ fn continue_resumes_the_full_history_and_keeps_the_mode() {
     );
     let result: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!(result["session_id"], id.as_str());
-    let shown = env.ok(&["session", "show", &id]);
+    let shown = env.ok(&["session", "show", "--json", &id]);
     for text in [
         "first", "one", "second", "two", "third", "three", "fourth", "four",
     ] {
@@ -169,7 +169,7 @@ fn sigkill_mid_turn_loses_no_persisted_message_and_leaves_no_orphan_call() {
     let resumed = event(&evs, "session.resumed");
     assert_eq!(resumed["payload"]["messages"], 3, "{resumed}");
     assert_eq!(resumed["payload"]["repaired_tool_calls"], 1);
-    let shown = env.ok(&["session", "show", &id]);
+    let shown = env.ok(&["session", "show", "--json", &id]);
     // Every message, once, in order, the orphan call answered.
     let mut at = 0;
     for part in [
@@ -222,7 +222,30 @@ fn resuming_with_another_store_is_a_mismatch() {
     }
     // The session itself is untouched.
     env.scripted_settings(json!({}));
-    assert!(env.ok(&["session", "show", &id]).contains("\"one\""));
+    assert!(
+        env.ok(&["session", "show", "--json", &id])
+            .contains("\"one\"")
+    );
+}
+
+#[test]
+fn session_show_reads_as_a_conversation() {
+    let env = Env::new(
+        json!([
+            {"text": "", "tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "printf 'a\\nb\\nc\\n'"}}]},
+            {"text": "Three lines.\u{1b}[2J"}
+        ]),
+        json!({"securityMode": {"mode": "yolo"}}),
+    );
+    env.ok(&["run", "-p", "count the lines"]);
+    let shown = env.ok(&["session", "show", &env.only_session()]);
+    assert!(shown.contains("provider scripted"), "{shown}");
+    assert!(shown.contains("user:\n  count the lines"), "{shown}");
+    assert!(shown.contains("-> bash {\"command\":"), "{shown}");
+    assert!(shown.contains("= bash: a (+2 lines)"), "{shown}");
+    assert!(shown.contains("assistant:\n  Three lines."), "{shown}");
+    // What the model wrote cannot steer the terminal.
+    assert!(!shown.contains('\u{1b}'), "{shown:?}");
 }
 
 #[test]
@@ -516,7 +539,7 @@ fn usage_is_priced_and_the_budget_stops_the_session() {
     assert_eq!(r["error_code"], "budget-exceeded", "{r}");
     assert!(r["error"].as_str().unwrap().contains("--max-cost"), "{r}");
     // Refused before the input was taken: no unanswered message is kept.
-    let shown = env.ok(&["session", "show", &env.only_session()]);
+    let shown = env.ok(&["session", "show", "--json", &env.only_session()]);
     assert!(shown.contains("\"first\""), "{shown}");
     assert!(!shown.contains("\"second\""), "{shown}");
 }

@@ -31,6 +31,7 @@ mod config;
 mod ext;
 mod run;
 mod session;
+mod session_show;
 mod trust;
 
 use std::process::ExitCode;
@@ -50,7 +51,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a session: one turn with a prompt, a loop of turns without.
+    /// Run a session: one turn when a prompt is given, otherwise an interactive loop of turns.
     Run(run::RunArgs),
     /// Manage extensions.
     #[command(subcommand)]

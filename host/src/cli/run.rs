@@ -55,6 +55,7 @@ pub struct RunArgs {
     /// Provider extension id.
     #[arg(long)]
     pub provider: Option<String>,
+    /// Model id offered by the provider (the provider's first model if unset).
     #[arg(long)]
     pub model: Option<String>,
     /// Most provider requests in one turn.

@@ -12,7 +12,6 @@ use crate::config::Layered;
 use crate::extensions::registry::project_dir;
 use crate::extensions::trust::recorded_scope;
 use crate::extensions::{Discovery, Registry, UserGrants};
-use crate::kernel::payloads::message_from;
 use crate::manifest::Kind;
 use crate::paths::StudHome;
 use crate::runtime::services::StderrServices;
@@ -25,8 +24,13 @@ pub enum SessionCommand {
         #[arg(long)]
         json: bool,
     },
-    /// One session's manifest and messages.
-    Show { id: String },
+    /// One session as a person reads it: messages, tool calls with result summaries, usage.
+    Show {
+        id: String,
+        /// The raw manifest and log records instead (JSON).
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete a session for good.
     Delete { id: String },
 }
@@ -91,15 +95,18 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            SessionCommand::Show { id } => {
+            SessionCommand::Show { id, json } => {
                 let data = store.store_read(&id).await?;
-                let manifest: Value = serde_json::from_str(&data.manifest)?;
-                println!("{}", serde_json::to_string_pretty(&manifest)?);
-                for r in &data.records {
-                    let Ok(v) = serde_json::from_str::<Value>(r) else { continue };
-                    if let Some(m) = message_from(&v["message"]) {
-                        outln!("--- {:?}", m.role);
-                        outln!("{}", v["message"]["content"]);
+                let manifest: Value = serde_json::from_str(&data.manifest)
+                    .with_context(|| format!("session `{id}`: its manifest is not JSON"))?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&manifest)?);
+                    for r in &data.records {
+                        println!("{r}");
+                    }
+                } else {
+                    for line in super::session_show::readable(&manifest, &data.records) {
+                        outln!("{line}");
                     }
                 }
             }

@@ -98,7 +98,7 @@ fn read_json(path: &Path) -> Result<Option<Value>, SettingsError> {
         Err(source) => {
             return Err(SettingsError::Read {
                 path: path.to_path_buf(),
-                source,
+                reason: source,
             });
         }
     };
@@ -106,13 +106,13 @@ fn read_json(path: &Path) -> Result<Option<Value>, SettingsError> {
     // key, wrong type), naming the file.
     serde_json::from_str::<Settings>(&text).map_err(|source| SettingsError::Parse {
         path: path.to_path_buf(),
-        source,
+        reason: source,
     })?;
     serde_json::from_str(&text)
         .map(Some)
         .map_err(|source| SettingsError::Parse {
             path: path.to_path_buf(),
-            source,
+            reason: source,
         })
 }
 
@@ -146,7 +146,7 @@ impl Layered {
                 let global =
                     Settings::from_value(&value).map_err(|source| SettingsError::Parse {
                         path: path.to_path_buf(),
-                        source,
+                        reason: source,
                     })?;
                 out.global_configs = global.extension_configs();
                 out.global_network = global.network.clone();
@@ -192,7 +192,7 @@ impl Layered {
         out.settings =
             Settings::from_value(&out.merged).map_err(|source| SettingsError::Parse {
                 path: project.map_or(global, |p| p.path.as_path()).to_path_buf(),
-                source,
+                reason: source,
             })?;
         Ok(out)
     }

@@ -9,15 +9,17 @@ use serde_json::Value;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
-    #[error("cannot read {path}: {source}")]
+    // The cause is part of the message and not a `source`, so an error
+    // chain does not print it twice.
+    #[error("cannot read {path}: {reason}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        reason: std::io::Error,
     },
-    #[error("{path}: {source}; see settings.example.json for every key")]
+    #[error("{path}: {reason}; see settings.example.json for every key")]
     Parse {
         path: PathBuf,
-        source: serde_json::Error,
+        reason: serde_json::Error,
     },
 }
 
@@ -261,13 +263,13 @@ impl Settings {
             Err(source) => {
                 return Err(SettingsError::Read {
                     path: path.to_path_buf(),
-                    source,
+                    reason: source,
                 });
             }
         };
         serde_json::from_str(&text).map_err(|source| SettingsError::Parse {
             path: path.to_path_buf(),
-            source,
+            reason: source,
         })
     }
 

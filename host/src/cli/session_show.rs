@@ -1,0 +1,117 @@
+//! `stud session show ID`: a kept session as a person reads it (who said
+//! what, tool calls with a one-line result summary, usage), or its raw
+//! manifest and records with `--json`. Everything printed comes from the
+//! session's files and is data: it goes through `terminal::safe`.
+
+use serde_json::Value;
+
+use crate::kernel::payloads::{message_from, result_text, role_str};
+use crate::runtime::bindings::stud::extension::types::{ContentPart, Message};
+
+/// Longest line of a tool result summary or a call's arguments.
+const SUMMARY_CHARS: usize = 160;
+
+/// The session as readable text, one line per entry of the returned list.
+pub fn readable(manifest: &Value, records: &[String]) -> Vec<String> {
+    let s = |k: &str| manifest[k].as_str().unwrap_or("?").to_string();
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let usage = &manifest["usage"];
+    let mut out = vec![
+        format!("session {}  {}", s("session_id"), s("title")),
+        format!(
+            "project {}; provider {}, model {}, mode {}",
+            s("project_root"),
+            s("provider"),
+            s("model"),
+            s("security_mode")
+        ),
+        format!(
+            "{} turns; tokens in {}, out {}, cache read {}; cost ${:.4}",
+            n(&manifest["turns"]),
+            n(&usage["input_tokens"]),
+            n(&usage["output_tokens"]),
+            n(&usage["cache_read_tokens"]),
+            manifest["cost_usd"].as_f64().unwrap_or(0.0)
+        ),
+    ];
+    for r in records {
+        let Ok(v) = serde_json::from_str::<Value>(r) else {
+            continue;
+        };
+        match v["type"].as_str() {
+            Some("message") => {
+                if let Some(m) = message_from(&v["message"]) {
+                    out.push(String::new());
+                    message_lines(&m, &mut out);
+                }
+            }
+            Some("compaction") => {
+                out.push(String::new());
+                out.push(format!(
+                    "[compacted: {}]",
+                    v["removed"].as_str().unwrap_or("earlier messages")
+                ));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn message_lines(m: &Message, out: &mut Vec<String>) {
+    out.push(format!("{}:", role_str(m.role)));
+    for part in &m.content {
+        match part {
+            ContentPart::Text(t) => out.extend(t.lines().map(|l| format!("  {l}"))),
+            ContentPart::Thinking(t) => out.push(format!("  (thinking) {}", clip(&t.text))),
+            ContentPart::Image(_) => out.push("  (image)".into()),
+            ContentPart::ToolCall(c) => out.push(format!("  -> {} {}", c.name, clip(&c.arguments))),
+            ContentPart::ToolResult(r) => {
+                let text = result_text(&r.content);
+                let lines = text.lines().count();
+                let more = if lines > 1 {
+                    format!(" (+{} lines)", lines - 1)
+                } else {
+                    String::new()
+                };
+                let mark = if r.is_error { "!" } else { "=" };
+                out.push(format!(
+                    "  {mark} {}: {}{more}",
+                    r.name,
+                    clip(text.lines().next().unwrap_or(""))
+                ));
+            }
+        }
+    }
+}
+
+fn clip(text: &str) -> String {
+    let one_line = text.replace('\n', " ");
+    match one_line.char_indices().nth(SUMMARY_CHARS) {
+        Some((cut, _)) => format!("{}...", &one_line[..cut]),
+        None => one_line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_conversation_reads_as_roles_calls_and_summaries() {
+        let manifest = json!({"session_id": "s1", "title": "fix it", "provider": "scripted", "model": "m", "security_mode": "ask", "turns": 1, "usage": {"input_tokens": 10, "output_tokens": 3}});
+        let records = [
+            json!({"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "list files"}]}}),
+            json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "tool_call", "id": "c", "name": "bash", "arguments": {"command": "ls"}}]}}),
+            json!({"type": "message", "message": {"role": "tool", "content": [{"type": "tool_result", "call_id": "c", "name": "bash", "content": [{"type": "text", "text": "a\nb\nc"}], "is_error": false}]}}),
+        ]
+        .map(|r| r.to_string());
+        let text = readable(&manifest, &records).join("\n");
+        assert!(text.contains("session s1  fix it"), "{text}");
+        assert!(text.contains("tokens in 10, out 3"), "{text}");
+        assert!(text.contains("user:\n  list files"), "{text}");
+        assert!(text.contains("-> bash {\"command\":\"ls\"}"), "{text}");
+        assert!(text.contains("= bash: a (+2 lines)"), "{text}");
+    }
+}
