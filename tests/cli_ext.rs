@@ -65,7 +65,7 @@ fn version_and_help() {
     );
     let out = stud(tmp.path(), tmp.path(), &["--help"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("ext"));
-    let out = stud(tmp.path(), tmp.path(), &["no-such-command"]);
+    let out = stud(tmp.path(), tmp.path(), &["--no-such-flag"]);
     assert_eq!(out.status.code(), Some(2));
 }
 

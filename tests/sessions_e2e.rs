@@ -229,6 +229,15 @@ fn resuming_with_another_store_is_a_mismatch() {
 }
 
 #[test]
+fn stud_with_a_prompt_is_stud_run() {
+    let env = Env::new(json!([{"text": "one"}, {"text": "two"}]), json!({}));
+    assert_eq!(env.ok(&["-p", "first"]).trim(), "one");
+    assert_eq!(env.ok(&["-p", "-c", "second"]).trim(), "two");
+    // A first word that names a command is still that command.
+    assert!(env.ok(&["session", "list"]).contains(&env.only_session()));
+}
+
+#[test]
 fn session_show_reads_as_a_conversation() {
     let env = Env::new(
         json!([

@@ -42,11 +42,17 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "stud",
     version,
-    about = "An agent CLI whose extensions are sandboxed WebAssembly components"
+    about = "An agent CLI whose extensions are sandboxed WebAssembly components",
+    // `stud`, `stud "PROMPT"` and `stud -p` are `stud run ...`: the habits
+    // people bring from other agent CLIs. A first word that names a
+    // command is that command (`stud run ext` sends "ext" as a prompt).
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    run: run::RunArgs,
 }
 
 #[derive(Subcommand)]
@@ -70,6 +76,13 @@ enum Command {
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
+        None => run::run(cli.run),
+        Some(command) => dispatch(command),
+    }
+}
+
+fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Ext(cmd) => ext::run(cmd),
         Command::Run(args) => run::run(args),
         Command::Trust(cmd) => trust::run(cmd),
