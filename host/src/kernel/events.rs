@@ -43,11 +43,6 @@ impl Event {
         EventKind::from_name(&self.name)
     }
 
-    /// The typed kernel event; `None` for an extension's own event.
-    pub fn typed(&self) -> Option<KernelEvent> {
-        KernelEvent::from_wire(&self.name, &self.payload)?.ok()
-    }
-
     /// The stream-json line of this event.
     pub fn to_json(&self) -> Value {
         json!({"seq": self.seq, "ts": self.timestamp_ms, "event": self.name, "turn": self.turn_id, "payload": self.payload})

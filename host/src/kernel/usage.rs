@@ -130,8 +130,9 @@ pub fn usage_event(u: &Usage) -> events::Usage {
     }
 }
 
+/// Usage as JSON (the manifest, the result line): the event's shape.
 pub fn usage_json(u: &Usage) -> Value {
-    json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens, "cache_read_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens})
+    json!(usage_event(u))
 }
 
 #[cfg(test)]

@@ -24,9 +24,8 @@ struct Console {
 
 impl Ui for Console {
     fn on_event(&mut self, event: Event) {
-        let payload: Value = serde_json_parse(&event.payload);
         // An extension's own event, or one this console is too old for.
-        let Some(Ok(event)) = KernelEvent::from_wire(&event.name, &payload) else {
+        let Some(Ok(event)) = KernelEvent::from_wire_text(&event.name, &event.payload) else {
             return;
         };
         match event {
@@ -209,10 +208,6 @@ fn yes_no(prompt: &str) -> (InteractionStatus, Option<String>) {
         }
         _ => (InteractionStatus::Rejected, Some("no".into())),
     }
-}
-
-fn serde_json_parse(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 fn clip(text: &str) -> String {

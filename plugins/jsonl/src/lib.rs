@@ -5,7 +5,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
-use stud_sdk::events::KernelEvent;
+use stud_sdk::events::{EventKind, KernelEvent};
 
 use stud_sdk::prelude::*;
 
@@ -57,7 +57,17 @@ impl Logger for Jsonl {
 
     fn sink(&mut self, event: Event) -> Result<(), Error> {
         let mut payload: Value = serde_json_parse(&event.payload);
-        let kernel = KernelEvent::from_wire(&event.name, &payload).and_then(Result::ok);
+        let kind = EventKind::from_name(&event.name);
+        // The file is named after the session: the one event parsed whole.
+        let started = match kind {
+            Some(EventKind::SessionStart) if self.out.is_none() => {
+                match KernelEvent::from_wire(&event.name, &payload) {
+                    Some(Ok(KernelEvent::SessionStart { session_id, .. })) => Some(session_id),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
         redact(&mut payload);
         let line = json!({
             "seq": event.sequence,
@@ -66,10 +76,8 @@ impl Logger for Jsonl {
             "turn": event.turn_id,
             "payload": payload,
         });
-        if self.out.is_none()
-            && let Some(KernelEvent::SessionStart { session_id, .. }) = &kernel
-        {
-            self.out = Some(open(&file_name(session_id))?);
+        if let Some(session_id) = started {
+            self.out = Some(open(&file_name(&session_id))?);
         }
         let Some(out) = self.out.as_mut() else {
             self.pending.push(line.to_string());
@@ -79,10 +87,7 @@ impl Logger for Jsonl {
             writeln!(out, "{earlier}").map_err(|e| Error::internal(e.to_string()))?;
         }
         writeln!(out, "{line}").map_err(|e| Error::internal(e.to_string()))?;
-        if matches!(
-            kernel,
-            Some(KernelEvent::TurnEnd { .. } | KernelEvent::SessionEnd { .. })
-        ) {
+        if matches!(kind, Some(EventKind::TurnEnd | EventKind::SessionEnd)) {
             out.flush().map_err(|e| Error::internal(e.to_string()))?;
         }
         Ok(())

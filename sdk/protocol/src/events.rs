@@ -102,10 +102,26 @@ impl KernelEvent {
         payload: &Value,
     ) -> Option<Result<KernelEvent, serde_json::Error>> {
         EventKind::from_name(name)?;
+        Some(Self::tagged(name, payload.clone()))
+    }
+
+    /// [`from_wire`](Self::from_wire) for a payload still in its JSON
+    /// text, as the WIT `event` record carries it (parsed once, not
+    /// copied).
+    pub fn from_wire_text(
+        name: &str,
+        payload: &str,
+    ) -> Option<Result<KernelEvent, serde_json::Error>> {
+        EventKind::from_name(name)?;
+        Some(serde_json::from_str(payload).and_then(|p| Self::tagged(name, p)))
+    }
+
+    /// The event named `name` with `payload`, through serde's tagging.
+    fn tagged(name: &str, payload: Value) -> Result<KernelEvent, serde_json::Error> {
         let mut pair = serde_json::Map::with_capacity(2);
         pair.insert("event".into(), Value::String(name.into()));
-        pair.insert("payload".into(), payload.clone());
-        Some(serde_json::from_value(Value::Object(pair)))
+        pair.insert("payload".into(), payload);
+        serde_json::from_value(Value::Object(pair))
     }
 }
 
@@ -474,6 +490,21 @@ mod tests {
         assert!(p.get("mode").is_none());
         let back = KernelEvent::from_wire("approval.decided", &p).and_then(Result::ok);
         assert_eq!(back, Some(ev));
+    }
+
+    #[test]
+    fn the_wire_text_parses_like_the_value() {
+        let text = r#"{"call_id":"c1","tool":"bash"}"#;
+        let typed = KernelEvent::from_wire_text("tool.started", text).and_then(Result::ok);
+        let valued = KernelEvent::from_wire("tool.started", &serde_json::from_str(text).unwrap())
+            .and_then(Result::ok);
+        assert!(typed.is_some());
+        assert_eq!(typed, valued);
+        assert!(matches!(
+            KernelEvent::from_wire_text("tool.started", "{not json"),
+            Some(Err(_))
+        ));
+        assert!(KernelEvent::from_wire_text("ext.x.y", "{}").is_none());
     }
 
     #[test]
