@@ -28,28 +28,45 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 23] = [
+const BUNDLED: [&str; 40] = [
     "anthropic",
     "ask-user",
     "bash",
+    "clear",
+    "compact",
     "console",
+    "cost",
     "edit",
+    "exit",
     "filesystem",
     "gemini",
     "glob",
     "grep",
+    "health",
+    "help",
     "jsonl",
     "list",
+    "mode",
+    "model",
     "multi-edit",
+    "network-policy",
     "openai-compatible",
     "plan-build-review",
     "project-instructions",
     "protect-paths",
+    "provider",
     "read",
     "redact-secrets",
+    "reload",
+    "resume",
+    "save-and-close",
     "scripted",
+    "sessions",
+    "sm",
     "stage-counter",
     "system-prompt-file",
+    "tools",
+    "trust",
     "web-fetch",
     "write",
 ];
@@ -119,7 +136,7 @@ fn ext_list_shows_bundled_and_global_with_digests() {
     assert_eq!(exts.len(), BUNDLED.len() + 1);
     let read = exts.iter().find(|e| e["id"] == "read").unwrap();
     assert_eq!(read["scope"], "bundled");
-    assert_eq!(read["contract"], "0.1.0");
+    assert_eq!(read["contract"], "0.1.1");
     assert_eq!(read["capabilities"]["filesystem"][0]["dir"], "project");
     assert_eq!(read["sha256"].as_str().unwrap().len(), 64);
     let scripted = exts.iter().find(|e| e["id"] == "scripted").unwrap();
@@ -188,7 +205,10 @@ fn ext_check_reports_a_bad_extension_and_keeps_the_rest() {
     let bad = exts.iter().find(|e| e["id"] == "future-contract").unwrap();
     assert_eq!(bad["status"], "failed");
     let msg = bad["error"].as_str().unwrap();
-    assert!(msg.contains("0.9.0") && msg.contains("0.1.x"), "{msg}");
+    assert!(
+        msg.contains("0.9.0") && msg.contains("0.1.0 to 0.1.1"),
+        "{msg}"
+    );
     assert_eq!(
         exts.iter().filter(|e| e["status"] == "ok").count(),
         BUNDLED.len()

@@ -266,7 +266,8 @@ fn bundled_and_fixture_manifests_parse() {
         for entry in entries.filter_map(Result::ok) {
             let path = entry.path().join("extension.toml");
             if let Ok(text) = fs::read_to_string(&path) {
-                parse_manifest(&text, &path, &HOST_CONTRACT).unwrap_or_else(|e| panic!("{e}"));
+                parse_manifest(&text, &path, &stud::contract::HOST_CONTRACT)
+                    .unwrap_or_else(|e| panic!("{e}"));
                 seen += 1;
             }
         }

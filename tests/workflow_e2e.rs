@@ -611,7 +611,7 @@ fn a_workflow_attached_at_the_prompt_runs_the_next_input() {
         json!({"a": [{"text": "stage a speaking", "tool_calls": [tool("d", "done", json!({"ok": true}))]}]}),
         Value::Null,
     );
-    let out = env.on_terminal("run", "/workflow\n/workflow workflow\nbuild it\n");
+    let out = env.on_terminal("run", "/sm\n/sm workflow\nbuild it\n");
     assert!(
         out.status.success(),
         "{}",

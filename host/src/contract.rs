@@ -4,22 +4,25 @@
 use semver::{Version, VersionReq};
 
 /// The `stud:extension` WIT package version the host's bindings are
-/// generated from (`wit/since_v0.1.0`).
-pub const HOST_CONTRACT: Version = Version::new(0, 1, 0);
+/// generated from (`wit/since_v0.1.1`). 0.1.1 added the `session` import
+/// for commands; 0.1.0 components link against it unchanged (wasmtime
+/// matches `@0.1.0` names to `@0.1.1` definitions).
+pub const HOST_CONTRACT: Version = Version::new(0, 1, 1);
 
 /// The WIT package whose interfaces extensions import and export.
 pub const PACKAGE: &str = "stud:extension";
 
 /// Contract versions whose components this host loads: the same 0.x minor
-/// (0.x minors are breaking under semver). An adapter for an older frozen
-/// version widens this range.
+/// (0.x minors are breaking under semver), up to the host's own patch: a
+/// component built for a later 0.1.x may import what this host lacks. An
+/// adapter for an older frozen version widens this range.
 pub fn supported() -> VersionReq {
-    VersionReq::parse(">=0.1.0, <0.2.0").expect("static version range")
+    VersionReq::parse(&format!(">=0.1.0, <={HOST_CONTRACT}")).expect("static version range")
 }
 
-/// The supported range for people: `0.1.x`.
+/// The supported range for people: `0.1.0 to 0.1.1`.
 pub fn supported_text() -> String {
-    format!("{}.{}.x", HOST_CONTRACT.major, HOST_CONTRACT.minor)
+    format!("0.1.0 to {HOST_CONTRACT}")
 }
 
 pub fn is_supported(version: &Version) -> bool {
@@ -39,6 +42,11 @@ mod tests {
             supported()
         );
         assert!(is_supported(&HOST_CONTRACT));
+        assert!(
+            is_supported(&Version::new(0, 1, 0)),
+            "0.1.0 components keep loading"
+        );
+        assert!(!is_supported(&Version::new(0, 1, 2)));
         assert!(!is_supported(&Version::new(0, 2, 0)));
         assert!(!is_supported(&Version::new(1, 0, 0)));
     }

@@ -189,3 +189,45 @@ pub mod terminal {
         terminal::is_terminal()
     }
 }
+
+/// The running session, for command extensions (contract 0.1.1). Reads
+/// are live; actions are applied by the kernel one at a time, with the
+/// checks a person's own switch gets, and answer with a sentence saying
+/// what was done (or an error saying why not).
+pub mod session {
+    use super::*;
+    pub use crate::wit::stud::extension::session::{Action, NetworkChange, View};
+    use stud_protocol::session_view::{NetworkPolicy, Overview, SessionList, TrustView};
+
+    fn read<T: DeserializeOwned>(view: View) -> Result<T, Error> {
+        let json = w::session::read(view)?;
+        serde_json::from_str(&json)
+            .map_err(|e| Error::internal(format!("the session view does not parse: {e}")))
+    }
+
+    /// Id, provider and model, mode, history size, usage and cost, tools,
+    /// extensions with their health, commands.
+    pub fn overview() -> Result<Overview, Error> {
+        read(View::Overview)
+    }
+
+    /// Saved sessions of this project, newest first.
+    pub fn sessions() -> Result<SessionList, Error> {
+        read(View::Sessions)
+    }
+
+    /// Hosts granted to each extension that uses the network.
+    pub fn network_policy() -> Result<NetworkPolicy, Error> {
+        read(View::NetworkPolicy)
+    }
+
+    /// Whether this folder's `.stud/` is trusted.
+    pub fn trust() -> Result<TrustView, Error> {
+        read(View::Trust)
+    }
+
+    /// Ask the kernel to act; the answer says what was done.
+    pub fn act(action: &Action) -> Result<String, Error> {
+        Ok(w::session::act(action)?)
+    }
+}

@@ -49,7 +49,7 @@ pub mod sse;
 pub mod text;
 /// Text for a person's terminal: [`terminal::safe`] makes model and tool
 /// output inert before a UI shows it.
-pub use stud_protocol::{events, terminal};
+pub use stud_protocol::{events, session_view, terminal};
 
 pub use error::Error;
 pub use kinds::command::{Command, CommandArgs, CommandOutput, CommandSpec};
@@ -67,7 +67,7 @@ pub use kinds::ui::Ui;
 pub use serde_json::{Value, json};
 
 /// The contract (`stud:extension` WIT package) version this SDK builds for.
-pub const CONTRACT_VERSION: &str = "0.1.0";
+pub const CONTRACT_VERSION: &str = "0.1.1";
 
 /// Name of the custom section that carries [`CONTRACT_VERSION`].
 pub const CONTRACT_SECTION: &str = "stud:contract-version";
@@ -77,7 +77,7 @@ pub const CONTRACT_SECTION: &str = "stud:contract-version";
 #[allow(missing_docs)]
 pub mod wit {
     wit_bindgen::generate!({
-        path: "../wit/since_v0.1.0",
+        path: "../wit/since_v0.1.1",
         world: "all-imports",
         generate_all,
     });

@@ -72,6 +72,9 @@ impl StudEnv {
             .env("STUD_HOME", self.home.path())
             .env("STUD_CACHE_DIR", super::shared_cache())
             .env_remove("RUST_BACKTRACE")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("GEMINI_API_KEY")
             .current_dir(self.project.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -165,7 +168,11 @@ impl StudEnv {
     /// Settings for the scripted provider reading `script.json`, with
     /// `extra` merged in.
     pub fn scripted_settings(&self, extra: Value) {
-        let mut s = json!({"providers": {"scripted": {"script-file": "script.json"}}});
+        // Chosen, so a key variable a test sets does not pick a real provider.
+        let mut s = json!({
+            "active": {"provider": "scripted"},
+            "providers": {"scripted": {"script-file": "script.json"}}
+        });
         merge(&mut s, extra);
         self.settings(s);
     }

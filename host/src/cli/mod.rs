@@ -58,7 +58,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a session: one turn when a prompt is given, otherwise an interactive loop of turns.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Manage extensions.
     #[command(subcommand)]
     Ext(ext::ExtCommand),
@@ -84,7 +84,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
 fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Ext(cmd) => ext::run(cmd),
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Trust(cmd) => trust::run(cmd),
         Command::Config(cmd) => config::run(cmd),
         Command::Session(cmd) => session::run(cmd),

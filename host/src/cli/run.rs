@@ -16,7 +16,10 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::kernel::commands::{After, Dispatched, Input, Status, classify};
 use crate::kernel::events::DEFAULT_QUEUE;
+use crate::kernel::extension_set::SetChoice;
+use crate::kernel::launch::ProviderPick;
 use crate::kernel::persist::ResumeTarget;
 use crate::kernel::usage::usage_json;
 use crate::kernel::{
@@ -81,6 +84,15 @@ pub struct RunArgs {
     /// each prompt runs its stages.
     #[arg(long = "sm")]
     pub state_machine: Option<String>,
+    /// Use the extension set named in the global settings (`profiles.NAME`).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Offer only these tool extensions (ids, comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub tools: Option<Vec<String>>,
+    /// Leave these extensions out of this run (ids; repeat or comma-separate).
+    #[arg(long, value_delimiter = ',', value_name = "ID")]
+    pub disable: Vec<String>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -102,18 +114,14 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     let home = StudHome::resolve()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let project = super::trust::decide(&home, &cwd, headless)?;
-    let mut launched = launch(LaunchOptions {
-        home,
-        cwd,
-        project,
+    let options = |resume: Option<ResumeTarget>| LaunchOptions {
+        home: home.clone(),
+        cwd: cwd.clone(),
+        project: project.clone(),
         watch: true,
         max_cost_usd: args.max_cost,
         state_machine: args.state_machine.clone(),
-        resume: match (&args.resume, args.continue_latest) {
-            (Some(id), _) => Some(ResumeTarget::Id(id.clone())),
-            (None, true) => Some(ResumeTarget::Latest),
-            (None, false) => None,
-        },
+        resume,
         headless,
         yolo: args.yolo,
         mode: args.mode,
@@ -123,23 +131,38 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         max_iterations: args.max_iterations,
         tool_parallelism: args.tool_parallelism,
         no_tools: args.no_tools,
+        set: SetChoice {
+            profile: args.profile.clone(),
+            tools: args.tools.clone(),
+            disable: args.disable.clone(),
+        },
         render: !headless && text_output,
         terminal: if text_output {
             TerminalOut::Stdout
         } else {
             TerminalOut::Stderr
         },
-    })
+    };
+    let mut launched = launch(options(match (&args.resume, args.continue_latest) {
+        (Some(id), _) => Some(ResumeTarget::Id(id.clone())),
+        (None, true) => Some(ResumeTarget::Latest),
+        (None, false) => None,
+    }))
     .await?;
     for w in &launched.warnings {
         errln!("warning: {w}");
     }
-    let stdout_sub =
-        (args.output_format == OutputFormat::StreamJson).then(|| spawn_stdout(&launched.bus));
+    if !headless {
+        banner(&launched);
+    }
+    let stream_json = args.output_format == OutputFormat::StreamJson;
+    let mut stdout_sub = stream_json.then(|| spawn_stdout(&launched.bus));
 
     let current = Arc::new(Mutex::new(CancellationToken::new()));
     spawn_ctrl_c(current.clone());
+    let one_shot = headless || args.prompt.is_some();
     let mut last: Option<TurnOutcome> = None;
+    let mut command_failed = false;
     let mut next_input = input;
     loop {
         let text = match next_input.take() {
@@ -153,32 +176,53 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         if text.trim().is_empty() {
             continue;
         }
-        if text.trim() == "/reload" {
-            launched.session.request_reload();
-            errln!(
-                "looking for changed extensions; they are swapped in at the next stage boundary"
-            );
-            continue;
-        }
-        if let Some(rest) = text.trim().strip_prefix("/model") {
-            model_command(&mut launched.session, rest.trim());
-            if headless || args.prompt.is_some() {
-                break;
+        let prompt = match classify(&text) {
+            Input::Prompt(p) => p,
+            Input::Invalid(message) => {
+                errln!("error: {message}");
+                command_failed = true;
+                if one_shot {
+                    break;
+                }
+                continue;
             }
-            continue;
-        }
-        if let Some(rest) = text.trim().strip_prefix("/workflow") {
-            workflow_command(&mut launched.session, rest.trim()).await;
-            if headless || args.prompt.is_some() {
-                break;
+            Input::Command { name, args: cargs } => {
+                let done = launched
+                    .commands
+                    .dispatch(&name, cargs, &mut launched.session, false)
+                    .await;
+                command_failed = done.status != Status::Ok;
+                show_command(&done);
+                let resume = match done.after {
+                    After::Continue if one_shot => break,
+                    After::Continue => continue,
+                    After::Exit => break,
+                    After::NewSession => None,
+                    After::Resume(id) => Some(ResumeTarget::Id(id)),
+                };
+                // The old session ends (saved) and the next one starts in
+                // this process, with the same flags.
+                launched.shutdown().await;
+                if let Some(s) = stdout_sub.take() {
+                    let _ = s.await;
+                }
+                launched = launch(options(resume)).await?;
+                for w in &launched.warnings {
+                    errln!("warning: {w}");
+                }
+                stdout_sub = stream_json.then(|| spawn_stdout(&launched.bus));
+                errln!("session {}", launched.session.id);
+                if one_shot {
+                    break;
+                }
+                continue;
             }
-            continue;
-        }
+        };
         let token = CancellationToken::new();
         *current.lock().unwrap_or_else(|p| p.into_inner()) = token.clone();
         // With a state machine attached, the input runs its workflow.
-        last = Some(launched.session.run_workflow(&text, &token).await);
-        if headless || args.prompt.is_some() {
+        last = Some(launched.session.run_workflow(&prompt, &token).await);
+        if one_shot {
             break;
         }
         if launched.session.budget_spent() {
@@ -191,39 +235,39 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(s) = stdout_sub {
         let _ = s.await;
     }
+    if last.is_none() && command_failed {
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(finish(&args, headless, &launched.session, last))
 }
 
-/// `/model` shows the current model; `/model ID` switches, after checking
-/// the new model can serve the session.
-fn model_command(session: &mut Session, arg: &str) {
-    if arg.is_empty() {
-        errln!(
-            "model: {} (provider {})",
-            session.model(),
-            session.provider_id()
-        );
-        return;
+/// What the session runs on, and for a first run how to change it.
+fn banner(launched: &Launched) {
+    let s = &launched.session;
+    match &launched.provider_pick {
+        ProviderPick::Chosen => {}
+        ProviderPick::FromKey { var } => errln!(
+            "stud: using {} ({}) because {var} is set; choose another with --provider or \"active\" in settings",
+            s.provider_id(),
+            s.model()
+        ),
+        ProviderPick::OfflineDemo => errln!(
+            "stud: no provider is configured and no API key is set, so this session runs on the offline demo provider `scripted` (it plays a script; it is not a model).\nTo use a real model:\n  export ANTHROPIC_API_KEY=...   # or OPENAI_API_KEY, GEMINI_API_KEY\n  stud"
+        ),
     }
-    match session.set_model(arg) {
-        Ok(()) => errln!("model: {}", session.model()),
-        Err(e) => errln!("error: {e}; still using {}", session.model()),
+    if let Some(set) = &s.extension_set {
+        errln!("stud: extension set: {}", set.describe());
     }
 }
 
-/// `/workflow` shows the attached state machine; `/workflow ID` attaches
-/// one: the next input runs its stages.
-async fn workflow_command(session: &mut Session, arg: &str) {
-    if arg.is_empty() {
-        match session.state_machine() {
-            Some(id) => errln!("workflow: {id}"),
-            None => errln!("workflow: none attached; /workflow ID attaches one"),
-        }
-        return;
-    }
-    match session.attach_state_machine(arg).await {
-        Ok(()) => errln!("workflow: {arg} attached; the next input runs its stages"),
-        Err(e) => errln!("error: {e}"),
+/// A command's answer: what it rendered on stdout, a failure or refusal
+/// as an error on stderr.
+fn show_command(done: &Dispatched) {
+    let text = done.text.trim_end();
+    match done.status {
+        Status::Ok if text.is_empty() => {}
+        Status::Ok => outln!("{text}"),
+        Status::Failed | Status::Refused => errln!("error: {text}"),
     }
 }
 

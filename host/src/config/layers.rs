@@ -40,7 +40,11 @@ const BY_ID: &[&str] = &[
 /// Nor choose which extension answers the approval questions, nor attach
 /// a state machine (its stage envelopes approve tools without the mode
 /// gate).
+///
+/// Nor define profiles: `--profile NAME` must mean the user's own set, not
+/// one a repository wrote that leaves out the user's guards.
 const GLOBAL_ONLY: &[&[&str]] = &[
+    &["profiles"],
     &["runtime", "processSandbox"],
     &["secrets"],
     &["active", "interactor"],

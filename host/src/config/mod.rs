@@ -6,6 +6,6 @@ mod settings;
 
 pub use layers::{Layered, ProjectLayer};
 pub use settings::{
-    Budget, CompactionSettings, NetworkSettings, Price, ProcessSandbox, ResponseLimitSettings,
-    Retries, SandboxMode, SecretRef, Settings, SettingsError,
+    Budget, CompactionSettings, NetworkSettings, Price, ProcessSandbox, Profile,
+    ResponseLimitSettings, Retries, SandboxMode, SecretRef, Settings, SettingsError,
 };

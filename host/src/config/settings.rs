@@ -76,6 +76,40 @@ pub struct Settings {
     pub budget: Budget,
     #[serde(default)]
     pub compaction: CompactionSettings,
+    /// Named extension sets for `--profile NAME` (global settings only).
+    #[serde(default)]
+    pub profiles: HashMap<String, Profile>,
+}
+
+/// `profiles.<name>`: which extensions a session uses, and its provider,
+/// model and mode. A list that is unset keeps every loaded extension of
+/// that kind; an empty list keeps none.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Profile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `ask`, `allowlist` or `yolo`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Tool extension ids offered to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Hook extension ids that run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_providers: Option<Vec<String>>,
+    /// The UI extension that renders and answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_machine: Option<String>,
+    /// Extension ids left out (any kind).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disable: Vec<String>,
 }
 
 /// USD per million tokens.

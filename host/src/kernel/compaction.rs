@@ -100,7 +100,7 @@ pub(crate) struct Fitted {
 
 impl Conversation {
     /// Calibrated tokens of `request` with `messages` in place of its own.
-    fn tokens_with(&self, request: &Request, messages: &[Message]) -> u64 {
+    pub(crate) fn tokens_with(&self, request: &Request, messages: &[Message]) -> u64 {
         let raw = raw_estimate(request.system.as_deref(), messages, tools_json_len(request));
         (raw as f64 * self.token_ratio).ceil() as u64
     }

@@ -9,8 +9,10 @@ use tokio::task::JoinHandle;
 
 use stud_protocol::events::KernelEvent;
 
+use super::commands::{CommandEnv, Commands};
 use super::compaction::CompactionConfig;
 use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
+use super::extension_set::{ExtensionSet, SetChoice};
 use super::interaction::{DEFAULT_TIMEOUT, Interactions};
 use super::persist::{self, Persistence, ResumeError, ResumeTarget};
 use super::redact::Redactor;
@@ -24,7 +26,7 @@ use super::session::{
 };
 use super::session_lock::{SessionLock, SessionLockError};
 use super::{AllowPattern, Authority, Mode};
-use crate::config::{Layered, Settings, SettingsError};
+use crate::config::{Layered, Profile, Settings, SettingsError};
 use crate::extensions::registry::project_dir;
 use crate::extensions::trust::recorded_scope;
 use crate::extensions::watch::{Watch, watch};
@@ -66,6 +68,8 @@ pub struct LaunchOptions {
     pub max_cost_usd: Option<f64>,
     /// `--sm`: the state machine to attach (over `active.stateMachine`).
     pub state_machine: Option<String>,
+    /// `--profile`, `--tools`, `--disable`: the extension set.
+    pub set: SetChoice,
 }
 
 impl LaunchOptions {
@@ -92,6 +96,7 @@ impl LaunchOptions {
             resume: None,
             max_cost_usd: None,
             state_machine: None,
+            set: SetChoice::default(),
         }
     }
 }
@@ -116,16 +121,42 @@ pub enum LaunchError {
     SessionBusy(#[from] SessionLockError),
     #[error(transparent)]
     Workflow(#[from] super::workflow::WorkflowError),
+    #[error(transparent)]
+    Set(#[from] super::extension_set::SetError),
 }
+
+/// Why the session runs on the provider it runs on (the first-run banner
+/// says it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderPick {
+    /// `--provider`, a profile or `active.provider` chose it.
+    Chosen,
+    /// Nothing chose one and this key variable is set.
+    FromKey { var: &'static str },
+    /// Nothing chose one and no key variable is set: the offline demo.
+    OfflineDemo,
+}
+
+/// Providers picked by their key variable when nothing chooses one, in
+/// this order.
+pub const KEY_PROVIDERS: [(&str, &str); 3] = [
+    ("ANTHROPIC_API_KEY", "anthropic"),
+    ("OPENAI_API_KEY", "openai-compatible"),
+    ("GEMINI_API_KEY", "gemini"),
+];
 
 /// A running session and what serves it.
 pub struct Launched {
     pub session: Session,
+    /// The slash commands this session can run.
+    pub commands: Commands,
     pub bus: Bus,
     pub uis: Vec<Arc<Extension>>,
     pub loggers: Vec<Arc<Extension>>,
     /// Problems that did not stop the session (bad manifests, failed loads).
     pub warnings: Vec<String>,
+    /// Why this provider serves the session.
+    pub provider_pick: ProviderPick,
     subscribers: Vec<JoinHandle<()>>,
     ui_subscriptions: Vec<Arc<Subscriber>>,
     /// Extension folders being watched for hot reload.
@@ -141,7 +172,9 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     )?;
     let (grants, grant_warnings) = UserGrants::from_layers(&layered);
     let settings = std::mem::take(&mut layered.settings);
-    let (mode, allowlist) = security(&opts, &settings)?;
+    let chosen_set = ExtensionSet::resolve(&opts.set, &settings)?;
+    let profile = chosen_set.as_ref().map(|s| &s.choice);
+    let (mode, allowlist) = security(&opts, &settings, profile)?;
 
     let bus = Bus::new();
     let services = Arc::new(KernelServices::new(bus.clone(), opts.terminal));
@@ -157,7 +190,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     bus.set_redactor(Redactor::new(
         grants.all_values(discovery.found.iter().map(|d| &d.manifest)),
     ));
-    let registry = Registry {
+    let registry = Arc::new(Registry {
         runtime,
         home: opts.home.clone(),
         project_dir: project_dir(&opts.cwd),
@@ -165,8 +198,18 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         configs: settings.extension_configs(),
         fallback_configs: layered.global_configs,
         grants,
+    });
+    // Commands are instantiated at first use, not at start.
+    let eager = Discovery {
+        found: discovery
+            .found
+            .iter()
+            .filter(|d| d.manifest.kind != Kind::Command)
+            .cloned()
+            .collect(),
+        problems: Vec::new(),
     };
-    let report = registry.load_all(&discovery).await;
+    let report = registry.load_all(&eager).await;
     warnings.extend(report.warnings.iter().cloned());
     warnings.extend(
         report
@@ -174,7 +217,33 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             .iter()
             .map(|(_, e)| format!("{e}; continuing without it")),
     );
-    let exts = report.loaded;
+    let all = report.loaded;
+    // The store is read before the set is known: a resumed session brings
+    // the set it was started with.
+    let project_root = project_dir(&opts.cwd).display().to_string();
+    let store = choose_store(
+        &settings,
+        all.iter()
+            .filter(|e| e.kind() == Kind::SessionStore)
+            .cloned()
+            .collect(),
+    )?;
+    let resumed = match (&opts.resume, &store) {
+        (None, _) => None,
+        (Some(_), None) => return Err(ResumeError::NoStore.into()),
+        (Some(target), Some(store)) => {
+            Some(persist::read(store, target, &project_root, &all).await?)
+        }
+    };
+    // Names on the command line must exist; a recorded set whose
+    // extensions were removed since still resumes (drift never fails it).
+    if let Some(s) = &chosen_set {
+        s.check(&discovery.found)?;
+    }
+    let set = chosen_set.or_else(|| resumed.as_ref().and_then(|r| r.extension_set.clone()));
+    let keeps = |m: &crate::manifest::Manifest| set.as_ref().is_none_or(|s| s.keeps(m));
+    let exts: Vec<Arc<Extension>> = all.into_iter().filter(|e| keeps(&e.manifest)).collect();
+    let store = store.filter(|s| keeps(&s.manifest));
     let of = |k: Kind| {
         exts.iter()
             .filter(|e| e.kind() == k)
@@ -196,17 +265,35 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     for logger in &loggers {
         subscribers.push(spawn_logger(&bus, logger.clone()));
     }
-    let interactions = interactions(&opts, &settings, &uis, &bus, &mut warnings);
+    let interactions = interactions(
+        &opts,
+        &settings,
+        set.as_ref().and_then(|s| s.choice.ui.as_deref()),
+        &uis,
+        &bus,
+        &mut warnings,
+    );
     services.set_interactions(interactions.clone());
-    let store = choose_store(&settings, of(Kind::SessionStore))?;
-    let project_root = project_dir(&opts.cwd).display().to_string();
-    let resumed = match (&opts.resume, &store) {
-        (None, _) => None,
-        (Some(_), None) => return Err(ResumeError::NoStore.into()),
-        (Some(target), Some(store)) => {
-            Some(persist::read(store, target, &project_root, &exts).await?)
-        }
-    };
+    let (commands, command_warnings) = Commands::new(
+        CommandEnv {
+            home: opts.home.clone(),
+            cwd: project_dir(&opts.cwd),
+            project: opts.project.clone(),
+            found: discovery
+                .found
+                .iter()
+                .filter(|d| keeps(&d.manifest))
+                .cloned()
+                .collect(),
+            loaded: exts.clone(),
+        },
+        settings.commands.clone(),
+        registry.clone(),
+        services.commands.clone(),
+        bus.clone(),
+        interactions.clone(),
+    );
+    warnings.extend(command_warnings);
     // A resumed session never gets looser than it was started: the
     // stricter of its stored mode and what this run asks for.
     let mode = match resumed.as_ref().and_then(|r| r.mode) {
@@ -214,10 +301,11 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         None => mode,
     };
     let authority = Authority::new(mode, allowlist, bus.clone());
-    let config = session_config(&opts, &settings)?;
+    let (config, provider_pick) = session_config(&opts, &settings, profile_of(&set), &exts)?;
     let (mut session, tool_warnings) =
         Session::start(&exts, config, authority, interactions, bus.clone()).await?;
     warnings.extend(tool_warnings);
+    session.extension_set = set.clone();
     let reloader = Reloader::new(
         registry,
         opts.home.clone(),
@@ -267,11 +355,14 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let wanted = opts
         .state_machine
         .clone()
+        .or(profile_of(&set).and_then(|p| p.state_machine.clone()))
         .or(settings.active.state_machine.clone());
     super::workflow::attach::attach(&mut session, wanted.as_deref(), recorded).await?;
     session.save_manifest().await;
     Ok(Launched {
         session,
+        commands,
+        provider_pick,
         bus,
         uis,
         loggers,
@@ -348,15 +439,27 @@ fn spawn_logger(bus: &Bus, logger: Arc<Extension>) -> JoinHandle<()> {
     })
 }
 
-/// The security mode and allowlist: flags over settings.
+fn profile_of(set: &Option<ExtensionSet>) -> Option<&Profile> {
+    set.as_ref().map(|s| &s.choice)
+}
+
+/// The security mode and allowlist: flags over the profile over settings.
 fn security(
     opts: &LaunchOptions,
     settings: &Settings,
+    profile: Option<&Profile>,
 ) -> Result<(Mode, Vec<AllowPattern>), LaunchError> {
+    let from_profile = match profile.and_then(|p| p.mode.as_deref()) {
+        Some(m) => Some(
+            m.parse::<Mode>()
+                .map_err(|e| LaunchError::Mode(format!("profile: {e}")))?,
+        ),
+        None => None,
+    };
     let mode = if opts.yolo {
         Mode::Yolo
     } else {
-        match (opts.mode, &settings.security_mode) {
+        match (opts.mode.or(from_profile), &settings.security_mode) {
             (Some(m), _) => m,
             (None, Some(s)) => match &s.mode {
                 Some(m) => m.parse().map_err(LaunchError::Mode)?,
@@ -379,69 +482,109 @@ fn security(
     Ok((mode, allowlist))
 }
 
-/// The session's configuration: flags over settings over defaults.
-fn session_config(opts: &LaunchOptions, settings: &Settings) -> Result<SessionConfig, LaunchError> {
-    Ok(SessionConfig {
-        provider: opts
-            .provider
-            .clone()
-            .or(settings.active.provider.clone())
-            .unwrap_or_else(|| "scripted".into()),
-        model: opts.model.clone().or(settings.active.model.clone()),
-        max_iterations: opts
-            .max_iterations
-            .or(settings.runtime.continuation.max_iterations)
-            .unwrap_or(DEFAULT_MAX_ITERATIONS)
-            .max(1),
-        tool_parallelism: opts
-            .tool_parallelism
-            .or(settings.runtime.tool_parallelism)
-            .unwrap_or(DEFAULT_TOOL_PARALLELISM)
-            .max(1),
-        tool_output_limit: settings
-            .runtime
-            .tool_output_limit
-            .unwrap_or(DEFAULT_TOOL_OUTPUT_LIMIT)
-            .max(1024),
-        response_limits: super::response_limits::ResponseLimits::from_settings(
-            &settings.runtime.response_limits,
-        ),
-        system_prompt: settings.system_prompt.clone(),
-        hook_order: settings.ordering.hooks.clone(),
-        tools_enabled: !opts.no_tools,
-        retry: RetryPolicy::from_settings(&settings.runtime.retries),
-        max_tokens: settings.active.max_tokens,
-        temperature: settings.active.temperature,
-        thinking: match settings.active.thinking.as_deref() {
-            None | Some("off") => ThinkingLevel::Off,
-            Some("low") => ThinkingLevel::Low,
-            Some("medium") => ThinkingLevel::Medium,
-            Some("high") => ThinkingLevel::High,
-            Some(other) => {
-                return Err(LaunchError::Setting(format!(
-                    "settings.json: active.thinking: `{other}` is not a thinking level; use \"off\", \"low\", \"medium\" or \"high\""
-                )));
-            }
+/// The provider: flags over the profile over settings; with none of
+/// them, the first provider whose key variable is set, else the offline
+/// demo (`scripted`).
+fn pick_provider(
+    opts: &LaunchOptions,
+    settings: &Settings,
+    profile: Option<&Profile>,
+    exts: &[Arc<Extension>],
+) -> (String, ProviderPick) {
+    if let Some(p) = opts
+        .provider
+        .clone()
+        .or(profile.and_then(|p| p.provider.clone()))
+        .or(settings.active.provider.clone())
+    {
+        return (p, ProviderPick::Chosen);
+    }
+    let loaded = |id: &str| {
+        exts.iter()
+            .any(|e| e.kind() == Kind::Provider && e.id().as_str() == id)
+    };
+    for (var, id) in KEY_PROVIDERS {
+        let set = std::env::var(var).is_ok_and(|v| !v.trim().is_empty());
+        if set && loaded(id) {
+            return (id.to_string(), ProviderPick::FromKey { var });
+        }
+    }
+    ("scripted".into(), ProviderPick::OfflineDemo)
+}
+
+/// The session's configuration: flags over the profile over settings over
+/// defaults.
+fn session_config(
+    opts: &LaunchOptions,
+    settings: &Settings,
+    profile: Option<&Profile>,
+    exts: &[Arc<Extension>],
+) -> Result<(SessionConfig, ProviderPick), LaunchError> {
+    let (provider, pick) = pick_provider(opts, settings, profile, exts);
+    Ok((
+        SessionConfig {
+            provider,
+            model: opts
+                .model
+                .clone()
+                .or(profile.and_then(|p| p.model.clone()))
+                .or(settings.active.model.clone()),
+            max_iterations: opts
+                .max_iterations
+                .or(settings.runtime.continuation.max_iterations)
+                .unwrap_or(DEFAULT_MAX_ITERATIONS)
+                .max(1),
+            tool_parallelism: opts
+                .tool_parallelism
+                .or(settings.runtime.tool_parallelism)
+                .unwrap_or(DEFAULT_TOOL_PARALLELISM)
+                .max(1),
+            tool_output_limit: settings
+                .runtime
+                .tool_output_limit
+                .unwrap_or(DEFAULT_TOOL_OUTPUT_LIMIT)
+                .max(1024),
+            response_limits: super::response_limits::ResponseLimits::from_settings(
+                &settings.runtime.response_limits,
+            ),
+            system_prompt: settings.system_prompt.clone(),
+            hook_order: settings.ordering.hooks.clone(),
+            tools_enabled: !opts.no_tools,
+            retry: RetryPolicy::from_settings(&settings.runtime.retries),
+            max_tokens: settings.active.max_tokens,
+            temperature: settings.active.temperature,
+            thinking: match settings.active.thinking.as_deref() {
+                None | Some("off") => ThinkingLevel::Off,
+                Some("low") => ThinkingLevel::Low,
+                Some("medium") => ThinkingLevel::Medium,
+                Some("high") => ThinkingLevel::High,
+                Some(other) => {
+                    return Err(LaunchError::Setting(format!(
+                        "settings.json: active.thinking: `{other}` is not a thinking level; use \"off\", \"low\", \"medium\" or \"high\""
+                    )));
+                }
+            },
+            cache_hints: settings.active.cache_hints.unwrap_or(false),
+            compaction: CompactionConfig::from_settings(&settings.compaction),
+            pricing: settings.pricing.clone(),
+            max_cost_usd: opts.max_cost_usd.or(settings.budget.max_cost_usd),
         },
-        cache_hints: settings.active.cache_hints.unwrap_or(false),
-        compaction: CompactionConfig::from_settings(&settings.compaction),
-        pricing: settings.pricing.clone(),
-        max_cost_usd: opts.max_cost_usd.or(settings.budget.max_cost_usd),
-    })
+        pick,
+    ))
 }
 
 /// Only the interactor the user chose answers; every other UI observes.
 fn interactions(
     opts: &LaunchOptions,
     settings: &Settings,
+    chosen_ui: Option<&str>,
     uis: &[Arc<Extension>],
     bus: &Bus,
     warnings: &mut Vec<String>,
 ) -> Arc<Interactions> {
-    let interactor_id = settings
-        .active
-        .interactor
-        .clone()
+    let interactor_id = chosen_ui
+        .map(str::to_string)
+        .or(settings.active.interactor.clone())
         .unwrap_or_else(|| DEFAULT_INTERACTOR.to_string());
     let chosen = uis.iter().find(|u| u.id().as_str() == interactor_id);
     if chosen.is_none() && !opts.headless {

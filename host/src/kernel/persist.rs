@@ -66,6 +66,8 @@ pub struct Resumed {
     pub state_machine: Option<String>,
     /// Its newest position (the workflow slot).
     pub position: Option<super::workflow::Position>,
+    /// The extension set it was started with, if one was chosen.
+    pub extension_set: Option<super::extension_set::ExtensionSet>,
 }
 
 pub fn now_ms() -> u64 {
@@ -245,6 +247,7 @@ pub async fn read(
         title: manifest["title"].as_str().unwrap_or_default().to_string(),
         state_machine: manifest["state_machine"]["id"].as_str().map(str::to_string),
         position: super::workflow::Position::latest(&data.records),
+        extension_set: serde_json::from_value(manifest["extension_set"].clone()).ok(),
     })
 }
 

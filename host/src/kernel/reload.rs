@@ -26,7 +26,7 @@ pub struct Ready {
 }
 
 pub struct Reloader {
-    registry: Registry,
+    registry: Arc<Registry>,
     home: StudHome,
     project: ProjectScope,
     bus: Bus,
@@ -65,7 +65,7 @@ struct Job {
 
 impl Reloader {
     pub fn new(
-        registry: Registry,
+        registry: Arc<Registry>,
         home: StudHome,
         project: ProjectScope,
         bus: Bus,
@@ -123,6 +123,10 @@ impl Reloader {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone();
             for d in &discovery.found {
+                // Commands are instantiated at use (`/reload` forgets them).
+                if d.manifest.kind == crate::manifest::Kind::Command {
+                    continue;
+                }
                 let id = d.manifest.id.to_string();
                 let Some(current) = loaded.get(&id) else {
                     // A running session keeps the extension set it started

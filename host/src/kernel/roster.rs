@@ -19,8 +19,10 @@ pub enum SessionError {
         "provider `{wanted}` is not available; loaded providers: {available}. Pick one with --provider"
     )]
     ProviderMissing { wanted: String, available: String },
-    #[error("cannot ask provider `{provider}` for its models: {source}")]
-    Models { provider: String, source: CallError },
+    // The cause is part of the message, not a `source`: an error chain
+    // would print it twice.
+    #[error("cannot ask provider `{provider}` for its models: {reason}")]
+    Models { provider: String, reason: CallError },
     #[error(
         "model `{model}` is not offered by provider `{provider}`; it offers: {offered}. Pick one with --model"
     )]
@@ -75,9 +77,9 @@ impl Roster {
         let models = provider
             .provider_models()
             .await
-            .map_err(|source| SessionError::Models {
+            .map_err(|reason| SessionError::Models {
                 provider: choice.provider.to_string(),
-                source,
+                reason,
             })?;
         let model = match choice.model {
             Some(m) => find_model(&models, m, choice.provider)?.id.clone(),

@@ -12,7 +12,7 @@ use super::interaction::{Answer, Interactions};
 use crate::manifest::ExtensionId;
 use crate::runtime::services::{
     BoxFuture, ErrorClass, ExtError, InteractionKind, InteractionResponse, LogLevel, Services,
-    ext_error, read_line,
+    SessionRequest, ext_error, read_line,
 };
 use stud_protocol::events::KernelEvent;
 
@@ -28,6 +28,8 @@ pub enum TerminalOut {
 
 pub struct KernelServices {
     pub bus: Bus,
+    /// The command being dispatched reaches the session through this.
+    pub commands: Arc<super::commands::Bridge>,
     interactions: OnceLock<Arc<Interactions>>,
     terminal: TerminalOut,
 }
@@ -36,6 +38,7 @@ impl KernelServices {
     pub fn new(bus: Bus, terminal: TerminalOut) -> Self {
         KernelServices {
             bus,
+            commands: Arc::default(),
             interactions: OnceLock::new(),
             terminal,
         }
@@ -106,6 +109,14 @@ impl Services for KernelServices {
                 )),
             }
         })
+    }
+
+    fn session(
+        &self,
+        ext: &ExtensionId,
+        request: SessionRequest,
+    ) -> BoxFuture<'static, Result<String, ExtError>> {
+        self.commands.send(ext, request)
     }
 
     fn terminal_write(&self, text: &str) {

@@ -19,7 +19,7 @@ use crate::manifest::{Kind, ReloadBehavior};
 use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::interaction::{InteractionKind, InteractionStatus};
 use crate::runtime::bindings::stud::extension::provider_types::{
-    Request, RequestParams, ThinkingLevel,
+    ModelInfo, Request, RequestParams, ThinkingLevel,
 };
 use crate::runtime::bindings::stud::extension::types::{Message, Usage};
 use stud_protocol::events::KernelEvent;
@@ -79,6 +79,8 @@ pub struct Session {
     pub(crate) workflow: Option<super::workflow::Attached>,
     /// Where its workflow stands (restored on resume).
     pub(crate) workflow_position: Option<super::workflow::Position>,
+    /// The extension set chosen for it (recorded in its manifest).
+    pub extension_set: Option<super::extension_set::ExtensionSet>,
 }
 
 impl Session {
@@ -111,6 +113,7 @@ impl Session {
             pending_reloads: Vec::new(),
             workflow: None,
             workflow_position: None,
+            extension_set: None,
         };
         Ok((session, warnings))
     }
@@ -130,6 +133,7 @@ impl Session {
                 .into_iter()
                 .map(Into::into)
                 .collect(),
+            extension_set: self.extension_set.as_ref().map(|s| s.describe()),
         });
     }
 
@@ -148,15 +152,31 @@ impl Session {
     /// the new model first; a refused switch keeps the current one.
     pub fn set_model(&mut self, model: &str) -> Result<(), SessionError> {
         let info = self.roster.find_model(model)?;
-        let provider = self.roster.provider_id();
+        self.check_switch(self.roster.provider_id(), info)?;
+        let to = info.id.clone();
+        let from = std::mem::replace(&mut self.roster.model, to.clone());
+        self.bus.record(KernelEvent::ModelChanged {
+            provider: self.roster.provider_id().into(),
+            from,
+            to,
+        });
+        Ok(())
+    }
+
+    /// Whether `provider`'s model `info` can serve this session: its tools
+    /// now, and what the next request will carry (the conversation's
+    /// images, the thinking setting).
+    pub(crate) fn check_switch(
+        &self,
+        provider: &str,
+        info: &ModelInfo,
+    ) -> Result<(), SessionError> {
         check_session(
             provider,
             &info.id,
             &info.capabilities,
             self.roster.tools.len(),
         )?;
-        // What the next request will carry (the conversation's images,
-        // the thinking setting) must suit the new model as well.
         let next = Request {
             system: None,
             messages: self.conversation.messages.clone(),
@@ -167,13 +187,6 @@ impl Session {
             },
         };
         check_request(provider, &info.id, &info.capabilities, &next)?;
-        let to = info.id.clone();
-        let from = std::mem::replace(&mut self.roster.model, to.clone());
-        self.bus.record(KernelEvent::ModelChanged {
-            provider: self.roster.provider_id().into(),
-            from,
-            to,
-        });
         Ok(())
     }
 

@@ -46,6 +46,7 @@ impl Session {
             "turns": self.ledger.turns,
             "messages": self.conversation.messages.len(),
             "title": p.title,
+            "extension_set": self.extension_set,
             "state_machine": self.workflow.as_ref().map(|w| json!({"id": w.workflow.sm.id().as_str(), "sha256": w.workflow.sm.digest.to_string()})),
         }));
         let text = manifest.to_string();

@@ -7,6 +7,7 @@
 //! depend on the runtime (wasmtime). See `docs/manifest.md` for the format.
 
 mod capabilities;
+mod command;
 mod component;
 mod config;
 mod dependencies;
@@ -30,6 +31,7 @@ pub use capabilities::{
     Capabilities, EXEC_KINDS, FsAccess, FsDir, FsRequest, NETWORK_KINDS, SECRETS_KINDS,
     is_secret_name,
 };
+pub use command::{CommandDecl, CommandName, InvalidCommandName};
 pub use component::DEFAULT_COMPONENT;
 pub use dependencies::Dependency;
 pub use hooks::HookRegistration;
@@ -70,4 +72,6 @@ pub struct Manifest {
     pub hooks: Vec<HookRegistration>,
     /// Sorted by id.
     pub dependencies: Vec<Dependency>,
+    /// `Some` exactly when `kind` is [`Kind::Command`].
+    pub command: Option<CommandDecl>,
 }

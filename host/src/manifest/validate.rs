@@ -8,6 +8,7 @@ use semver::Version;
 use toml::Table;
 
 use super::capabilities::read_capabilities;
+use super::command::read_command;
 use super::component::{DEFAULT_COMPONENT, parse_component};
 use super::config::read_config;
 use super::dependencies::read_dependencies;
@@ -42,6 +43,7 @@ const TOP_KNOWN: &[&str] = &[
     "state",
     "hooks",
     "dependencies",
+    "command",
 ];
 
 /// Parses and fully validates a manifest. `file` is only used in the
@@ -163,6 +165,12 @@ fn read(table: &Table, host_contract: &Version, p: &mut Problems) -> Option<Mani
     );
     let state = read_state(sub(&top, "state", "[state] with version = \"1.0.0\"", p), p);
     let hooks = read_hooks(&top, kind, p);
+    let command = read_command(
+        &top,
+        kind,
+        description.as_deref().is_some_and(|d| !d.trim().is_empty()),
+        p,
+    );
     let dependencies = read_dependencies(
         sub(
             &top,
@@ -194,6 +202,7 @@ fn read(table: &Table, host_contract: &Version, p: &mut Problems) -> Option<Mani
         state,
         hooks,
         dependencies,
+        command,
     })
 }
 

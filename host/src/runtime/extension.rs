@@ -150,6 +150,8 @@ pub struct Extension {
     /// Woken when the slot is replaced, so calls queued on an abandoned
     /// slot move to the new one.
     slot_replaced: Notify,
+    /// Calls, failures and latency, for `/health`.
+    stats: super::health::CallStats,
 }
 
 impl Extension {
@@ -182,6 +184,7 @@ impl Extension {
             ctx,
             slot: std::sync::Mutex::default(),
             slot_replaced: Notify::new(),
+            stats: Default::default(),
         }
     }
 
@@ -196,6 +199,15 @@ impl Extension {
     /// How many times an instance was created (1 + restarts after faults).
     pub fn instantiations(&self) -> u64 {
         self.core.instantiations.load(Ordering::Relaxed)
+    }
+
+    /// Its calls so far: how many, how many failed (and the last error),
+    /// how long they took.
+    pub fn health(&self) -> super::health::Health {
+        super::health::Health {
+            instantiations: self.instantiations(),
+            ..self.stats.snapshot()
+        }
     }
 
     /// The current state slot value.
@@ -236,10 +248,17 @@ impl Extension {
         T: Send + 'static,
         F: for<'a> FnOnce(&'a mut Instance) -> CallFuture<'a, T> + Send + 'static,
     {
-        match self.dispatch(func, true, call).await? {
-            Some(out) => Ok(out),
-            None => Err(self.unavailable(func)),
-        }
+        let started = std::time::Instant::now();
+        let out = match self.dispatch(func, true, call).await {
+            Ok(Some(out)) => Ok(out),
+            Ok(None) => Err(self.unavailable(func)),
+            Err(e) => Err(e),
+        };
+        self.stats.record(
+            started.elapsed(),
+            out.as_ref().err().map(ToString::to_string),
+        );
+        out
     }
 
     /// Like [`run_call`](Self::run_call), but only on a live instance:

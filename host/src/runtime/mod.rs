@@ -10,6 +10,7 @@ pub mod emit_limit;
 pub mod engine;
 pub mod error;
 pub mod extension;
+pub mod health;
 pub mod host_state;
 pub mod inspect;
 pub mod interrupt;

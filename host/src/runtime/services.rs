@@ -11,6 +11,7 @@ use stud_protocol::events::KernelEvent;
 
 pub use super::bindings::stud::extension::interaction::{InteractionKind, InteractionResponse};
 pub use super::bindings::stud::extension::log::Level as LogLevel;
+pub use super::bindings::stud::extension::session::{Action as SessionAction, View as SessionView};
 pub use super::bindings::stud::extension::types::{ErrorClass, ExtError};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -43,6 +44,18 @@ pub trait Services: Send + Sync + 'static {
         Box::pin(async move { Err(ext_error(ErrorClass::Session, "no-interactor", message)) })
     }
 
+    /// A command's read of the session or request for a kernel action.
+    /// The default has no session (commands run only inside one).
+    fn session(
+        &self,
+        ext: &ExtensionId,
+        request: SessionRequest,
+    ) -> BoxFuture<'static, Result<String, ExtError>> {
+        let _ = request;
+        let message = format!("extension `{ext}` asked for the session, but none is running");
+        Box::pin(async move { Err(ext_error(ErrorClass::Session, "no-session", message)) })
+    }
+
     /// Resolve a secret by name (already checked against the manifest).
     fn secret(&self, name: &str) -> Option<String> {
         std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -65,6 +78,13 @@ pub trait Services: Send + Sync + 'static {
         use std::io::IsTerminal;
         std::io::stdin().is_terminal()
     }
+}
+
+/// What a command asks of the session through the `session` import.
+#[derive(Debug, Clone)]
+pub enum SessionRequest {
+    Read(SessionView),
+    Act(SessionAction),
 }
 
 /// Show `prompt` (on stdout, or stderr when stdout carries JSON) and read

@@ -7,6 +7,7 @@ mod script;
 
 use script::{Script, Turn};
 use stud_sdk::kinds::provider::{FinishReason, ToolCallDelta, ToolCallStart, VecStream};
+use stud_sdk::models_from_config;
 use stud_sdk::prelude::*;
 use stud_sdk::wit::stud::extension::provider_types::ThinkingDelta;
 
@@ -15,6 +16,7 @@ struct Scripted {
     script: Script,
     model: String,
     context_window: u32,
+    models: Vec<ModelInfo>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize, Default)]
@@ -37,6 +39,25 @@ impl Provider for Scripted {
             .and_then(Value::as_u64)
             .map(|w| w.min(u64::from(u32::MAX)) as u32)
             .unwrap_or(200_000);
+        let capabilities = ModelCapabilities {
+            streaming: true,
+            tool_calling: true,
+            parallel_tool_calls: true,
+            vision: true,
+            thinking: true,
+            prompt_caching: false,
+            context_window: self.context_window,
+            max_output: 32_000,
+        };
+        // `models` describes more (or other) models, for switch tests.
+        self.models = models_from_config(
+            config,
+            vec![ModelInfo {
+                id: self.model.clone(),
+                capabilities,
+            }],
+            &capabilities,
+        )?;
         self.script = if let Some(inline) = config.get("script") {
             Script::from_value(inline.clone())?
         } else if let Some(file) = config.get("script-file").and_then(Value::as_str) {
@@ -48,19 +69,7 @@ impl Provider for Scripted {
     }
 
     fn models(&self) -> Vec<ModelInfo> {
-        vec![ModelInfo {
-            id: self.model.clone(),
-            capabilities: ModelCapabilities {
-                streaming: true,
-                tool_calling: true,
-                parallel_tool_calls: true,
-                vision: true,
-                thinking: true,
-                prompt_caching: false,
-                context_window: self.context_window,
-                max_output: 32_000,
-            },
-        }]
+        self.models.clone()
     }
 
     fn send(&mut self, request: ProviderRequest) -> Result<Box<dyn EventStream>, Error> {

@@ -10,9 +10,9 @@
 use proc_macro::TokenStream;
 
 /// Folder of the WIT package this SDK is built against.
-const WIT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/since_v0.1.0");
+const WIT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/since_v0.1.1");
 const PACKAGE: &str = "stud:extension";
-const VERSION: &str = "0.1.0";
+const VERSION: &str = "0.1.1";
 const BASE_IMPORTS: &[&str] = &[
     "types", "log", "events", "state", "config", "clock", "cancel",
 ];
@@ -26,7 +26,7 @@ fn kind_imports(kind: &str) -> Option<&'static [&'static str]> {
         "logger" => &[],
         "context-provider" => &["context-provider-types"],
         "state-machine" => &["state-machine-types"],
-        "command" => &["interaction", "command-types"],
+        "command" => &["interaction", "session", "command-types"],
         "session-store" => &["session-store-types"],
         _ => return None,
     })

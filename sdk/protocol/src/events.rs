@@ -134,6 +134,11 @@ catalogue! {
         /// The security mode (`ask`, `allowlist`, `yolo`).
         mode: String,
         tools: Vec<String>,
+        /// The extension set chosen for the session (`--profile`,
+        /// `--tools`, `--disable`), in words; absent when every installed
+        /// extension is used.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        extension_set: Option<String>,
     },
     /// A session was read back from its store.
     SessionResumed = "session.resumed" {
@@ -246,6 +251,8 @@ catalogue! {
         message: String,
     },
     ModelChanged = "model.changed" { provider: String, from: String, to: String },
+    /// `/provider`: another provider (and its model) serves the next turn.
+    ProviderChanged = "provider.changed" { from: String, to: String, model: String },
     ToolProposed = "tool.proposed" { call_id: String, tool: String, arguments: Value },
     ToolStarted = "tool.started" { call_id: String, tool: String },
     /// A running tool reported progress (what it sent, as `progress`).
@@ -349,6 +356,33 @@ catalogue! {
     BusDropped = "bus.dropped" { subscriber: String, count: u64 },
     /// A UI or logger failed to take an event (it is not sent again).
     SubscriberFailed = "subscriber.failed" { extension: String, error: String },
+    /// A slash command is about to run (never part of a turn).
+    CommandDispatched = "command.dispatched" {
+        /// The name typed (an alias stays as typed).
+        name: String,
+        /// The command it resolved to.
+        command: String,
+        extension: String,
+        arguments: String,
+    },
+    /// A slash command finished, failed or was refused.
+    CommandResulted = "command.resulted" {
+        command: String,
+        extension: String,
+        /// `ok`, `failed` or `refused` (not turn-safe while a turn runs).
+        status: String,
+        /// What was shown to the person.
+        message: String,
+        duration_ms: u64,
+    },
+    /// A command asked the kernel for an action, and what came of it.
+    CommandAction = "command.action" {
+        extension: String,
+        /// `switch-model`, `compact`, `network-allow`, ...
+        action: String,
+        ok: bool,
+        message: String,
+    },
     /// A stage's completion tool was called with valid arguments.
     StageCompletion = "stage.completion" { call_id: String, tool: String, arguments: Value },
     WorkflowAttached = "workflow.attached" {

@@ -2,4 +2,5 @@
 //! beyond the WIT contract: rules both sides must apply the same way.
 
 pub mod events;
+pub mod session_view;
 pub mod terminal;

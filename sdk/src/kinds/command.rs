@@ -19,3 +19,38 @@ pub trait Command: Default + 'static {
     /// Run the command; `rendered` in the output is shown to the user.
     fn execute(&mut self, args: CommandArgs) -> Result<CommandOutput, Error>;
 }
+
+impl CommandSpec {
+    /// A spec with a name (with its `/`) and a description.
+    pub fn new(name: &str, description: &str) -> Self {
+        CommandSpec {
+            name: name.to_string(),
+            description: description.to_string(),
+            argument_hint: None,
+        }
+    }
+
+    /// What `/help` shows after the name (`ID`, `[show|allow|deny]`).
+    pub fn hint(mut self, hint: &str) -> Self {
+        self.argument_hint = Some(hint.to_string());
+        self
+    }
+}
+
+impl CommandOutput {
+    /// Text for the person.
+    pub fn text(rendered: impl Into<String>) -> Self {
+        CommandOutput {
+            rendered: rendered.into(),
+            payload: None,
+        }
+    }
+
+    /// Text for the person and the same facts as JSON for programs.
+    pub fn with_payload(rendered: impl Into<String>, payload: &Value) -> Self {
+        CommandOutput {
+            rendered: rendered.into(),
+            payload: Some(payload.to_string()),
+        }
+    }
+}

@@ -9,11 +9,12 @@ pub mod http;
 mod interaction;
 pub mod process;
 mod secrets;
+mod session;
 mod terminal;
 
 use crate::manifest::{Capabilities, Kind};
 
-/// Every host interface of contract 0.1.
+/// Every host interface of contract 0.1.x.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HostInterface {
     Types,
@@ -28,6 +29,8 @@ pub enum HostInterface {
     Secrets,
     Http,
     Process,
+    /// Since 0.1.1: the running session, for commands.
+    Session,
     /// Types-only interfaces of a kind (`tool-types`, ...): nothing to link.
     KindTypes,
 }
@@ -63,6 +66,7 @@ impl HostInterface {
             "secrets" => Self::Secrets,
             "http" => Self::Http,
             "process" => Self::Process,
+            "session" => Self::Session,
             n if n.ends_with("-types") => Self::KindTypes,
             _ => return None,
         })
@@ -78,6 +82,7 @@ impl HostInterface {
             Secrets => kind == Kind::Provider,
             Http => matches!(kind, Kind::Provider | Kind::Tool),
             Process => kind == Kind::Tool,
+            Session => kind == Kind::Command,
         };
         if !in_world {
             return Gate::NotInWorld;
