@@ -28,7 +28,7 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 40] = [
+const BUNDLED: [&str; 41] = [
     "anthropic",
     "ask-user",
     "bash",
@@ -67,6 +67,7 @@ const BUNDLED: [&str; 40] = [
     "system-prompt-file",
     "tools",
     "trust",
+    "tui",
     "web-fetch",
     "write",
 ];

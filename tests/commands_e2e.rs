@@ -9,25 +9,7 @@ use std::process::Output;
 use common::StudEnv;
 use serde_json::{Value, json};
 
-const BUNDLED: [&str; 17] = [
-    "/help",
-    "/tools",
-    "/model",
-    "/provider",
-    "/mode",
-    "/trust",
-    "/network-policy",
-    "/health",
-    "/reload",
-    "/compact",
-    "/clear",
-    "/cost",
-    "/sessions",
-    "/resume",
-    "/save-and-close",
-    "/exit",
-    "/sm",
-];
+use common::BUNDLED_COMMANDS as BUNDLED;
 
 fn out(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

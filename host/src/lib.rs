@@ -10,6 +10,7 @@ pub mod kernel;
 pub mod manifest;
 pub mod paths;
 pub mod runtime;
+pub mod tty;
 
 /// Extensions built from `plugins/` and embedded in the binary.
 pub mod bundled {

@@ -120,6 +120,16 @@ macro_rules! export_provider {
 macro_rules! export_ui {
     ($ty:ty) => {
         $crate::__stud_export_common!(ui, $crate::Ui, $ty);
+        $crate::__stud_ui_api_glue!($ty);
+        __stud_bindings::export!(__StudGlue with_types_in __stud_bindings);
+    };
+}
+
+/// The `ui-api` glue shared by [`export_ui!`] and [`export_tui!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __stud_ui_api_glue {
+    ($ty:ty) => {
         impl __stud_bindings::exports::stud::extension::ui_api::Guest for __StudGlue {
             fn on_event(event: $crate::wit::stud::extension::types::Event) {
                 __STUD_INSTANCE.with(|x| <$ty as $crate::Ui>::on_event(x, event))
@@ -134,6 +144,36 @@ macro_rules! export_ui {
             }
             fn read_input() -> ::std::option::Option<::std::string::String> {
                 __STUD_INSTANCE.with(|x| <$ty as $crate::Ui>::read_input(x))
+            }
+        }
+    };
+}
+
+/// Register a full-screen UI: a [`Ui`](crate::Ui) that is also a
+/// [`Screen`](crate::Screen).
+#[macro_export]
+macro_rules! export_tui {
+    ($ty:ty) => {
+        $crate::__stud_export_common!(tui, $crate::Ui, $ty);
+        $crate::__stud_ui_api_glue!($ty);
+        impl __stud_bindings::exports::stud::extension::ui_screen::Guest for __StudGlue {
+            fn start(screen: $crate::wit::stud::extension::terminal::ScreenSize) {
+                __STUD_INSTANCE.with(|x| <$ty as $crate::Screen>::start(x, screen))
+            }
+            fn on_input(
+                event: $crate::wit::stud::extension::terminal::TermEvent,
+            ) -> ::std::vec::Vec<__stud_bindings::exports::stud::extension::ui_screen::UiAction> {
+                use __stud_bindings::exports::stud::extension::ui_screen::UiAction as W;
+                __STUD_INSTANCE
+                    .with(|x| <$ty as $crate::Screen>::on_input(x, event))
+                    .into_iter()
+                    .map(|a| match a {
+                        $crate::UiAction::Submit(t) => W::Submit(t),
+                        $crate::UiAction::Steer(t) => W::Steer(t),
+                        $crate::UiAction::Interrupt => W::Interrupt,
+                        $crate::UiAction::Quit => W::Quit,
+                    })
+                    .collect()
             }
         }
         __stud_bindings::export!(__StudGlue with_types_in __stud_bindings);

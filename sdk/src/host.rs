@@ -188,6 +188,31 @@ pub mod terminal {
     pub fn is_terminal() -> bool {
         terminal::is_terminal()
     }
+
+    pub use terminal::{Cell, Color, Key, KeyCode, KeyModifiers, Modifiers, ScreenSize, TermEvent};
+
+    /// Full-screen UIs (contract 0.1.1): the screen's size now.
+    pub fn size() -> ScreenSize {
+        terminal::size()
+    }
+    /// Change these cells on the screen; the host renders them and shows
+    /// any control character as `?`.
+    pub fn draw(cells: &[Cell]) {
+        terminal::draw(cells)
+    }
+    /// Show the cursor at `(x, y)`, or hide it.
+    pub fn set_cursor(at: Option<(u16, u16)>) {
+        terminal::set_cursor(at)
+    }
+    /// Blank the screen.
+    pub fn clear() {
+        terminal::clear()
+    }
+    /// The next key, paste or resize within `timeout_ms` (for a UI
+    /// answering a question inside `on_interaction`).
+    pub fn read_event(timeout_ms: u32) -> Option<TermEvent> {
+        terminal::read_event(timeout_ms)
+    }
 }
 
 /// The running session, for command extensions (contract 0.1.1). Reads

@@ -63,7 +63,7 @@ pub use kinds::provider::{
 pub use kinds::session_store::{SessionData, SessionStore, SessionSummary};
 pub use kinds::state_machine::StateMachine;
 pub use kinds::tool::{Args, CallContext, Tool, ToolOutput, ToolSpec};
-pub use kinds::ui::Ui;
+pub use kinds::ui::{Screen, Ui, UiAction};
 pub use serde_json::{Value, json};
 
 /// The contract (`stud:extension` WIT package) version this SDK builds for.

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod pty;
 mod stud_env;
 
 // Not every test file uses every helper.
@@ -177,6 +178,27 @@ pub fn share_cache_key(home: &Path) {
     std::fs::create_dir_all(home).expect("mkdir home");
     std::fs::copy(&shared, home.join("cache.key")).expect("copy the shared cache key");
 }
+
+/// Every bundled slash command.
+pub const BUNDLED_COMMANDS: [&str; 17] = [
+    "/help",
+    "/tools",
+    "/model",
+    "/provider",
+    "/mode",
+    "/trust",
+    "/network-policy",
+    "/health",
+    "/reload",
+    "/compact",
+    "/clear",
+    "/cost",
+    "/sessions",
+    "/resume",
+    "/save-and-close",
+    "/exit",
+    "/sm",
+];
 
 /// A scripted tool call: `{"name", "arguments"}`.
 pub fn call(name: &str, args: serde_json::Value) -> serde_json::Value {

@@ -64,13 +64,17 @@ impl StudEnv {
     }
 
     /// `stud ARGS` on a pseudo-terminal (`script`, as a person's shell
-    /// would give it), typing `input`; the screen is its stdout.
+    /// would give it), typing `input`; the screen is its stdout. The line
+    /// console is asked for (`STUD_UI=line`): these tests read its lines;
+    /// the full-screen UI is tested through a terminal emulator
+    /// (`tui_e2e`).
     pub fn on_terminal(&self, args: &str, input: &str) -> Output {
         let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_stud"));
         let mut child = Command::new("script")
             .args(["-qec", &cmd, "/dev/null"])
             .env("STUD_HOME", self.home.path())
             .env("STUD_CACHE_DIR", super::shared_cache())
+            .env("STUD_UI", "line")
             .env_remove("RUST_BACKTRACE")
             .env_remove("OPENAI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")

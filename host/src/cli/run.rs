@@ -21,11 +21,16 @@ use crate::kernel::events::DEFAULT_QUEUE;
 use crate::kernel::extension_set::SetChoice;
 use crate::kernel::launch::ProviderPick;
 use crate::kernel::persist::ResumeTarget;
+use crate::kernel::screen_ui::Control;
 use crate::kernel::usage::usage_json;
 use crate::kernel::{
     Bus, LaunchOptions, Launched, Mode, Session, TerminalOut, TurnOutcome, TurnStatus, launch,
 };
 use crate::paths::StudHome;
+use crate::tty::ScreenSlot;
+use std::collections::VecDeque;
+use stud_protocol::events::KernelEvent;
+use tokio::sync::mpsc;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -114,7 +119,16 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     let home = StudHome::resolve()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let project = super::trust::decide(&home, &cwd, headless)?;
+    // An interactive session on a terminal may use a full-screen UI.
+    let screen_slot: Option<ScreenSlot> = (!headless
+        && text_output
+        && args.prompt.is_none()
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+        && std::env::var("STUD_UI").as_deref() != Ok("line"))
+    .then(ScreenSlot::default);
     let options = |resume: Option<ResumeTarget>| LaunchOptions {
+        screen: screen_slot.clone(),
         home: home.clone(),
         cwd: cwd.clone(),
         project: project.clone(),
@@ -149,6 +163,13 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         (None, false) => None,
     }))
     .await?;
+    if let Some(controls) = launched.controls.take() {
+        let out = screen_session(launched, controls, &options, &current_token()).await;
+        if let Some(s) = screen_slot.and_then(|slot| slot.lock().ok()?.take()) {
+            s.release();
+        }
+        return out;
+    }
     for w in &launched.warnings {
         errln!("warning: {w}");
     }
@@ -241,23 +262,140 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(finish(&args, headless, &launched.session, last))
 }
 
+fn current_token() -> Arc<Mutex<CancellationToken>> {
+    Arc::new(Mutex::new(CancellationToken::new()))
+}
+
+/// A session in a full-screen UI: input arrives as [`Control`]s, also
+/// while a turn runs (a follow-up is queued, steering goes to the turn,
+/// Esc interrupts it). Messages go to the UI as events, never to stdout.
+async fn screen_session(
+    mut launched: Launched,
+    mut controls: mpsc::UnboundedReceiver<Control>,
+    options: &dyn Fn(Option<ResumeTarget>) -> LaunchOptions,
+    current: &Arc<Mutex<CancellationToken>>,
+) -> anyhow::Result<ExitCode> {
+    let notify = |bus: &Bus, level: &str, message: String| {
+        bus.publish(KernelEvent::Diagnostic {
+            level: level.into(),
+            message,
+        })
+    };
+    for w in &launched.warnings {
+        notify(&launched.bus, "warn", w.clone());
+    }
+    if let Some(b) = banner_text(&launched) {
+        notify(&launched.bus, "info", b);
+    }
+    let mut pending: VecDeque<String> = VecDeque::new();
+    loop {
+        let text = match pending.pop_front() {
+            Some(t) => t,
+            None => match controls.recv().await {
+                Some(Control::Submit(t) | Control::Steer(t)) => t,
+                Some(Control::Interrupt) => continue,
+                Some(Control::Quit) | None => break,
+            },
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        let prompt = match classify(&text) {
+            Input::Prompt(p) => p,
+            Input::Invalid(message) => {
+                notify(&launched.bus, "error", message);
+                continue;
+            }
+            Input::Command { name, args } => {
+                let done = launched
+                    .commands
+                    .dispatch(&name, args, &mut launched.session, false)
+                    .await;
+                let resume = match done.after {
+                    After::Continue => continue,
+                    After::Exit => break,
+                    After::NewSession => None,
+                    After::Resume(id) => Some(ResumeTarget::Id(id)),
+                };
+                launched.shutdown().await;
+                launched = launch(options(resume)).await?;
+                match launched.controls.take() {
+                    Some(c) => controls = c,
+                    None => bail!("the new session has no full-screen UI"),
+                }
+                for w in &launched.warnings {
+                    notify(&launched.bus, "warn", w.clone());
+                }
+                continue;
+            }
+        };
+        let token = CancellationToken::new();
+        *current.lock().unwrap_or_else(|p| p.into_inner()) = token.clone();
+        let steering = launched.session.steering.clone();
+        let mut quit = false;
+        {
+            let turn = launched.session.run_workflow(&prompt, &token);
+            tokio::pin!(turn);
+            loop {
+                tokio::select! {
+                    _ = &mut turn => break,
+                    c = controls.recv() => match c {
+                        Some(Control::Interrupt) => token.cancel(),
+                        Some(Control::Steer(t)) => steering.push(t),
+                        Some(Control::Submit(t)) => {
+                            // A command that cannot wait is refused now; the
+                            // rest (prompts, turn-safe commands) run next.
+                            let refused = match classify(&t) {
+                                Input::Command { name, .. } => {
+                                    launched.commands.refuse_during_turn(&name).is_some()
+                                }
+                                _ => false,
+                            };
+                            if !refused {
+                                pending.push_back(t);
+                            }
+                        }
+                        Some(Control::Quit) | None => {
+                            token.cancel();
+                            quit = true;
+                        }
+                    },
+                }
+            }
+        }
+        if quit || launched.session.budget_spent() {
+            break;
+        }
+    }
+    launched.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// What the session runs on, and for a first run how to change it.
 fn banner(launched: &Launched) {
+    if let Some(text) = banner_text(launched) {
+        errln!("{text}");
+    }
+}
+
+fn banner_text(launched: &Launched) -> Option<String> {
     let s = &launched.session;
+    let mut lines = Vec::new();
     match &launched.provider_pick {
         ProviderPick::Chosen => {}
-        ProviderPick::FromKey { var } => errln!(
+        ProviderPick::FromKey { var } => lines.push(format!(
             "stud: using {} ({}) because {var} is set; choose another with --provider or \"active\" in settings",
             s.provider_id(),
             s.model()
-        ),
-        ProviderPick::OfflineDemo => errln!(
-            "stud: no provider is configured and no API key is set, so this session runs on the offline demo provider `scripted` (it plays a script; it is not a model).\nTo use a real model:\n  export ANTHROPIC_API_KEY=...   # or OPENAI_API_KEY, GEMINI_API_KEY\n  stud"
+        )),
+        ProviderPick::OfflineDemo => lines.push(
+            "stud: no provider is configured and no API key is set, so this session runs on the offline demo provider `scripted` (it plays a script; it is not a model).\nTo use a real model:\n  export ANTHROPIC_API_KEY=...   # or OPENAI_API_KEY, GEMINI_API_KEY\n  stud".to_string(),
         ),
     }
     if let Some(set) = &s.extension_set {
-        errln!("stud: extension set: {}", set.describe());
+        lines.push(format!("stud: extension set: {}", set.describe()));
     }
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// A command's answer: what it rendered on stdout, a failure or refusal
@@ -284,9 +422,8 @@ fn first_input(args: &RunArgs, headless: bool) -> anyhow::Result<Option<String>>
             .context("cannot read the prompt from stdin")?;
         return Ok(Some(text));
     }
-    if !std::io::stdin().is_terminal() {
-        bail!("no prompt: pass one (`stud run \"...\"`), or use -p to read it from stdin");
-    }
+    // Piped input without -p: the line console reads it, one prompt per
+    // line (a full-screen UI needs a terminal on both ends).
     Ok(None)
 }
 

@@ -271,7 +271,9 @@ impl Authority {
                 "approval needed but no one can answer (headless run)".into(),
             ),
             Answer::Response(r) if r.status == InteractionStatus::Accepted => {
-                if self.mode == Mode::Ask {
+                // "Allow once" is not remembered; any other yes (the line
+                // console's, "allow for this session") is, for this key.
+                if self.mode == Mode::Ask && r.value.as_deref() != Some("once") {
                     self.approved
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())

@@ -38,6 +38,15 @@ pub struct Interactions {
     one_at_a_time: Mutex<()>,
     next: AtomicU64,
     bus: Bus,
+    /// A full-screen UI is asked through its driver, so the question is
+    /// serialised with the key events it handles.
+    route: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<Ask>>,
+}
+
+/// A question for the full-screen UI's driver and where its answer goes.
+pub struct Ask {
+    pub request: InteractionRequest,
+    pub reply: tokio::sync::oneshot::Sender<Result<InteractionResponse, crate::runtime::CallError>>,
 }
 
 impl Interactions {
@@ -56,7 +65,13 @@ impl Interactions {
             one_at_a_time: Mutex::new(()),
             next: AtomicU64::new(1),
             bus,
+            route: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Send questions to a full-screen UI's driver from now on.
+    pub fn route_through(&self, driver: tokio::sync::mpsc::UnboundedSender<Ask>) {
+        let _ = self.route.set(driver);
     }
 
     pub fn is_headless(&self) -> bool {
@@ -93,8 +108,25 @@ impl Interactions {
             correlation_id: correlation_id.clone(),
             kind,
         };
-        let answer =
-            tokio::time::timeout(self.timeout, interactor.ui_on_interaction(&request)).await;
+        let answer = match self.route.get() {
+            Some(driver) => {
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                let routed = driver.send(Ask {
+                    request: request.clone(),
+                    reply,
+                });
+                tokio::time::timeout(self.timeout, async move {
+                    match (routed, answer.await) {
+                        (Ok(()), Ok(r)) => r,
+                        _ => interactor.ui_on_interaction(&request).await,
+                    }
+                })
+                .await
+            }
+            None => {
+                tokio::time::timeout(self.timeout, interactor.ui_on_interaction(&request)).await
+            }
+        };
         let (by, response) = match answer {
             Ok(Ok(r)) => (
                 interactor.id().to_string(),

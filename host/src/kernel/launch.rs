@@ -19,6 +19,7 @@ use super::redact::Redactor;
 use super::reload::Reloader;
 use super::retry::RetryPolicy;
 use super::roster::SessionError;
+use super::screen_ui::{Control, Driver};
 use super::services::{KernelServices, TerminalOut};
 use super::session::{
     DEFAULT_MAX_ITERATIONS, DEFAULT_TOOL_OUTPUT_LIMIT, DEFAULT_TOOL_PARALLELISM, Session,
@@ -36,9 +37,13 @@ use crate::paths::StudHome;
 use crate::runtime::bindings::stud::extension::provider_types::ThinkingLevel;
 use crate::runtime::bindings::stud::extension::types as wit;
 use crate::runtime::{Extension, Runtime, RuntimeError, RuntimeOptions};
+use crate::tty::{Screen, ScreenSlot};
+use tokio::sync::mpsc;
 
 /// The UI that answers questions unless `active.interactor` names another.
 pub const DEFAULT_INTERACTOR: &str = "console";
+/// The full-screen UI used on a terminal unless settings name another.
+pub const SCREEN_INTERACTOR: &str = "tui";
 
 /// What the user chose for this session (flags over settings).
 pub struct LaunchOptions {
@@ -70,6 +75,9 @@ pub struct LaunchOptions {
     pub state_machine: Option<String>,
     /// `--profile`, `--tools`, `--disable`: the extension set.
     pub set: SetChoice,
+    /// Where a full-screen UI may take the terminal (an interactive run on
+    /// a terminal); `None`: line UIs only.
+    pub screen: Option<ScreenSlot>,
 }
 
 impl LaunchOptions {
@@ -97,6 +105,7 @@ impl LaunchOptions {
             max_cost_usd: None,
             state_machine: None,
             set: SetChoice::default(),
+            screen: None,
         }
     }
 }
@@ -157,6 +166,9 @@ pub struct Launched {
     pub warnings: Vec<String>,
     /// Why this provider serves the session.
     pub provider_pick: ProviderPick,
+    /// What the person does through a full-screen UI; `None` in a line
+    /// session (the loop reads input from the UI then).
+    pub controls: Option<mpsc::UnboundedReceiver<Control>>,
     subscribers: Vec<JoinHandle<()>>,
     ui_subscriptions: Vec<Arc<Subscriber>>,
     /// Extension folders being watched for hot reload.
@@ -253,26 +265,76 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let uis = of(Kind::Ui);
     let loggers = of(Kind::Logger);
 
+    let chosen_ui = set.as_ref().and_then(|s| s.choice.ui.as_deref());
+    let interactor_id = interactor_id(&opts, &settings, chosen_ui, &uis);
     let mut subscribers = Vec::new();
     let mut ui_subscriptions = Vec::new();
-    if opts.render {
-        for ui in &uis {
+    let mut controls = None;
+    let mut asks = None;
+    let screen_ui = uis
+        .iter()
+        .find(|u| u.id().as_str() == interactor_id && u.ui_has_screen())
+        .cloned();
+    let screen = match (&opts.screen, screen_ui, opts.render) {
+        (Some(slot), Some(ui), true) => match Screen::in_slot(slot) {
+            Ok(screen) => Some((screen, ui)),
+            Err(e) => {
+                warnings.push(format!(
+                    "the terminal could not be set up for the full-screen UI ({e}); using the line console"
+                ));
+                None
+            }
+        },
+        _ => None,
+    };
+    match screen {
+        Some((screen, ui)) => {
+            services.set_screen(screen.clone());
+            let (control_tx, control_rx) = mpsc::unbounded_channel();
+            let (ask_tx, ask_rx) = mpsc::unbounded_channel();
             let sub = bus.subscribe(ui.id().as_str(), DEFAULT_QUEUE);
             ui_subscriptions.push(sub.clone());
-            subscribers.push(spawn_ui(sub, &bus, ui.clone()));
+            subscribers.push(
+                Driver {
+                    sub,
+                    ui,
+                    screen,
+                    controls: control_tx,
+                    asks: ask_rx,
+                    bus: bus.clone(),
+                }
+                .spawn(),
+            );
+            controls = Some(control_rx);
+            asks = Some(ask_tx);
         }
+        None if opts.render => {
+            // Line UIs only: a full-screen one has no screen to draw on.
+            for ui in uis.iter().filter(|u| !u.ui_has_screen()) {
+                let sub = bus.subscribe(ui.id().as_str(), DEFAULT_QUEUE);
+                ui_subscriptions.push(sub.clone());
+                subscribers.push(spawn_ui(sub, &bus, ui.clone()));
+            }
+        }
+        None => {}
     }
+    let interactor_id = if asks.is_none()
+        && uis
+            .iter()
+            .any(|u| u.id().as_str() == interactor_id && u.ui_has_screen())
+    {
+        // The full-screen UI has no screen here: the line console answers.
+        DEFAULT_INTERACTOR.to_string()
+    } else {
+        interactor_id
+    };
     for logger in &loggers {
         subscribers.push(spawn_logger(&bus, logger.clone()));
     }
-    let interactions = interactions(
-        &opts,
-        &settings,
-        set.as_ref().and_then(|s| s.choice.ui.as_deref()),
-        &uis,
-        &bus,
-        &mut warnings,
-    );
+    let interactions = interactions(&opts, &settings, &interactor_id, &uis, &bus, &mut warnings);
+    if let Some(asks) = asks {
+        interactions.route_through(asks);
+    }
     services.set_interactions(interactions.clone());
     let (commands, command_warnings) = Commands::new(
         CommandEnv {
@@ -348,6 +410,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     // Before anything is written to the session's log.
     let lock = SessionLock::acquire(opts.home.root(), &session.id)?;
     session.announce();
+    commands.announce();
     let recorded = resumed.as_ref().map(|r| r.state_machine.clone());
     if let Some(r) = resumed {
         session.adopt(r).await;
@@ -363,6 +426,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         session,
         commands,
         provider_pick,
+        controls,
         bus,
         uis,
         loggers,
@@ -399,7 +463,7 @@ impl Launched {
     }
 }
 
-fn wit_event(ev: &super::Event) -> wit::Event {
+pub(crate) fn wit_event(ev: &super::Event) -> wit::Event {
     wit::Event {
         name: ev.name.clone(),
         sequence: ev.seq,
@@ -574,18 +638,36 @@ fn session_config(
 }
 
 /// Only the interactor the user chose answers; every other UI observes.
-fn interactions(
+/// The UI that answers questions: the set's, else `active.interactor`,
+/// else the full-screen `tui` on a terminal, else `console`.
+fn interactor_id(
     opts: &LaunchOptions,
     settings: &Settings,
     chosen_ui: Option<&str>,
     uis: &[Arc<Extension>],
+) -> String {
+    chosen_ui
+        .map(str::to_string)
+        .or(settings.active.interactor.clone())
+        .or_else(|| {
+            opts.screen.as_ref().and_then(|_| {
+                uis.iter()
+                    .find(|u| u.id().as_str() == SCREEN_INTERACTOR && u.ui_has_screen())
+                    .map(|u| u.id().to_string())
+            })
+        })
+        .unwrap_or_else(|| DEFAULT_INTERACTOR.to_string())
+}
+
+fn interactions(
+    opts: &LaunchOptions,
+    settings: &Settings,
+    interactor_id: &str,
+    uis: &[Arc<Extension>],
     bus: &Bus,
     warnings: &mut Vec<String>,
 ) -> Arc<Interactions> {
-    let interactor_id = chosen_ui
-        .map(str::to_string)
-        .or(settings.active.interactor.clone())
-        .unwrap_or_else(|| DEFAULT_INTERACTOR.to_string());
+    let _ = settings;
     let chosen = uis.iter().find(|u| u.id().as_str() == interactor_id);
     if chosen.is_none() && !opts.headless {
         warnings.push(format!(

@@ -11,8 +11,8 @@ use super::events::Bus;
 use super::interaction::{Answer, Interactions};
 use crate::manifest::ExtensionId;
 use crate::runtime::services::{
-    BoxFuture, ErrorClass, ExtError, InteractionKind, InteractionResponse, LogLevel, Services,
-    SessionRequest, ext_error, read_line,
+    BoxFuture, Cell, ErrorClass, ExtError, InteractionKind, InteractionResponse, LogLevel,
+    ScreenSize, Services, SessionRequest, TermEvent, ext_error, read_line,
 };
 use stud_protocol::events::KernelEvent;
 
@@ -30,6 +30,8 @@ pub struct KernelServices {
     pub bus: Bus,
     /// The command being dispatched reaches the session through this.
     pub commands: Arc<super::commands::Bridge>,
+    /// The terminal a full-screen UI draws on, in a screen session.
+    screen: OnceLock<Arc<crate::tty::Screen>>,
     interactions: OnceLock<Arc<Interactions>>,
     terminal: TerminalOut,
 }
@@ -39,9 +41,15 @@ impl KernelServices {
         KernelServices {
             bus,
             commands: Arc::default(),
+            screen: OnceLock::new(),
             interactions: OnceLock::new(),
             terminal,
         }
+    }
+
+    /// Give the full-screen UI its terminal.
+    pub fn set_screen(&self, screen: Arc<crate::tty::Screen>) {
+        let _ = self.screen.set(screen);
     }
 
     /// Connect the interaction broker once the UIs are loaded.
@@ -133,6 +141,44 @@ impl Services for KernelServices {
             }
             TerminalOut::Discard => {}
         }
+    }
+
+    fn screen_size(&self) -> ScreenSize {
+        match self.screen.get() {
+            Some(s) => s.size(),
+            None => ScreenSize { cols: 80, rows: 24 },
+        }
+    }
+
+    fn screen_draw(&self, cells: Vec<Cell>) {
+        if let Some(s) = self.screen.get() {
+            s.draw(&cells);
+        }
+    }
+
+    fn screen_cursor(&self, at: Option<(u16, u16)>) {
+        if let Some(s) = self.screen.get() {
+            s.cursor(at);
+        }
+    }
+
+    fn screen_clear(&self) {
+        if let Some(s) = self.screen.get() {
+            s.clear();
+        }
+    }
+
+    fn screen_read_event(
+        &self,
+        timeout: std::time::Duration,
+    ) -> BoxFuture<'static, Option<TermEvent>> {
+        let screen = self.screen.get().cloned();
+        Box::pin(async move {
+            match screen {
+                Some(s) => s.next_event(timeout).await,
+                None => None,
+            }
+        })
     }
 
     fn terminal_read_line(&self, prompt: String) -> BoxFuture<'static, Option<String>> {

@@ -81,6 +81,8 @@ pub struct Session {
     pub(crate) workflow_position: Option<super::workflow::Position>,
     /// The extension set chosen for it (recorded in its manifest).
     pub extension_set: Option<super::extension_set::ExtensionSet>,
+    /// Text for the running turn, taken at its next stage boundary.
+    pub steering: super::steering::Steering,
 }
 
 impl Session {
@@ -114,6 +116,7 @@ impl Session {
             workflow: None,
             workflow_position: None,
             extension_set: None,
+            steering: Default::default(),
         };
         Ok((session, warnings))
     }
@@ -134,6 +137,11 @@ impl Session {
                 .map(Into::into)
                 .collect(),
             extension_set: self.extension_set.as_ref().map(|s| s.describe()),
+            context_window: self
+                .roster
+                .capabilities()
+                .map(|c| u64::from(c.context_window))
+                .filter(|w| *w > 0),
         });
     }
 

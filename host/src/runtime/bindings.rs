@@ -18,7 +18,7 @@ wasmtime::component::bindgen!({
             include stud:extension/provider@0.1.1;
             include stud:extension/tool@0.1.1;
             include stud:extension/hook@0.1.1;
-            include stud:extension/ui@0.1.1;
+            include stud:extension/tui@0.1.1;
             include stud:extension/logger@0.1.1;
             include stud:extension/context-provider@0.1.1;
             include stud:extension/state-machine@0.1.1;

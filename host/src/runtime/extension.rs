@@ -35,12 +35,23 @@ pub enum KindIndices {
     Provider(ex::provider_api::GuestIndices),
     Tool(ex::tool_api::GuestIndices),
     Hook(ex::hook_api::GuestIndices),
-    Ui(ex::ui_api::GuestIndices),
+    /// The screen export is optional (only full-screen UIs have it).
+    Ui(
+        ex::ui_api::GuestIndices,
+        Option<ex::ui_screen::GuestIndices>,
+    ),
     Logger(ex::logger_api::GuestIndices),
     ContextProvider(ex::context_provider_api::GuestIndices),
     StateMachine(ex::state_machine_api::GuestIndices),
     Command(ex::command_api::GuestIndices),
     SessionStore(ex::session_store_api::GuestIndices),
+}
+
+/// A UI's exports: the line contract, and the screen one if it has it.
+#[derive(Clone)]
+pub struct UiGuest {
+    pub api: ex::ui_api::Guest,
+    pub screen: Option<ex::ui_screen::Guest>,
 }
 
 /// The typed exports of one live instance.
@@ -49,7 +60,7 @@ pub enum KindGuest {
     Provider(ex::provider_api::Guest),
     Tool(ex::tool_api::Guest),
     Hook(ex::hook_api::Guest),
-    Ui(ex::ui_api::Guest),
+    Ui(UiGuest),
     Logger(ex::logger_api::Guest),
     ContextProvider(ex::context_provider_api::Guest),
     StateMachine(ex::state_machine_api::Guest),
@@ -67,7 +78,10 @@ impl KindIndices {
             Kind::Provider => Self::Provider(ex::provider_api::GuestIndices::new(pre)?),
             Kind::Tool => Self::Tool(ex::tool_api::GuestIndices::new(pre)?),
             Kind::Hook => Self::Hook(ex::hook_api::GuestIndices::new(pre)?),
-            Kind::Ui => Self::Ui(ex::ui_api::GuestIndices::new(pre)?),
+            Kind::Ui => Self::Ui(
+                ex::ui_api::GuestIndices::new(pre)?,
+                ex::ui_screen::GuestIndices::new(pre).ok(),
+            ),
             Kind::Logger => Self::Logger(ex::logger_api::GuestIndices::new(pre)?),
             Kind::ContextProvider => {
                 Self::ContextProvider(ex::context_provider_api::GuestIndices::new(pre)?)
@@ -92,7 +106,13 @@ impl KindIndices {
             Self::Provider(i) => KindGuest::Provider(i.load(store, instance)?),
             Self::Tool(i) => KindGuest::Tool(i.load(store, instance)?),
             Self::Hook(i) => KindGuest::Hook(i.load(store, instance)?),
-            Self::Ui(i) => KindGuest::Ui(i.load(store, instance)?),
+            Self::Ui(api, screen) => KindGuest::Ui(UiGuest {
+                api: api.load(&mut *store, instance)?,
+                screen: match screen {
+                    Some(s) => Some(s.load(store, instance)?),
+                    None => None,
+                },
+            }),
             Self::Logger(i) => KindGuest::Logger(i.load(store, instance)?),
             Self::ContextProvider(i) => KindGuest::ContextProvider(i.load(store, instance)?),
             Self::StateMachine(i) => KindGuest::StateMachine(i.load(store, instance)?),

@@ -12,6 +12,7 @@ use stud_protocol::events::KernelEvent;
 pub use super::bindings::stud::extension::interaction::{InteractionKind, InteractionResponse};
 pub use super::bindings::stud::extension::log::Level as LogLevel;
 pub use super::bindings::stud::extension::session::{Action as SessionAction, View as SessionView};
+pub use super::bindings::stud::extension::terminal::{Cell, ScreenSize, TermEvent};
 pub use super::bindings::stud::extension::types::{ErrorClass, ExtError};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -77,6 +78,31 @@ pub trait Services: Send + Sync + 'static {
     fn terminal_is_terminal(&self) -> bool {
         use std::io::IsTerminal;
         std::io::stdin().is_terminal()
+    }
+
+    /// The screen's size (a full-screen UI draws to it).
+    fn screen_size(&self) -> ScreenSize {
+        ScreenSize { cols: 80, rows: 24 }
+    }
+
+    /// Draw cells; without a screen (a line session) nothing is drawn.
+    fn screen_draw(&self, cells: Vec<Cell>) {
+        let _ = cells;
+    }
+
+    fn screen_cursor(&self, at: Option<(u16, u16)>) {
+        let _ = at;
+    }
+
+    fn screen_clear(&self) {}
+
+    /// The next terminal event within `timeout`; none without a screen.
+    fn screen_read_event(
+        &self,
+        timeout: std::time::Duration,
+    ) -> BoxFuture<'static, Option<TermEvent>> {
+        let _ = timeout;
+        Box::pin(async { None })
     }
 }
 

@@ -22,7 +22,7 @@ fn kind_imports(kind: &str) -> Option<&'static [&'static str]> {
         "provider" => &["secrets", "http", "provider-types"],
         "tool" => &["interaction", "http", "process", "tool-types"],
         "hook" => &["hook-types"],
-        "ui" => &["terminal", "interaction"],
+        "ui" | "tui" => &["terminal", "interaction"],
         "logger" => &[],
         "context-provider" => &["context-provider-types"],
         "state-machine" => &["state-machine-types"],

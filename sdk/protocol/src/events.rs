@@ -139,6 +139,9 @@ catalogue! {
         /// extension is used.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         extension_set: Option<String>,
+        /// The model's context window in tokens, when the provider says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_window: Option<u64>,
     },
     /// A session was read back from its store.
     SessionResumed = "session.resumed" {
@@ -356,6 +359,11 @@ catalogue! {
     BusDropped = "bus.dropped" { subscriber: String, count: u64 },
     /// A UI or logger failed to take an event (it is not sent again).
     SubscriberFailed = "subscriber.failed" { extension: String, error: String },
+    /// Text typed for the running turn reached it at a stage boundary (it
+    /// is in the next request, as a user message).
+    TurnSteered = "turn.steered" { text: String },
+    /// The commands this session can run, for UIs that complete them.
+    CommandsAvailable = "commands.available" { commands: Vec<CommandInfo> },
     /// A slash command is about to run (never part of a turn).
     CommandDispatched = "command.dispatched" {
         /// The name typed (an alias stays as typed).
@@ -430,6 +438,15 @@ catalogue! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         results: Option<Value>,
     },
+}
+
+/// A command as a UI lists and completes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandInfo {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument_hint: Option<String>,
+    pub description: String,
 }
 
 /// Which phase of which stage execution a `workflow.phase.*` event is.

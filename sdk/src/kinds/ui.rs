@@ -36,3 +36,29 @@ pub trait Ui: Default + 'static {
         None
     }
 }
+
+pub use crate::wit::stud::extension::terminal::{ScreenSize, TermEvent};
+
+/// What a full-screen UI asks the session to do after an input event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UiAction {
+    /// Run this input (a prompt or a `/command`) now or after the turn.
+    Submit(String),
+    /// Give this text to the running turn at its next stage boundary.
+    Steer(String),
+    /// Stop the running turn.
+    Interrupt,
+    /// End the program.
+    Quit,
+}
+
+/// A UI that takes over the terminal (contract 0.1.1). The host gives it
+/// every terminal event through `on_input` and a `Tick` when idle; it never
+/// blocks there. It draws with [`crate::host::terminal::draw`]. Register it
+/// with [`export_tui!`](crate::export_tui).
+pub trait Screen: Ui {
+    /// The host gave this UI the screen.
+    fn start(&mut self, size: ScreenSize);
+    /// A key, paste, resize or tick while no question is open.
+    fn on_input(&mut self, event: TermEvent) -> Vec<UiAction>;
+}

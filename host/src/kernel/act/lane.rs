@@ -4,7 +4,8 @@ use crate::kernel::compaction::Fit;
 use crate::kernel::payloads::message_appended;
 use crate::kernel::session::Session;
 use crate::runtime::bindings::stud::extension::provider_types::Request;
-use crate::runtime::bindings::stud::extension::types::Message;
+use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role};
+use stud_protocol::events::KernelEvent;
 
 /// Where an Act keeps its messages. The session's main line persists
 /// them, compacts and applies reloads at stage boundaries; a stage
@@ -33,6 +34,19 @@ impl Lane for MainLane<'_> {
     }
     async fn boundary(&mut self, name: &'static str) {
         self.0.apply_reloads(name).await;
+        if name == "compose-request" {
+            for text in self.0.steering.take() {
+                self.0
+                    .bus
+                    .record(KernelEvent::TurnSteered { text: text.clone() });
+                self.0
+                    .append(Message {
+                        role: Role::User,
+                        content: vec![ContentPart::Text(text)],
+                    })
+                    .await;
+            }
+        }
     }
     async fn append(&mut self, message: Message) {
         self.0.append(message).await;

@@ -138,6 +138,51 @@ impl Commands {
         &self.catalogue
     }
 
+    /// Tell UIs which commands there are (for completion).
+    pub fn announce(&self) {
+        self.bus.record(KernelEvent::CommandsAvailable {
+            commands: self
+                .catalogue
+                .entries()
+                .iter()
+                .flat_map(|e| {
+                    std::iter::once(&e.name)
+                        .chain(e.aliases.iter())
+                        .map(move |n| stud_protocol::events::CommandInfo {
+                            name: n.to_string(),
+                            argument_hint: e.argument_hint.clone(),
+                            description: e.description.clone(),
+                        })
+                })
+                .collect(),
+        });
+    }
+
+    /// A command line typed while a turn runs: `Some(why)` when it cannot
+    /// wait for the turn's end (unknown, or not turn-safe: refused now, as
+    /// `command.resulted`); `None` when it runs once the turn ended.
+    pub fn refuse_during_turn(&self, name: &str) -> Option<String> {
+        let (command, id, text) = match self.catalogue.resolve(name) {
+            Resolved::One(e) if e.turn_safe => return None,
+            Resolved::One(e) => (
+                e.name.to_string(),
+                e.id().to_string(),
+                format!(
+                    "{} cannot run while a turn is running; run it when the turn has ended (Esc stops the turn)",
+                    e.name
+                ),
+            ),
+            Resolved::Ambiguous(_) => return None,
+            Resolved::Unknown { .. } => (
+                name.to_string(),
+                String::new(),
+                format!("unknown command {name}; /help lists the commands"),
+            ),
+        };
+        self.resulted(&command, &id, Status::Refused, &text, Instant::now());
+        Some(text)
+    }
+
     /// Run the command a line names. `turn_running`: only turn-safe
     /// commands run then.
     pub async fn dispatch(
@@ -155,15 +200,18 @@ impl Commands {
                     [one] => format!("did you mean {one}? "),
                     many => format!("did you mean one of {}? ", many.join(", ")),
                 };
-                return Dispatched::error(format!(
+                let text = format!(
                     "unknown command {name}; {hint}/help lists the commands (nothing was sent to the model; start with // to send text that begins with /)"
-                ));
+                );
+                self.resulted(name, "", Status::Failed, &text, Instant::now());
+                return Dispatched::error(text);
             }
             Resolved::Ambiguous(candidates) => {
                 let candidates: Vec<Entry> = candidates.into_iter().cloned().collect();
                 match self.choose(name, &candidates).await {
                     Ok(e) => e,
                     Err(text) => {
+                        self.resulted(name, "", Status::Refused, &text, Instant::now());
                         return Dispatched {
                             status: Status::Refused,
                             text,

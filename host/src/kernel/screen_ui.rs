@@ -1,0 +1,102 @@
+//! The driver of a full-screen UI. One task feeds the UI everything, in
+//! order: bus events (`on-event`), terminal events (`on-input`, with a
+//! tick when nothing happens so a spinner moves) and questions
+//! (`on-interaction`, during which the UI reads keys itself). What the UI
+//! answers to input becomes a [`Control`] for the session's loop.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use stud_protocol::events::KernelEvent;
+
+use super::events::{Bus, Subscriber};
+use super::interaction::Ask;
+use crate::runtime::Extension;
+use crate::runtime::bindings::exports::stud::extension::ui_screen::UiAction;
+use crate::runtime::services::TermEvent;
+use crate::tty::Screen;
+
+/// How often an idle UI gets a `tick`.
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// What the person asked for through the full-screen UI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    /// A prompt or a command line.
+    Submit(String),
+    /// Text for the running turn's next stage boundary.
+    Steer(String),
+    /// Stop the running turn.
+    Interrupt,
+    /// End the program.
+    Quit,
+}
+
+pub struct Driver {
+    pub sub: Arc<Subscriber>,
+    pub ui: Arc<Extension>,
+    pub screen: Arc<Screen>,
+    pub controls: mpsc::UnboundedSender<Control>,
+    pub asks: mpsc::UnboundedReceiver<Ask>,
+    pub bus: Bus,
+}
+
+impl Driver {
+    pub fn spawn(self) -> JoinHandle<()> {
+        tokio::spawn(self.run())
+    }
+
+    async fn run(mut self) {
+        if let Err(e) = self.ui.ui_screen_start(self.screen.size()).await {
+            self.failed(&e.to_string());
+        }
+        loop {
+            tokio::select! {
+                // Events first: a question must not cover what led to it
+                // (the tool call it is about).
+                biased;
+                ev = self.sub.next() => {
+                    let Some(ev) = ev else { return };
+                    if let Err(e) = self.ui.ui_on_event(&super::launch::wit_event(&ev)).await {
+                        self.failed(&e.to_string());
+                    }
+                    self.sub.ack();
+                }
+                Some(ask) = self.asks.recv() => {
+                    let answer = self.ui.ui_on_interaction(&ask.request).await;
+                    let _ = ask.reply.send(answer);
+                }
+                input = self.screen.next_event(TICK) => {
+                    let input = input.unwrap_or(TermEvent::Tick);
+                    match self.ui.ui_screen_on_input(&input).await {
+                        Ok(actions) => {
+                            for a in actions {
+                                let _ = self.controls.send(control(a));
+                            }
+                        }
+                        Err(e) => self.failed(&e.to_string()),
+                    }
+                }
+            }
+        }
+    }
+
+    fn failed(&self, error: &str) {
+        self.bus.publish(KernelEvent::SubscriberFailed {
+            extension: self.ui.id().to_string(),
+            error: error.to_string(),
+        });
+    }
+}
+
+fn control(a: UiAction) -> Control {
+    match a {
+        UiAction::Submit(t) => Control::Submit(t),
+        UiAction::Steer(t) => Control::Steer(t),
+        UiAction::Interrupt => Control::Interrupt,
+        UiAction::Quit => Control::Quit,
+    }
+}

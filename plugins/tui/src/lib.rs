@@ -1,0 +1,436 @@
+//! `tui`: the full-screen terminal UI. It renders the session (streamed
+//! Markdown, tool calls with result summaries and diffs, notices), keeps a
+//! multi-line input with history and slash-command completion, a status
+//! line and a spinner, and asks approvals as dialogs. It never blocks on
+//! input: the host hands it every key, so typing during a turn queues a
+//! follow-up (Enter), steers the turn (Ctrl-S) or stops it (Esc).
+//!
+//! It draws only cells through the host (`backend`), which renders them
+//! and refuses control characters: model output cannot steer the terminal.
+
+mod backend;
+mod dialog;
+mod markdown;
+mod transcript;
+mod view;
+
+use ratatui::Terminal;
+use ratatui::style::Color;
+use stud_sdk::events::{CommandInfo, KernelEvent};
+use stud_sdk::host::terminal::{Key, KeyCode, KeyModifiers, ScreenSize, TermEvent};
+use stud_sdk::prelude::*;
+use stud_sdk::wit::stud::extension::interaction::{InteractionRequest, InteractionResponse};
+use stud_sdk::{Screen, UiAction};
+use tui_textarea::TextArea;
+
+use backend::HostBackend;
+use transcript::Entry;
+
+/// Least time between two frames while text streams (coalescing).
+const FRAME_MS: u64 = 33;
+
+#[derive(Default)]
+struct Status {
+    session_id: String,
+    provider: String,
+    model: String,
+    mode: String,
+    input_tokens: u64,
+    cost_usd: Option<f64>,
+    context_window: Option<u64>,
+}
+
+struct Running {
+    started_ms: u64,
+    tokens: u64,
+}
+
+#[derive(Default)]
+struct Tui {
+    term: Option<Terminal<HostBackend>>,
+    entries: Vec<Entry>,
+    input: TextArea<'static>,
+    history: Vec<String>,
+    history_at: Option<usize>,
+    status: Status,
+    running: Option<Running>,
+    queued: Vec<String>,
+    commands: Vec<CommandInfo>,
+    /// Lines scrolled up from the bottom of the transcript.
+    scroll: u16,
+    dirty: bool,
+    last_frame_ms: u64,
+    /// The last entry is an answer still streaming.
+    streaming: bool,
+    /// Ctrl-C presses since the running turn was asked to stop.
+    interrupts: u8,
+}
+
+impl Tui {
+    fn notice(&mut self, text: impl Into<String>, color: Color) {
+        self.streaming = false;
+        self.entries.push(Entry::Notice(text.into(), color));
+        self.dirty = true;
+    }
+
+    fn input_text(&self) -> String {
+        self.input.lines().join("\n")
+    }
+
+    fn set_input(&mut self, text: &str) {
+        self.input = TextArea::from(text.split('\n').map(str::to_string).collect::<Vec<_>>());
+        self.input.move_cursor(tui_textarea::CursorMove::Bottom);
+        self.input.move_cursor(tui_textarea::CursorMove::End);
+    }
+
+    /// Draw now, or soon if a frame was drawn very recently.
+    fn render(&mut self, force: bool) {
+        let now = host::now_ms();
+        if !force && now.saturating_sub(self.last_frame_ms) < FRAME_MS {
+            self.dirty = true;
+            return;
+        }
+        self.dirty = false;
+        self.last_frame_ms = now;
+        view::draw(self, now, None);
+    }
+
+    fn completions(&self) -> Vec<&CommandInfo> {
+        let text = self.input_text();
+        if !text.starts_with('/') || text.contains(char::is_whitespace) {
+            return Vec::new();
+        }
+        self.commands
+            .iter()
+            .filter(|c| c.name.starts_with(&text))
+            .take(6)
+            .collect()
+    }
+
+    fn complete(&mut self) {
+        let names: Vec<String> = self.completions().iter().map(|c| c.name.clone()).collect();
+        let Some(first) = names.first() else { return };
+        let common = names.iter().fold(first.clone(), |acc, n| {
+            acc.chars()
+                .zip(n.chars())
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| a)
+                .collect()
+        });
+        let text = if names.len() == 1 {
+            format!("{common} ")
+        } else {
+            common
+        };
+        self.set_input(&text);
+    }
+
+    fn key(&mut self, k: Key) -> Vec<UiAction> {
+        let ctrl = k.modifiers.contains(KeyModifiers::CTRL);
+        let alt = k.modifiers.contains(KeyModifiers::ALT);
+        match k.code {
+            KeyCode::Char('c') if ctrl => {
+                if self.running.is_some() {
+                    self.interrupts += 1;
+                    if self.interrupts > 1 {
+                        return vec![UiAction::Quit];
+                    }
+                    self.notice("interrupting… (Ctrl-C again to quit)", Color::Yellow);
+                    return vec![UiAction::Interrupt];
+                }
+                if !self.input_text().is_empty() {
+                    self.set_input("");
+                    return Vec::new();
+                }
+                return vec![UiAction::Quit];
+            }
+            KeyCode::Char('d') if ctrl && self.input_text().is_empty() => {
+                return vec![UiAction::Quit];
+            }
+            KeyCode::Esc => {
+                if self.running.is_some() {
+                    self.notice("interrupted", Color::Yellow);
+                    return vec![UiAction::Interrupt];
+                }
+            }
+            KeyCode::Enter if alt => self.input.insert_newline(),
+            KeyCode::Char('j') if ctrl => self.input.insert_newline(),
+            KeyCode::Enter => {
+                let text = self.input_text();
+                if text.trim().is_empty() {
+                    return Vec::new();
+                }
+                self.history.push(text.clone());
+                self.history_at = None;
+                self.set_input("");
+                self.scroll = 0;
+                if self.running.is_some() && !text.starts_with('/') {
+                    self.queued.push(text.clone());
+                }
+                return vec![UiAction::Submit(text)];
+            }
+            KeyCode::Char('s') if ctrl => {
+                let text = self.input_text();
+                if self.running.is_some() && !text.trim().is_empty() {
+                    self.set_input("");
+                    self.notice(format!("↳ steering: {text}"), Color::Magenta);
+                    return vec![UiAction::Steer(text)];
+                }
+            }
+            KeyCode::Tab => self.complete(),
+            KeyCode::PageUp => self.scroll = self.scroll.saturating_add(10),
+            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            KeyCode::Up if self.input.lines().len() <= 1 && !self.history.is_empty() => {
+                let at = match self.history_at {
+                    None => self.history.len() - 1,
+                    Some(i) => i.saturating_sub(1),
+                };
+                self.history_at = Some(at);
+                let text = self.history[at].clone();
+                self.set_input(&text);
+            }
+            KeyCode::Down if self.input.lines().len() <= 1 && self.history_at.is_some() => {
+                match self.history_at {
+                    Some(i) if i + 1 < self.history.len() => {
+                        self.history_at = Some(i + 1);
+                        let text = self.history[i + 1].clone();
+                        self.set_input(&text);
+                    }
+                    _ => {
+                        self.history_at = None;
+                        self.set_input("");
+                    }
+                }
+            }
+            _ => {
+                if let Some(input) = textarea_input(&k) {
+                    self.input.input(input);
+                }
+            }
+        }
+        Vec::new()
+    }
+}
+
+fn textarea_input(k: &Key) -> Option<tui_textarea::Input> {
+    use tui_textarea::Key as T;
+    let key = match k.code {
+        KeyCode::Char(c) => T::Char(c),
+        KeyCode::Backspace => T::Backspace,
+        KeyCode::Delete => T::Delete,
+        KeyCode::Left => T::Left,
+        KeyCode::Right => T::Right,
+        KeyCode::Up => T::Up,
+        KeyCode::Down => T::Down,
+        KeyCode::Home => T::Home,
+        KeyCode::End => T::End,
+        KeyCode::Tab => T::Tab,
+        KeyCode::Enter => T::Enter,
+        _ => return None,
+    };
+    Some(tui_textarea::Input {
+        key,
+        ctrl: k.modifiers.contains(KeyModifiers::CTRL),
+        alt: k.modifiers.contains(KeyModifiers::ALT),
+        shift: k.modifiers.contains(KeyModifiers::SHIFT),
+    })
+}
+
+impl Ui for Tui {
+    fn on_event(&mut self, event: Event) {
+        let Some(Ok(event)) = KernelEvent::from_wire_text(&event.name, &event.payload) else {
+            return;
+        };
+        match event {
+            KernelEvent::SessionStart {
+                session_id,
+                provider,
+                model,
+                mode,
+                context_window,
+                ..
+            } => {
+                self.status = Status {
+                    session_id,
+                    provider,
+                    model,
+                    mode,
+                    context_window,
+                    ..Status::default()
+                };
+                self.entries.clear();
+                self.dirty = true;
+            }
+            KernelEvent::CommandsAvailable { commands } => self.commands = commands,
+            KernelEvent::TurnStart { input, .. } => {
+                if let Some(at) = self.queued.iter().position(|q| *q == input) {
+                    self.queued.remove(at);
+                }
+                self.entries.push(Entry::User(input));
+                self.interrupts = 0;
+                self.running = Some(Running {
+                    started_ms: host::now_ms(),
+                    tokens: 0,
+                });
+                self.streaming = false;
+                self.dirty = true;
+            }
+            KernelEvent::ProviderTokens { delta } => {
+                if let Some(r) = self.running.as_mut() {
+                    r.tokens += 1;
+                }
+                match self.entries.last_mut() {
+                    Some(Entry::Assistant(t)) if self.streaming => t.push_str(&delta),
+                    _ => {
+                        self.entries.push(Entry::Assistant(delta));
+                        self.streaming = true;
+                    }
+                }
+                self.render(false);
+                return;
+            }
+            KernelEvent::ToolProposed {
+                tool, arguments, ..
+            } => {
+                self.streaming = false;
+                self.entries.push(Entry::tool(&tool, &arguments));
+            }
+            KernelEvent::ToolSucceeded { tool, output, .. } => {
+                set_result(&mut self.entries, &tool, true, transcript::summary(&output));
+            }
+            KernelEvent::ToolFailed {
+                tool,
+                code,
+                message,
+                ..
+            } => set_result(
+                &mut self.entries,
+                &tool,
+                false,
+                format!("{code}: {message}"),
+            ),
+            KernelEvent::ToolCancelled { tool, reason, .. } => set_result(
+                &mut self.entries,
+                &tool,
+                false,
+                format!("cancelled: {reason}"),
+            ),
+            KernelEvent::ApprovalDecided {
+                decision,
+                layer,
+                reason,
+                ..
+            } if decision == "deny" => {
+                self.notice(format!("denied by {layer}: {reason}"), Color::Red);
+            }
+            KernelEvent::TurnSteered { text } => self.notice(
+                format!("↳ the turn took your steering: {text}"),
+                Color::Magenta,
+            ),
+            KernelEvent::TurnEnd {
+                status,
+                message,
+                usage,
+                session_cost_usd,
+                ..
+            } => {
+                self.running = None;
+                self.streaming = false;
+                self.status.input_tokens = usage.input_tokens;
+                self.status.cost_usd = Some(session_cost_usd);
+                if status != "ok" {
+                    self.notice(format!("[turn {status}] {message}"), Color::Yellow);
+                }
+                self.dirty = true;
+            }
+            KernelEvent::ModelChanged { to, .. } => self.status.model = to,
+            KernelEvent::ProviderChanged { to, model, .. } => {
+                self.status.provider = to;
+                self.status.model = model;
+            }
+            KernelEvent::CommandResulted {
+                status, message, ..
+            } => {
+                let color = if status == "ok" {
+                    Color::Reset
+                } else {
+                    Color::Red
+                };
+                self.notice(message.trim_end().to_string(), color);
+            }
+            KernelEvent::Diagnostic { level, message } => {
+                let color = match level.as_str() {
+                    "error" => Color::Red,
+                    "warn" => Color::Yellow,
+                    _ => Color::DarkGray,
+                };
+                self.notice(message, color);
+            }
+            KernelEvent::ContextWarning { percent, .. } => self.notice(
+                format!("context {percent}% full; /compact shortens it"),
+                Color::Yellow,
+            ),
+            KernelEvent::ExtensionReloaded { id, version, .. } => self.notice(
+                format!("[reload] {id} {version} is in use"),
+                Color::DarkGray,
+            ),
+            _ => return,
+        }
+        self.render(false);
+    }
+
+    fn on_interaction(&mut self, request: InteractionRequest) -> InteractionResponse {
+        dialog::ask(self, request)
+    }
+}
+
+fn set_result(entries: &mut [Entry], tool: &str, ok: bool, summary: String) {
+    for e in entries.iter_mut().rev() {
+        if let Entry::Tool { name, result, .. } = e
+            && name == tool
+            && result.is_none()
+        {
+            *result = Some((ok, summary));
+            return;
+        }
+    }
+}
+
+impl Screen for Tui {
+    fn start(&mut self, size: ScreenSize) {
+        let mut backend = HostBackend::default();
+        backend.resized(size.cols, size.rows);
+        self.term = Terminal::new(backend).ok();
+        self.input
+            .set_placeholder_text("Ask, or type / for commands");
+        self.render(true);
+    }
+
+    fn on_input(&mut self, event: TermEvent) -> Vec<UiAction> {
+        let actions = match event {
+            TermEvent::Tick => {
+                if self.dirty || self.running.is_some() {
+                    self.render(true);
+                }
+                return Vec::new();
+            }
+            TermEvent::Resize(s) => {
+                if let Some(t) = self.term.as_mut() {
+                    t.backend_mut().resized(s.cols, s.rows);
+                    let _ = t.autoresize();
+                    let _ = t.clear();
+                }
+                Vec::new()
+            }
+            TermEvent::Paste(text) => {
+                self.input.insert_str(text.replace('\r', "\n"));
+                Vec::new()
+            }
+            TermEvent::Key(k) => self.key(k),
+        };
+        self.render(true);
+        actions
+    }
+}
+
+stud_sdk::export_tui!(Tui);

@@ -1,0 +1,129 @@
+//! `stud` on a real pseudo-terminal, its screen read through a terminal
+//! emulator (`vt100`), keys typed as a person types them.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+
+use super::StudEnv;
+
+pub struct Term {
+    master: Box<dyn MasterPty + Send>,
+    writer: Box<dyn Write + Send>,
+    screen: Arc<Mutex<vt100::Parser>>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+}
+
+impl Term {
+    pub fn spawn(env: &StudEnv, args: &[&str], cols: u16, rows: u16) -> Term {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("open a pty");
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_stud"));
+        cmd.args(args);
+        cmd.cwd(env.project.path());
+        cmd.env("STUD_HOME", env.home.path());
+        cmd.env("STUD_CACHE_DIR", super::shared_cache());
+        cmd.env("TERM", "xterm-256color");
+        for var in [
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "GEMINI_API_KEY",
+            "STUD_UI",
+        ] {
+            cmd.env_remove(var);
+        }
+        let child = pty.slave.spawn_command(cmd).expect("start stud on the pty");
+        let mut reader = pty.master.try_clone_reader().expect("pty reader");
+        let writer = pty.master.take_writer().expect("pty writer");
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 0)));
+        let feed = screen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                feed.lock().unwrap().process(&buf[..n]);
+            }
+        });
+        Term {
+            master: pty.master,
+            writer,
+            screen,
+            child,
+        }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).expect("type on the pty");
+        self.writer.flush().expect("flush the pty");
+    }
+
+    /// Type `text` and press Enter.
+    pub fn line(&mut self, text: &str) {
+        self.send(text.as_bytes());
+        std::thread::sleep(Duration::from_millis(50));
+        self.send(b"\r");
+    }
+
+    pub fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// The screen once it shows `needle` (or panic with what it shows).
+    pub fn wait_for(&self, needle: &str, timeout: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            let now = self.contents();
+            if now.contains(needle) {
+                return now;
+            }
+            if start.elapsed() > timeout {
+                panic!("the screen never showed {needle:?}; it shows:\n{now}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    pub fn resize(&mut self, cols: u16, rows: u16) {
+        self.screen
+            .lock()
+            .unwrap()
+            .screen_mut()
+            .set_size(rows, cols);
+        self.master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("resize the pty");
+    }
+
+    /// Wait for the program to end (after it was asked to quit).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<u32> {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status.exit_code());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}

@@ -1,0 +1,276 @@
+//! The full-screen terminal UI end to end: `stud` on a pseudo-terminal,
+//! its screen read through a terminal emulator, keys typed as a person
+//! types them.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::pty::Term;
+use common::{StudEnv, call};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(20);
+const ESC: &[u8] = b"\x1b";
+const CTRL_S: &[u8] = b"\x13";
+const CTRL_C: &[u8] = b"\x03";
+
+fn env_with(turns: Value, settings: Value) -> StudEnv {
+    let env = StudEnv::new();
+    env.script(turns, settings);
+    env
+}
+
+/// `stud` in the project, 100x40, once its input box is up.
+fn start(env: &StudEnv, args: &[&str]) -> Term {
+    let term = Term::spawn(env, args, 100, 40);
+    term.wait_for("/help", WAIT);
+    term
+}
+
+/// The events of the session's jsonl log (the bundled logger).
+fn logged(env: &StudEnv) -> Vec<Value> {
+    let dir = env.home.path().join("data").join("jsonl");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        out.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok()));
+    }
+    out
+}
+
+/// `/exit`, and wait for the program to end (the logger has flushed then).
+fn quit(t: &mut Term) {
+    t.line("/exit");
+    assert!(t.wait_exit(WAIT).is_some(), "/exit did not end the program");
+}
+
+/// Wait until the running turn has ended on screen.
+fn idle(t: &Term) {
+    let start = Instant::now();
+    while t.contents().contains("working") {
+        assert!(
+            start.elapsed() < WAIT,
+            "the turn never ended:\n{}",
+            t.contents()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn count(evs: &[Value], name: &str) -> usize {
+    evs.iter().filter(|e| e["name"] == name).count()
+}
+
+#[test]
+fn streamed_text_appears_and_the_status_line_names_the_model() {
+    let env = env_with(
+        json!([{"text": "Streamed **answer** with `code` here"}]),
+        json!({}),
+    );
+    let mut t = start(&env, &[]);
+    let screen = t.wait_for("scripted/scripted", WAIT);
+    assert!(screen.contains(" ask "), "{screen}");
+    t.line("hello");
+    let screen = t.wait_for("Streamed answer with code here", WAIT);
+    assert!(screen.contains("› hello"), "{screen}");
+    idle(&t);
+    t.send(CTRL_C);
+    assert!(
+        t.wait_exit(WAIT).is_some(),
+        "Ctrl-C at an empty prompt quits"
+    );
+}
+
+#[test]
+fn help_lists_every_bundled_command() {
+    let env = env_with(json!([]), json!({}));
+    let mut t = Term::spawn(&env, &[], 120, 60);
+    t.wait_for("/help", WAIT);
+    t.line("/help");
+    let screen = t.wait_for("Keys (full-screen UI)", WAIT);
+    for name in common::BUNDLED_COMMANDS {
+        assert!(
+            screen.lines().any(|l| l.trim_start().starts_with(name)),
+            "{name} missing:\n{screen}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_command_shows_the_error_and_sends_nothing() {
+    let env = env_with(json!([{"text": "FIRST SCRIPTED REPLY"}]), json!({}));
+    let mut t = start(&env, &[]);
+    t.line("/nosuch");
+    t.wait_for("unknown command /nosuch", WAIT);
+    // The model's first answer is still unused: the next prompt gets it.
+    t.line("hi");
+    t.wait_for("FIRST SCRIPTED REPLY", WAIT);
+    idle(&t);
+    quit(&mut t);
+    let evs = logged(&env);
+    assert_eq!(count(&evs, "turn.start"), 1, "/nosuch started a turn");
+    assert_eq!(count(&evs, "provider.request.started"), 1);
+}
+
+#[test]
+fn an_approval_answered_for_this_session_is_not_asked_again() {
+    let write = |content: &str| json!({"text": "", "tool_calls": [call("write", json!({"path": "notes.txt", "content": content}))]});
+    let env = env_with(
+        json!([write("one"), {"text": "wrote one"}, write("two"), {"text": "wrote two"}]),
+        json!({}),
+    );
+    let mut t = start(&env, &[]);
+    t.line("write one");
+    let screen = t.wait_for("Allow for this session", WAIT);
+    assert!(
+        screen.contains("Allow write?") && screen.contains("+ one"),
+        "{screen}"
+    );
+    t.send(b"2");
+    t.wait_for("wrote one", WAIT);
+    t.line("write two");
+    t.wait_for("wrote two", WAIT);
+    assert_eq!(env.read("notes.txt"), "two");
+    idle(&t);
+    quit(&mut t);
+    let evs = logged(&env);
+    assert_eq!(count(&evs, "interaction.requested"), 1, "asked again");
+    assert!(evs.iter().any(|e| e["name"] == "approval.decided"
+        && e["payload"]["reason"] == "approved earlier in this session"));
+}
+
+#[test]
+fn an_approval_allowed_once_is_asked_again() {
+    let write = |content: &str| json!({"text": "", "tool_calls": [call("write", json!({"path": "notes.txt", "content": content}))]});
+    let env = env_with(
+        json!([write("one"), {"text": "wrote one"}, write("two"), {"text": "wrote two"}]),
+        json!({}),
+    );
+    let mut t = start(&env, &[]);
+    t.line("write one");
+    t.wait_for("Allow once", WAIT);
+    t.send(b"1");
+    t.wait_for("wrote one", WAIT);
+    t.line("write two");
+    t.wait_for("Allow once", WAIT);
+    t.send(b"3");
+    t.wait_for("denied", WAIT);
+    assert_eq!(env.read("notes.txt"), "one");
+}
+
+#[test]
+fn esc_stops_a_looping_tool() {
+    let env = env_with(
+        json!([{"text": "", "tool_calls": [call("bash", json!({"command": "while true; do :; done"}))]}, {"text": "never"}]),
+        json!({}),
+    );
+    let mut t = start(&env, &["--yolo"]);
+    t.line("spin");
+    t.wait_for("running…", WAIT);
+    std::thread::sleep(Duration::from_millis(300));
+    let pressed = Instant::now();
+    t.send(ESC);
+    t.wait_for("[turn cancelled]", WAIT);
+    let took = pressed.elapsed();
+    eprintln!("Esc to turn cancelled on screen: {took:?}");
+    // The target is 200 ms (the bench reports the number); this
+    // bound only says the tool was stopped, not left to its timeout.
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(!t.contents().contains("never"));
+}
+
+#[test]
+fn a_follow_up_typed_during_a_turn_runs_after_it() {
+    let env = env_with(
+        json!([
+            {"text": "", "tool_calls": [call("bash", json!({"command": "sleep 1.5"}))]},
+            {"text": "first turn done"},
+            {"text": "second turn got: {{last_user}}"}
+        ]),
+        json!({}),
+    );
+    let mut t = start(&env, &["--yolo"]);
+    t.line("first");
+    t.wait_for("running…", WAIT);
+    t.line("the follow-up");
+    let screen = t.wait_for("1 queued", WAIT);
+    assert!(!screen.contains("second turn got"), "{screen}");
+    let screen = t.wait_for("second turn got: the follow-up", WAIT);
+    let first = screen.find("first turn done").expect(&screen);
+    let second = screen.find("second turn got").expect(&screen);
+    assert!(first < second, "{screen}");
+}
+
+#[test]
+fn a_steering_message_reaches_the_next_request_of_the_running_turn() {
+    let env = env_with(
+        json!([
+            {"text": "", "tool_calls": [call("bash", json!({"command": "sleep 1.5"}))]},
+            {"text": "the turn now sees: {{last_user}}"}
+        ]),
+        json!({}),
+    );
+    let mut t = start(&env, &["--yolo"]);
+    t.line("start");
+    t.wait_for("running…", WAIT);
+    t.send(b"go left instead");
+    std::thread::sleep(Duration::from_millis(50));
+    t.send(CTRL_S);
+    t.wait_for("the turn now sees: go left instead", WAIT);
+    idle(&t);
+    quit(&mut t);
+    let evs = logged(&env);
+    assert_eq!(count(&evs, "turn.start"), 1, "steering is not a new turn");
+    assert!(
+        evs.iter()
+            .any(|e| e["name"] == "turn.steered" && e["payload"]["text"] == "go left instead")
+    );
+}
+
+#[test]
+fn a_resize_redraws_without_losing_the_input() {
+    let env = env_with(json!([]), json!({}));
+    let mut t = start(&env, &[]);
+    t.send(b"half-typed thought");
+    t.wait_for("half-typed thought", WAIT);
+    t.resize(70, 20);
+    std::thread::sleep(Duration::from_millis(300));
+    let screen = t.wait_for("half-typed thought", WAIT);
+    let last = screen.lines().last().unwrap_or("");
+    assert!(
+        last.contains("scripted/scripted"),
+        "status line not at the new bottom:\n{screen}"
+    );
+    assert!(screen.lines().all(|l| l.chars().count() <= 70), "{screen}");
+}
+
+#[test]
+fn model_output_cannot_steer_the_terminal() {
+    // A reply that tries to clear the screen, move the cursor and set the
+    // title: the host renders cells and shows control characters as `?`.
+    let env = env_with(
+        json!([{"text": "before\u{1b}[2J\u{1b}[H\u{1b}]0;pwned\u{7}after"}]),
+        json!({}),
+    );
+    let mut t = start(&env, &[]);
+    t.line("hi");
+    let screen = t.wait_for("after", WAIT);
+    assert!(
+        screen.contains("before"),
+        "the screen was cleared:\n{screen}"
+    );
+    assert!(screen.contains("› hi"), "{screen}");
+}
+
+#[test]
+fn piped_input_gets_the_line_console() {
+    let env = env_with(json!([{"text": "line console reply"}]), json!({}));
+    let o = env.run(&[], "hello\n");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("line console reply"), "{stdout}");
+    assert!(
+        !stdout.contains("\u{1b}[?1049h"),
+        "switched to the alternate screen"
+    );
+}
