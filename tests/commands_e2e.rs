@@ -342,3 +342,50 @@ fn save_and_close_ends_the_program_and_says_how_to_continue() {
     assert!(!screen.contains("reply two"), "{screen}");
     assert!(o.status.success());
 }
+
+#[test]
+fn reading_commands_show_the_session_and_provider_switches() {
+    let env = env_with(json!([]), json!({}));
+    let tools = env.ok(&["-p", "/tools"]);
+    assert!(
+        tools.contains("tools:") && tools.contains("read ") && tools.contains("[bash]"),
+        "{tools}"
+    );
+    let mode = env.ok(&["-p", "--mode", "allowlist", "/mode"]);
+    assert!(
+        mode.contains("mode: allowlist") && mode.contains("fixed for the session"),
+        "{mode}"
+    );
+    let trust = env.ok(&["-p", "/trust"]);
+    assert!(trust.contains("no .stud folder"), "{trust}");
+    let health = env.ok(&["-p", "/health"]);
+    assert!(
+        health.contains("scripted")
+            && health.contains("calls")
+            && health.contains("not loaded yet"),
+        "{health}"
+    );
+    let reload = env.ok(&["-p", "/reload"]);
+    assert!(
+        reload.contains("looking for changed extensions"),
+        "{reload}"
+    );
+    let providers = env.ok(&["-p", "/provider"]);
+    assert!(
+        providers.contains("provider: scripted") && providers.contains("openai-compatible"),
+        "{providers}"
+    );
+    // A switch needs no network: the provider lists its models itself.
+    let switched = env.ok(&["-p", "/provider openai-compatible"]);
+    assert!(
+        switched.contains("provider: openai-compatible with model"),
+        "{switched}"
+    );
+    let o = env.command(&["-p", "/provider nosuch"]).output().unwrap();
+    assert!(
+        err(&o).contains("provider `nosuch` is not loaded")
+            && err(&o).contains("still using scripted"),
+        "{}",
+        err(&o)
+    );
+}
