@@ -667,7 +667,6 @@ fn interactions(
     bus: &Bus,
     warnings: &mut Vec<String>,
 ) -> Arc<Interactions> {
-    let _ = settings;
     let chosen = uis.iter().find(|u| u.id().as_str() == interactor_id);
     if chosen.is_none() && !opts.headless {
         warnings.push(format!(

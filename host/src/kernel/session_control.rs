@@ -47,10 +47,16 @@ impl Session {
 
     /// The next request as the session would send it (before hooks and
     /// context providers), for estimates.
-    fn next_request(&self) -> Request {
+    /// `with_history: false` leaves the messages out (an estimate passes
+    /// them by reference instead of copying the history).
+    fn next_request(&self, with_history: bool) -> Request {
         Request {
             system: self.config.system_prompt.clone(),
-            messages: self.conversation.messages.clone(),
+            messages: if with_history {
+                self.conversation.messages.clone()
+            } else {
+                Vec::new()
+            },
             tools: self.roster.tools.definitions(),
             params: self.request_params(),
         }
@@ -58,14 +64,15 @@ impl Session {
 
     /// Estimated tokens of the next request.
     pub fn context_tokens(&self) -> u64 {
-        let request = self.next_request();
-        self.conversation.tokens_with(&request, &request.messages)
+        let request = self.next_request(false);
+        self.conversation
+            .tokens_with(&request, &self.conversation.messages)
     }
 
     /// `/compact`: compact now, whatever the context use. Says what it did.
     pub async fn compact_now(&mut self) -> String {
-        let request = self.next_request();
-        let before = self.context_tokens();
+        let request = self.next_request(true);
+        let before = self.conversation.tokens_with(&request, &request.messages);
         if self
             .roster
             .capabilities()

@@ -53,6 +53,13 @@ impl Status {
     }
 }
 
+/// Why a command that is not turn-safe was refused.
+fn busy(command: &str) -> String {
+    format!(
+        "{command} cannot run while a turn is running; run it when the turn has ended (Esc stops the turn)"
+    )
+}
+
 /// What the program does once the command returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum After {
@@ -167,10 +174,7 @@ impl Commands {
             Resolved::One(e) => (
                 e.name.to_string(),
                 e.id().to_string(),
-                format!(
-                    "{} cannot run while a turn is running; run it when the turn has ended (Esc stops the turn)",
-                    e.name
-                ),
+                busy(e.name.as_str()),
             ),
             Resolved::Ambiguous(_) => return None,
             Resolved::Unknown { .. } => (
@@ -225,9 +229,7 @@ impl Commands {
         let command = entry.name.to_string();
         let id = entry.id().to_string();
         if turn_running && !entry.turn_safe {
-            let text = format!(
-                "{command} cannot run while a turn is running; run it when the turn has ended (Esc stops the turn)"
-            );
+            let text = busy(&command);
             self.resulted(&command, &id, Status::Refused, &text, started);
             return Dispatched {
                 status: Status::Refused,
