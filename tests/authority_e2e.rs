@@ -2,7 +2,7 @@
 //! components (hostile fixtures among them), real project folders. Each
 //! test is an attack that must fail while the session goes on.
 
-mod common;
+use crate::common;
 
 use common::{StudEnv, call};
 

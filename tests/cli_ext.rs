@@ -1,7 +1,7 @@
 //! `stud` binary end to end: --version, ext list, ext check and the
 //! compile cache across two starts.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -12,6 +12,21 @@ fn stud(home: &Path, cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_stud"))
         .args(args)
         .env("STUD_HOME", home)
+        .env_remove("RUST_BACKTRACE")
+        .current_dir(cwd)
+        .output()
+        .expect("run stud")
+}
+
+/// `stud` on the compile cache the other end-to-end tests share, for tests
+/// that are not about the cache (compiling 41 components again per test
+/// costs seconds each).
+fn stud_shared(home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    common::share_cache_key(home);
+    Command::new(env!("CARGO_BIN_EXE_stud"))
+        .args(args)
+        .env("STUD_HOME", home)
+        .env("STUD_CACHE_DIR", common::shared_cache())
         .env_remove("RUST_BACKTRACE")
         .current_dir(cwd)
         .output()
@@ -199,7 +214,7 @@ fn ext_check_reports_a_bad_extension_and_keeps_the_rest() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
     common::install_fixture(home.path(), "future-contract");
-    let out = stud(home.path(), cwd.path(), &["ext", "check", "--json"]);
+    let out = stud_shared(home.path(), cwd.path(), &["ext", "check", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let v = json_of(&out);
     let exts = v["extensions"].as_array().unwrap();
@@ -217,6 +232,32 @@ fn ext_check_reports_a_bad_extension_and_keeps_the_rest() {
 }
 
 #[test]
+fn ext_check_of_named_extensions_checks_only_those_and_refuses_a_typo() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let v = json_of(&stud_shared(
+        home.path(),
+        cwd.path(),
+        &["ext", "check", "read", "help", "--json"],
+    ));
+    let mut ids: Vec<&str> = v["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["help", "read"], "{v}");
+    let out = stud_shared(home.path(), cwd.path(), &["ext", "check", "raed"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`raed`") && err.contains("stud ext list"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_tool_that_imports_processes_without_the_exec_grant_is_refused() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
@@ -230,7 +271,7 @@ fn a_tool_that_imports_processes_without_the_exec_grant_is_refused() {
         "id = \"sneaky\"\nname = \"Sneaky\"\nversion = \"0.1.0\"\nkind = \"tool\"\ncontract = \"^0.1\"\ncomponent = \"sneaky.wasm\"\n\n[capabilities]\nfilesystem = [{ dir = \"project\", access = \"read-write\" }]\n",
     )
     .unwrap();
-    let out = stud(home.path(), cwd.path(), &["ext", "check", "--json"]);
+    let out = stud_shared(home.path(), cwd.path(), &["ext", "check", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let v = json_of(&out);
     let exts = v["extensions"].as_array().unwrap();
@@ -251,7 +292,11 @@ fn a_planted_cache_entry_is_not_loaded() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
     std::fs::write(cwd.path().join("a.txt"), "x").unwrap();
-    json_of(&stud(home.path(), cwd.path(), &["ext", "check", "--json"]));
+    json_of(&stud(
+        home.path(),
+        cwd.path(),
+        &["ext", "check", "list", "read", "--json"],
+    ));
     let listed = json_of(&stud(home.path(), cwd.path(), &["ext", "list", "--json"]));
     let digest = |id: &str| {
         listed["extensions"]

@@ -2,7 +2,7 @@
 //! components and fixtures, typed the way a person types them (a line on
 //! a pseudo-terminal, or `stud -p "/cmd"`).
 
-mod common;
+use crate::common;
 
 use std::process::Output;
 

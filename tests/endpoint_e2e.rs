@@ -4,7 +4,7 @@
 //! accepts and never answers, one that trickles a byte now and then. Each
 //! run ends in bounded time with a typed error, and memory stays bounded.
 
-mod common;
+use crate::common;
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};

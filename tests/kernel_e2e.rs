@@ -1,7 +1,7 @@
 //! The message loop end to end: the `stud` binary, bundled components,
 //! real files, scripted model turns.
 
-mod common;
+use crate::common;
 
 use common::{StudEnv, call};
 
@@ -425,9 +425,9 @@ fn a_slow_observer_loses_events_without_slowing_the_turn() {
     assert_eq!(tokens, 4000);
     let start = named(&events, "turn.start")[0]["ts"].as_u64().unwrap();
     let end = named(&events, "turn.end")[0]["ts"].as_u64().unwrap();
-    // At 20 ms per event the logger needs 80 s for the tokens alone; the turn did not wait for it.
+    // At 5 ms per event the logger needs 20 s for the tokens alone; the turn did not wait for it.
     assert!(
-        end - start < (tokens as u64 * 20) / 4,
+        end - start < (tokens as u64 * 5) / 2,
         "turn took {} ms",
         end - start
     );

@@ -3,7 +3,7 @@
 //! session), integrity at load, consent for grown capabilities, project
 //! trust and settings scopes.
 
-mod common;
+use crate::common;
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -140,7 +140,9 @@ fn install_from_a_folder_then_list_and_use_it() {
         out.contains("counter 0.1.0 installed in the global scope"),
         "{out}"
     );
-    let check: Value = serde_json::from_str(&with_cache(&["ext", "check", "--json"])).unwrap();
+    let check: Value =
+        serde_json::from_str(&with_cache(&["ext", "check", "counter", "--json"])).unwrap();
+    assert_eq!(check["extensions"].as_array().unwrap().len(), 1, "{check}");
     let counter = check["extensions"]
         .as_array()
         .unwrap()

@@ -2,7 +2,7 @@
 //! variable, and extension sets (`--profile`, `--tools`, `--disable`)
 //! recorded in the session and restored by `-c`.
 
-mod common;
+use crate::common;
 
 use std::process::Output;
 

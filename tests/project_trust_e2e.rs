@@ -3,7 +3,7 @@
 //! project once; then a `git pull` brought settings that switch approvals
 //! off and send the user's key elsewhere.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -3,7 +3,7 @@
 //! places (every few bytes and inside multi-byte characters); retries,
 //! mid-stream failures, the network policy and secret hygiene.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -1,7 +1,7 @@
 //! Misbehaving guests give typed errors naming the extension; the host and
 //! the other extensions keep working; the slot survives a restart.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

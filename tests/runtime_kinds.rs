@@ -1,6 +1,6 @@
 //! Every bundled component loads, and a typed call into each kind works.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

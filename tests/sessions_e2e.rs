@@ -2,7 +2,7 @@
 //! `filesystem` store: resume with `--continue`, SIGKILL mid-turn, store
 //! mismatch, secrets kept out of session files.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

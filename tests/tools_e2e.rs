@@ -1,7 +1,7 @@
 //! The default tools end to end: the `stud` binary, the scripted provider,
 //! real temporary project folders.
 
-mod common;
+use crate::common;
 
 use common::{StudEnv, call};
 

@@ -2,7 +2,7 @@
 //! its screen read through a terminal emulator, keys typed as a person
 //! types them.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

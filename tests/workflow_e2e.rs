@@ -3,7 +3,7 @@
 //! config), the scripted provider playing one lane per stage, real tools
 //! on real files.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

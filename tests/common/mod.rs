@@ -43,9 +43,14 @@ impl Services for Recorder {
     }
 }
 
+/// A runtime on the shared compile cache (the cache itself is tested in
+/// cli_ext and runtime_faults with private ones).
 pub fn runtime() -> Arc<Runtime> {
     Runtime::new(RuntimeOptions {
-        cache: None,
+        cache: Some(stud::runtime::CacheLocation {
+            dir: shared_cache(),
+            key_file: shared_cache_key(),
+        }),
         pooling: true,
     })
     .expect("runtime")
@@ -156,6 +161,13 @@ pub fn shared_cache() -> PathBuf {
 /// (each stud home otherwise makes its own, and entries written under one
 /// key do not verify under another).
 pub fn share_cache_key(home: &Path) {
+    let shared = shared_cache_key();
+    std::fs::create_dir_all(home).expect("mkdir home");
+    std::fs::copy(&shared, home.join("cache.key")).expect("copy the shared cache key");
+}
+
+/// The key file of the shared cache, made on first use.
+pub fn shared_cache_key() -> PathBuf {
     use std::io::Write as _;
     let shared = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stud-cache.key");
     let mut options = std::fs::OpenOptions::new();
@@ -175,8 +187,7 @@ pub fn share_cache_key(home: &Path) {
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    std::fs::create_dir_all(home).expect("mkdir home");
-    std::fs::copy(&shared, home.join("cache.key")).expect("copy the shared cache key");
+    shared
 }
 
 /// Every bundled slash command.

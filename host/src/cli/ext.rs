@@ -36,6 +36,8 @@ pub enum ExtCommand {
     /// Load, compile (or load from the cache) and start every extension,
     /// and report what happened to each.
     Check {
+        /// Only these extensions (ids); all of them when none is given.
+        ids: Vec<String>,
         #[arg(long)]
         json: bool,
         /// Compile everything, ignoring the compile cache.
@@ -317,11 +319,16 @@ fn info_cmd(discovery: &Discovery, id: &str) -> anyhow::Result<ExitCode> {
 pub fn run(cmd: ExtCommand) -> anyhow::Result<ExitCode> {
     let home = StudHome::resolve()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let discovery = Discovery::scan(&home, &recorded_scope(home.root(), &cwd));
+    let mut discovery = Discovery::scan(&home, &recorded_scope(home.root(), &cwd));
     let rt = || tokio::runtime::Runtime::new().context("cannot start the async runtime");
     match cmd {
         ExtCommand::List { json } => list(&discovery, json),
-        ExtCommand::Check { json, no_cache } => {
+        ExtCommand::Check {
+            ids,
+            json,
+            no_cache,
+        } => {
+            only(&mut discovery, &ids)?;
             rt()?.block_on(check(home, project_dir(&cwd), &discovery, json, no_cache))
         }
         ExtCommand::Install {
@@ -447,6 +454,28 @@ fn capabilities_text(caps: &Capabilities) -> String {
     } else {
         parts.join(" ")
     }
+}
+
+/// Keep only the named extensions; a name that is not found is an error
+/// (a typo must not pass as "0 failed").
+fn only(discovery: &mut Discovery, ids: &[String]) -> anyhow::Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    if let Some(missing) = ids.iter().find(|id| {
+        !discovery
+            .found
+            .iter()
+            .any(|d| d.manifest.id.as_str() == id.as_str())
+    }) {
+        anyhow::bail!(
+            "no extension `{missing}` is installed here; `stud ext list` shows the ones that are"
+        );
+    }
+    discovery
+        .found
+        .retain(|d| ids.iter().any(|id| id == d.manifest.id.as_str()));
+    Ok(())
 }
 
 async fn check(

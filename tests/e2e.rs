@@ -1,0 +1,22 @@
+//! The integration and end-to-end tests, one module per area, in one
+//! binary (`cargo test --test e2e <area>::` runs one area).
+
+mod common;
+
+mod authority_e2e;
+mod cli_ext;
+mod commands_e2e;
+mod endpoint_e2e;
+mod golden_manifests;
+mod kernel_e2e;
+mod lifecycle_e2e;
+mod profiles_e2e;
+mod project_trust_e2e;
+mod properties;
+mod providers_e2e;
+mod runtime_faults;
+mod runtime_kinds;
+mod sessions_e2e;
+mod tools_e2e;
+mod tui_e2e;
+mod workflow_e2e;
