@@ -258,3 +258,58 @@ fn planted_symlinks_do_not_redirect_the_trust_list() {
     );
     assert!(env.ok(&["trust", "list"]).contains("trusted"));
 }
+
+/// A trusted repository shadows `/sm` with a command of its own (here the
+/// bundled `/sm` component itself, under a project manifest). The person
+/// types `/sm plan-build-review` as always; attaching a state machine
+/// would hand tool approvals to the repository's stage envelopes, so the
+/// kernel refuses the action for a project-scope command.
+#[test]
+fn a_project_command_cannot_attach_a_state_machine() {
+    let env = StudEnv::new();
+    env.script(json!([{"text": "never asked"}]), json!({}));
+    let dir = env.project.path().join(".stud/extensions/sm-shadow");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::copy(common::wasm("stud_cmd_sm.wasm"), dir.join("sm.wasm")).expect("copy");
+    let bundled = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sm/extension.toml"),
+    )
+    .expect("bundled manifest");
+    let manifest = bundled
+        .replace("id = \"sm\"", "id = \"sm-shadow\"")
+        .replace("stud_cmd_sm.wasm", "sm.wasm");
+    std::fs::write(dir.join("extension.toml"), manifest).expect("manifest");
+    let shown = env.ok(&["trust", "grant"]);
+    assert!(shown.contains("sm-shadow"), "{shown}");
+
+    let out = env
+        .command(&[
+            "run",
+            "-p",
+            "--output-format",
+            "stream-json",
+            "/sm plan-build-review",
+        ])
+        .output()
+        .expect("run stud");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(
+        text.contains("a project may not attach-state-machine"),
+        "{text}"
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let named = |n: &str| lines.iter().filter(|e| e["event"] == n).collect::<Vec<_>>();
+    let dispatched = named("command.dispatched");
+    assert_eq!(dispatched.len(), 1, "{text}");
+    assert_eq!(
+        dispatched[0]["payload"]["extension"], "sm-shadow",
+        "the project's command answered"
+    );
+    let actions = named("command.action");
+    assert_eq!(actions.len(), 1, "{text}");
+    assert_eq!(actions[0]["payload"]["ok"], false);
+    assert!(named("workflow.attached").is_empty(), "{text}");
+}

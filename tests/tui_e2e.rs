@@ -160,6 +160,65 @@ fn an_approval_allowed_once_is_asked_again() {
 }
 
 #[test]
+fn add_to_allowlist_writes_the_global_settings_after_a_confirmation() {
+    let write = |path: &str, content: &str| json!({"text": "", "tool_calls": [call("write", json!({"path": path, "content": content}))]});
+    let env = env_with(
+        json!([
+            write("notes.txt", "one"), {"text": "wrote one"},
+            write("notes.txt", "two"), {"text": "wrote two"},
+            write("other.txt", "x"), {"text": "wrote other"}
+        ]),
+        json!({"securityMode": {"mode": "allowlist", "allowlist": ["read"]}}),
+    );
+    let settings = env.home.path().join("settings.json");
+    let mut t = start(&env, &[]);
+    t.line("write one");
+    let screen = t.wait_for("Add to the allowlist", WAIT);
+    assert!(!screen.contains("for this session"), "{screen}");
+    t.send(b"2");
+    let confirm = t.wait_for("Matching calls then run without asking", WAIT);
+    assert!(confirm.contains("write:notes.txt"), "{confirm}");
+    t.send(b"y");
+    t.wait_for("wrote one", WAIT);
+    t.wait_for("added to the allowlist", WAIT);
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(
+        written["securityMode"]["allowlist"],
+        json!(["read", "write:notes.txt"]),
+        "{written}"
+    );
+    assert_eq!(written["active"]["provider"], "scripted", "other keys kept");
+    // The entry applies at once: the same key is not asked again.
+    t.line("write two");
+    t.wait_for("wrote two", WAIT);
+    assert_eq!(env.read("notes.txt"), "two");
+    // Declining the confirmation still runs the call, once, and writes
+    // nothing.
+    t.line("write other");
+    t.wait_for("Add to the allowlist", WAIT);
+    t.send(b"l");
+    t.wait_for("Matching calls then run without asking", WAIT);
+    t.send(b"n");
+    t.wait_for("wrote other", WAIT);
+    assert_eq!(env.read("other.txt"), "x");
+    let after: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(
+        after["securityMode"]["allowlist"],
+        json!(["read", "write:notes.txt"])
+    );
+    idle(&t);
+    quit(&mut t);
+    let evs = logged(&env);
+    assert_eq!(count(&evs, "allowlist.added"), 1);
+    assert_eq!(
+        count(&evs, "interaction.requested"),
+        4,
+        "two approvals, two confirmations"
+    );
+}
+
+#[test]
 fn esc_stops_a_looping_tool() {
     let env = env_with(
         json!([{"text": "", "tool_calls": [call("bash", json!({"command": "while true; do :; done"}))]}, {"text": "never"}]),

@@ -1,6 +1,7 @@
 //! Settings: the `settings.json` shape and how the global and project
 //! files are layered.
 
+pub mod edit;
 mod layers;
 mod settings;
 

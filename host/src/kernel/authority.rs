@@ -9,11 +9,15 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Mutex;
 
+use serde_json::Value;
+
 use super::events::Bus;
 use super::interaction::{Answer, Interactions};
+use crate::config::edit::{edit_settings, list_at, object_at};
 use crate::runtime::bindings::stud::extension::interaction::{
     Approval, InteractionKind, InteractionStatus,
 };
@@ -134,6 +138,24 @@ impl AllowPattern {
     }
 }
 
+/// The entries that approve exactly `key` of `tool`: one per key line
+/// (`tool:line`, never the bare `tool`, which would approve any key).
+pub fn allowlist_entries(tool: &str, key: &str) -> Vec<String> {
+    let mut entries: Vec<String> = Vec::new();
+    let lines: Vec<&str> = if key.is_empty() {
+        vec![""]
+    } else {
+        key.lines().collect()
+    };
+    for line in lines {
+        let e = format!("{tool}:{line}");
+        if !entries.contains(&e) {
+            entries.push(e);
+        }
+    }
+    entries
+}
+
 /// `*` matches any run of characters; the rest is literal; anchored.
 fn wildcard_match(pattern: &str, text: &str) -> bool {
     let mut parts = pattern.split('*');
@@ -175,19 +197,34 @@ pub struct Proposal<'a> {
 
 pub struct Authority {
     mode: Mode,
-    allowlist: Vec<AllowPattern>,
+    /// Grows when the person adds entries from an approval dialog.
+    allowlist: Mutex<Vec<AllowPattern>>,
     approved: Mutex<HashSet<(String, String)>>,
+    /// The global settings, where "add to allowlist" writes; `None`: the
+    /// dialog's choice only approves the call.
+    settings_file: Option<PathBuf>,
     bus: Bus,
 }
+
+/// The approval answer (the `value` of an accepted `approve`) that asks
+/// for the call's key to be added to the global allowlist.
+pub const ADD_TO_ALLOWLIST: &str = "allowlist";
 
 impl Authority {
     pub fn new(mode: Mode, allowlist: Vec<AllowPattern>, bus: Bus) -> Self {
         Authority {
             mode,
-            allowlist,
+            allowlist: Mutex::new(allowlist),
             approved: Mutex::default(),
+            settings_file: None,
             bus,
         }
+    }
+
+    /// Where "add to allowlist" writes (the global settings file).
+    pub fn with_settings_file(mut self, file: PathBuf) -> Self {
+        self.settings_file = Some(file);
+        self
     }
 
     pub fn mode(&self) -> Mode {
@@ -209,9 +246,10 @@ impl Authority {
         if lines.is_empty() {
             lines.push("");
         }
+        let allowlist = self.allowlist.lock().unwrap_or_else(|e| e.into_inner());
         let mut used: Vec<&str> = Vec::new();
         for line in lines {
-            let entry = self.allowlist.iter().find(|a| a.matches(tool, line))?;
+            let entry = allowlist.iter().find(|a| a.matches(tool, line))?;
             if !used.contains(&entry.text.as_str()) {
                 used.push(&entry.text);
             }
@@ -270,6 +308,14 @@ impl Authority {
                 "interaction",
                 "approval needed but no one can answer (headless run)".into(),
             ),
+            Answer::Response(r)
+                if r.status == InteractionStatus::Accepted
+                    && self.mode == Mode::Allowlist
+                    && r.value.as_deref() == Some(ADD_TO_ALLOWLIST) =>
+            {
+                let reason = self.add_to_allowlist(p, interactions).await;
+                (Decision::Approve, "interaction", reason)
+            }
             Answer::Response(r) if r.status == InteractionStatus::Accepted => {
                 // "Allow once" is not remembered; any other yes (the line
                 // console's, "allow for this session") is, for this key.
@@ -296,6 +342,64 @@ impl Authority {
                 "declined by the user".into(),
             ),
         }
+    }
+
+    /// The person chose "add to allowlist": show the exact entries, ask
+    /// once more (they apply to every later session, in every project),
+    /// then write them to the global settings and use them from now on.
+    /// The call itself was approved either way; the reason says what
+    /// became of the entries.
+    async fn add_to_allowlist(&self, p: &Proposal<'_>, interactions: &Interactions) -> String {
+        let Some(file) = self.settings_file.as_ref() else {
+            return "approved by the user (no settings file to add the entry to)".into();
+        };
+        let entries = allowlist_entries(p.tool, p.key);
+        let wildcard = if entries.iter().any(|e| e.contains('*')) {
+            " A `*` in an entry matches any text."
+        } else {
+            ""
+        };
+        let prompt = format!(
+            "Add to the allowlist in {}:\n  {}\nMatching calls then run without asking, in every project.{wildcard}",
+            file.display(),
+            entries.join("\n  ")
+        );
+        match interactions.request(InteractionKind::Confirm(prompt)).await {
+            Answer::Response(r) if r.status == InteractionStatus::Accepted => {}
+            _ => return "approved by the user once (not added to the allowlist)".into(),
+        }
+        let written = edit_settings(file, |root| {
+            let mode = object_at(root, "securityMode", "securityMode")?;
+            let list = list_at(mode, "allowlist", "securityMode.allowlist")?;
+            let mut changed = false;
+            for e in &entries {
+                if !list.iter().any(|v| v.as_str() == Some(e)) {
+                    list.push(Value::String(e.clone()));
+                    changed = true;
+                }
+            }
+            Ok(((), changed))
+        });
+        if let Err(e) = written {
+            return format!("approved by the user once; the allowlist was not changed: {e}");
+        }
+        let parsed: Vec<AllowPattern> = entries
+            .iter()
+            .filter_map(|e| AllowPattern::parse(e).ok())
+            .collect();
+        self.allowlist
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(parsed);
+        self.bus.record(KernelEvent::AllowlistAdded {
+            tool: p.tool.into(),
+            entries: entries.clone(),
+            file: file.display().to_string(),
+        });
+        format!(
+            "approved by the user and added to the allowlist: `{}`",
+            entries.join("`, `")
+        )
     }
 
     /// Record a decision made by a later layer (a guard hook).
@@ -392,5 +496,29 @@ mod tests {
         assert_eq!(a.allowlisted("bash", "git log\nrm -rf ~"), None);
         assert_eq!(a.allowlisted("read", "").as_deref(), Some("read"));
         assert_eq!(a.allowlisted("bash", ""), None);
+    }
+
+    #[test]
+    fn entries_from_a_key_approve_exactly_that_key() {
+        assert_eq!(
+            allowlist_entries("bash", "cargo test\ngit status\ncargo test"),
+            ["bash:cargo test", "bash:git status"]
+        );
+        // An empty key gets `tool:`, not `tool` (which approves any key).
+        assert_eq!(allowlist_entries("web-fetch", ""), ["web-fetch:"]);
+        let list = allowlist_entries("bash", "cargo test\ngit status")
+            .iter()
+            .map(|t| AllowPattern::parse(t).unwrap())
+            .collect();
+        let a = Authority::new(Mode::Allowlist, list, Bus::new());
+        assert!(a.allowlisted("bash", "git status\ncargo test").is_some());
+        assert!(a.allowlisted("bash", "cargo test --release").is_none());
+        let empty = Authority::new(
+            Mode::Allowlist,
+            vec![AllowPattern::parse("web-fetch:").unwrap()],
+            Bus::new(),
+        );
+        assert!(empty.allowlisted("web-fetch", "").is_some());
+        assert!(empty.allowlisted("web-fetch", "https://x").is_none());
     }
 }

@@ -88,6 +88,8 @@ impl Subscriber {
 
     /// The next event, or `None` once the bus closed and the queue drained.
     /// Losses since the last call are reported first as `bus.dropped`.
+    /// A consumer that others wait on (`is_idle`) calls `ack` once it has
+    /// handled the event.
     pub async fn next(&self) -> Option<Event> {
         loop {
             let notified = self.notify.notified();
@@ -97,6 +99,7 @@ impl Subscriber {
                 .unwrap_or_else(|p| p.into_inner())
                 .pop_front()
             {
+                self.outstanding.fetch_add(1, Ordering::AcqRel);
                 return Some(ev);
             }
             // Caught up: what was lost since the last notice, in one,
@@ -112,6 +115,7 @@ impl Subscriber {
                     continue;
                 }
                 if let Some(notice) = self.drop_notice(&mut last) {
+                    self.outstanding.fetch_add(1, Ordering::AcqRel);
                     return Some(notice);
                 }
             }
@@ -119,6 +123,46 @@ impl Subscriber {
                 return None;
             }
             notified.await;
+        }
+    }
+
+    /// Append the text of the `provider.tokens` events queued right behind
+    /// `ev` (itself one) to it, up to `max_bytes` of text, so a consumer
+    /// that draws pays one call for a burst instead of one per delta. The
+    /// merged event keeps the last one's number; each merged event is
+    /// handed out and acknowledged with it.
+    pub fn merge_queued_tokens(&self, ev: &mut Event, max_bytes: usize) {
+        let tokens = EventKind::ProviderTokens.name();
+        if ev.name != tokens {
+            return;
+        }
+        let Some(mut text) = ev
+            .payload
+            .get("delta")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            return;
+        };
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut merged = false;
+        while text.len() < max_bytes {
+            let next_delta = match q.front() {
+                Some(n) if n.name == tokens && n.turn_id == ev.turn_id => {
+                    n.payload.get("delta").and_then(Value::as_str)
+                }
+                _ => None,
+            };
+            let Some(delta) = next_delta else { break };
+            text.push_str(delta);
+            if let Some(n) = q.pop_front() {
+                ev.seq = n.seq;
+                ev.timestamp_ms = n.timestamp_ms;
+            }
+            merged = true;
+        }
+        if merged {
+            ev.payload = KernelEvent::ProviderTokens { delta: text }.payload();
         }
     }
 
@@ -428,6 +472,53 @@ mod tests {
         assert_eq!(lost, 200_000 - 8);
         assert!(seqs.windows(2).all(|w| w[0] < w[1]), "out of order");
         assert!(seqs.iter().all(|s| *s > 0));
+    }
+
+    #[tokio::test]
+    async fn queued_token_bursts_merge_up_to_the_bound_and_stop_at_other_events() {
+        let bus = Bus::new();
+        let sub = bus.subscribe("ui", 64);
+        for d in ["a", "b", "c"] {
+            bus.publish(KernelEvent::ProviderTokens { delta: d.into() });
+        }
+        bus.publish_named("other", json!({}));
+        for d in ["dd", "ee", "ff"] {
+            bus.publish(KernelEvent::ProviderTokens { delta: d.into() });
+        }
+        bus.close();
+        let mut first = sub.next().await.unwrap();
+        sub.merge_queued_tokens(&mut first, 1024);
+        assert_eq!(first.payload["delta"], "abc");
+        let other = sub.next().await.unwrap();
+        assert_eq!(other.name, "other");
+        assert!(
+            other.seq > first.seq,
+            "the merged event keeps the last number"
+        );
+        let mut second = sub.next().await.unwrap();
+        sub.merge_queued_tokens(&mut second, 4);
+        assert_eq!(
+            second.payload["delta"], "ddee",
+            "stops once the bound is reached"
+        );
+        let mut third = sub.next().await.unwrap();
+        sub.merge_queued_tokens(&mut third, 4);
+        assert_eq!(third.payload["delta"], "ff");
+        assert!(sub.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_is_idle_only_once_the_event_it_handles_is_acked() {
+        let bus = Bus::new();
+        let sub = bus.subscribe("ui", 8);
+        bus.publish_named("a", json!({}));
+        assert!(!sub.is_idle());
+        let _ = sub.next().await.unwrap();
+        assert!(!sub.is_idle(), "handed out, not yet handled");
+        sub.ack();
+        assert!(sub.is_idle());
+        sub.ack();
+        assert!(sub.is_idle(), "an extra ack does not underflow");
     }
 
     #[tokio::test]

@@ -362,7 +362,8 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         Some(stored) => stored.stricter(mode),
         None => mode,
     };
-    let authority = Authority::new(mode, allowlist, bus.clone());
+    let authority =
+        Authority::new(mode, allowlist, bus.clone()).with_settings_file(opts.home.settings_file());
     let (config, provider_pick) = session_config(&opts, &settings, profile_of(&set), &exts)?;
     let (mut session, tool_warnings) =
         Session::start(&exts, config, authority, interactions, bus.clone()).await?;

@@ -22,6 +22,9 @@ use crate::tty::Screen;
 /// How often an idle UI gets a `tick`.
 pub const TICK: Duration = Duration::from_millis(100);
 
+/// The most streamed text merged into one `provider.tokens` for the UI.
+const MERGE_BYTES: usize = 64 * 1024;
+
 /// What the person asked for through the full-screen UI.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Control {
@@ -54,12 +57,18 @@ impl Driver {
             self.failed(&e.to_string());
         }
         loop {
+            // Typing overtakes the bus: a key waits for at most the one
+            // call in progress, never for a queue of streamed tokens.
+            while let Some(input) = self.screen.try_next_event() {
+                self.input(input).await;
+            }
             tokio::select! {
-                // Events first: a question must not cover what led to it
-                // (the tool call it is about).
+                // Events before questions: a question must not cover what
+                // led to it (the tool call it is about).
                 biased;
                 ev = self.sub.next() => {
-                    let Some(ev) = ev else { return };
+                    let Some(mut ev) = ev else { return };
+                    self.sub.merge_queued_tokens(&mut ev, MERGE_BYTES);
                     if let Err(e) = self.ui.ui_on_event(&super::launch::wit_event(&ev)).await {
                         self.failed(&e.to_string());
                     }
@@ -70,17 +79,20 @@ impl Driver {
                     let _ = ask.reply.send(answer);
                 }
                 input = self.screen.next_event(TICK) => {
-                    let input = input.unwrap_or(TermEvent::Tick);
-                    match self.ui.ui_screen_on_input(&input).await {
-                        Ok(actions) => {
-                            for a in actions {
-                                let _ = self.controls.send(control(a));
-                            }
-                        }
-                        Err(e) => self.failed(&e.to_string()),
-                    }
+                    self.input(input.unwrap_or(TermEvent::Tick)).await;
                 }
             }
+        }
+    }
+
+    async fn input(&self, input: TermEvent) {
+        match self.ui.ui_screen_on_input(&input).await {
+            Ok(actions) => {
+                for a in actions {
+                    let _ = self.controls.send(control(a));
+                }
+            }
+            Err(e) => self.failed(&e.to_string()),
         }
     }
 

@@ -88,6 +88,12 @@ impl Screen {
         let _ = paint::clear(&mut *out);
     }
 
+    /// An event that is already waiting, if any (never blocks: the
+    /// reader is busy only while a question reads keys itself).
+    pub fn try_next_event(&self) -> Option<TermEvent> {
+        self.events.try_lock().ok()?.try_recv().ok()
+    }
+
     /// The next event, waiting at most `timeout`.
     pub async fn next_event(&self, timeout: Duration) -> Option<TermEvent> {
         let mut rx = self.events.lock().await;

@@ -75,6 +75,11 @@ impl Ui for Console {
                 safe(&layer),
                 clip(&safe(&reason))
             )),
+            KernelEvent::AllowlistAdded { entries, file, .. } => terminal::write(&format!(
+                "  . added to the allowlist in {}: {}\n",
+                safe(&file),
+                clip(&safe(&entries.join(", ")))
+            )),
             KernelEvent::ExtensionReloaded {
                 id,
                 version,

@@ -1,7 +1,9 @@
 //! Questions as dialogs. While one is open the host delivers no input to
 //! `on_input`: the dialog reads keys itself until it has an answer.
-//! Approvals offer allow once, allow for this session and deny; the
-//! answer's value tells the kernel which (`once` is not remembered).
+//! Approvals offer allow once, allow for this session (or, in the
+//! allowlist mode, add to the allowlist, which the kernel confirms and
+//! writes to the global settings) and deny; the answer's value tells the
+//! kernel which (`once` is not remembered).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout};
@@ -24,33 +26,47 @@ pub struct Dialog {
     selected: usize,
     /// Free text, for `ask`.
     text: Option<String>,
+    /// Letter keys that pick an option (`y`, `a`, `l`, `n` in approvals).
+    letters: Vec<(char, usize)>,
 }
 
 impl Dialog {
-    fn of(kind: &InteractionKind) -> Self {
+    fn of(kind: &InteractionKind, mode: &str) -> Self {
         let opt = |l: &str, v: Option<&str>| (l.to_string(), v.map(str::to_string));
         match kind {
-            InteractionKind::Approve(a) => Dialog {
-                title: format!("Allow {}?", a.tool),
-                body: if a.approval_key.is_empty() {
-                    a.description.clone()
+            InteractionKind::Approve(a) => {
+                // "For this session" means nothing to the allowlist mode
+                // (only the ask mode remembers approvals); there the
+                // lasting choice is an allowlist entry.
+                let (lasting, letter) = if mode == "allowlist" {
+                    (opt("2. Add to the allowlist…", Some("allowlist")), 'l')
                 } else {
-                    format!("{}\n{}", clip(&a.approval_key, 300), a.description)
-                },
-                options: vec![
-                    opt("1. Allow once", Some("once")),
-                    opt("2. Allow for this session", Some("session")),
-                    opt("3. Deny", None),
-                ],
-                selected: 0,
-                text: None,
-            },
+                    (opt("2. Allow for this session", Some("session")), 'a')
+                };
+                Dialog {
+                    title: format!("Allow {}?", a.tool),
+                    body: if a.approval_key.is_empty() {
+                        a.description.clone()
+                    } else {
+                        format!("{}\n{}", clip(&a.approval_key, 300), a.description)
+                    },
+                    options: vec![
+                        opt("1. Allow once", Some("once")),
+                        lasting,
+                        opt("3. Deny", None),
+                    ],
+                    selected: 0,
+                    text: None,
+                    letters: vec![('y', 0), (letter, 1), ('n', 2)],
+                }
+            }
             InteractionKind::Confirm(prompt) => Dialog {
                 title: "Confirm".into(),
                 body: prompt.clone(),
                 options: vec![opt("1. Yes", Some("yes")), opt("2. No", None)],
                 selected: 1,
                 text: None,
+                letters: vec![('y', 0), ('n', 1)],
             },
             InteractionKind::Select(choice) => Dialog {
                 title: "Choose".into(),
@@ -63,6 +79,7 @@ impl Dialog {
                     .collect(),
                 selected: 0,
                 text: None,
+                letters: Vec::new(),
             },
             InteractionKind::Ask(prompt) => Dialog {
                 title: "Question".into(),
@@ -70,6 +87,7 @@ impl Dialog {
                 options: Vec::new(),
                 selected: 0,
                 text: Some(String::new()),
+                letters: Vec::new(),
             },
         }
     }
@@ -150,10 +168,9 @@ impl Dialog {
             }
             KeyCode::Enter => return choose(self, self.selected),
             KeyCode::Esc => return Some((InteractionStatus::Rejected, None)),
-            KeyCode::Char('y') if self.options.len() <= 3 => return choose(self, 0),
-            KeyCode::Char('a') if self.options.len() == 3 => return choose(self, 1),
-            KeyCode::Char('n') if self.options.len() <= 3 => {
-                return Some((InteractionStatus::Rejected, None));
+            KeyCode::Char(c) if self.letters.iter().any(|(l, _)| *l == c) => {
+                let at = self.letters.iter().find(|(l, _)| *l == c).map(|(_, i)| *i);
+                return at.and_then(|i| choose(self, i));
             }
             KeyCode::Char(c) if c.is_ascii_digit() => {
                 let n = c.to_digit(10).unwrap_or(0) as usize;
@@ -169,7 +186,7 @@ impl Dialog {
 
 /// Show the question and read keys until it is answered.
 pub fn ask(tui: &mut Tui, request: InteractionRequest) -> InteractionResponse {
-    let mut dialog = Dialog::of(&request.kind);
+    let mut dialog = Dialog::of(&request.kind, &tui.status.mode);
     let answer = loop {
         crate::view::draw(tui, stud_sdk::host::now_ms(), Some(&dialog));
         match terminal::read_event(100) {

@@ -42,7 +42,17 @@ struct Status {
 
 struct Running {
     started_ms: u64,
-    tokens: u64,
+    /// Characters streamed so far. Deltas are not tokens (and the host
+    /// merges bursts of them), so tokens are estimated from the text.
+    chars: u64,
+}
+
+impl Running {
+    /// About four characters per token, as most tokenizers average on
+    /// English and code.
+    fn tokens(&self) -> u64 {
+        self.chars.div_ceil(4)
+    }
 }
 
 #[derive(Default)]
@@ -270,14 +280,14 @@ impl Ui for Tui {
                 self.interrupts = 0;
                 self.running = Some(Running {
                     started_ms: host::now_ms(),
-                    tokens: 0,
+                    chars: 0,
                 });
                 self.streaming = false;
                 self.dirty = true;
             }
             KernelEvent::ProviderTokens { delta } => {
                 if let Some(r) = self.running.as_mut() {
-                    r.tokens += 1;
+                    r.chars += delta.chars().count() as u64;
                 }
                 match self.entries.last_mut() {
                     Some(Entry::Assistant(t)) if self.streaming => t.push_str(&delta),
@@ -323,6 +333,10 @@ impl Ui for Tui {
             } if decision == "deny" => {
                 self.notice(format!("denied by {layer}: {reason}"), Color::Red);
             }
+            KernelEvent::AllowlistAdded { entries, file, .. } => self.notice(
+                format!("added to the allowlist in {file}: {}", entries.join(", ")),
+                Color::Green,
+            ),
             KernelEvent::TurnSteered { text } => self.notice(
                 format!("↳ the turn took your steering: {text}"),
                 Color::Magenta,

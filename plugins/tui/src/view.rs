@@ -106,10 +106,10 @@ fn activity_line(tui: &Tui, now_ms: u64) -> Line<'static> {
         let frame = SPINNER[(elapsed / 100) as usize % SPINNER.len()];
         spans.push(Span::styled(
             format!(
-                "{frame} working {}.{}s · {} tokens · Esc stops · Enter queues · Ctrl-S steers",
+                "{frame} working {}.{}s · ~{} tokens · Esc stops · Enter queues · Ctrl-S steers",
                 elapsed / 1000,
                 (elapsed % 1000) / 100,
-                r.tokens
+                r.tokens()
             ),
             Style::default().fg(Color::Yellow),
         ));

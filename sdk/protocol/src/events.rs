@@ -391,6 +391,9 @@ catalogue! {
         ok: bool,
         message: String,
     },
+    /// Entries the person added to the global allowlist from an approval
+    /// (confirmed first); they apply from this call on.
+    AllowlistAdded = "allowlist.added" { tool: String, entries: Vec<String>, file: String },
     /// A stage's completion tool was called with valid arguments.
     StageCompletion = "stage.completion" { call_id: String, tool: String, arguments: Value },
     WorkflowAttached = "workflow.attached" {

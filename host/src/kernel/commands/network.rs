@@ -3,11 +3,10 @@
 //! kernel asks, not the command: a command cannot grant network access on
 //! its own. The grant takes effect when the extension is next loaded.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::CommandEnv;
-use crate::atomic_write::write_atomic;
-use crate::config::Settings;
+use crate::config::edit::{EditError, edit_settings, list_at, object_at};
 use crate::kernel::interaction::{Answer, Interactions};
 use crate::manifest::HostPattern;
 use crate::runtime::bindings::stud::extension::interaction::{InteractionKind, InteractionStatus};
@@ -58,86 +57,45 @@ pub async fn change(
         }
         Answer::Response(_) => return Ok("not changed".into()),
     }
-    let text = match std::fs::read_to_string(&file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "{}".into(),
-        Err(e) => return Err(io_error(&file, &e)),
-    };
-    let mut doc: Value = serde_json::from_str(&text).map_err(|e| {
-        invalid(format!(
-            "{} is not valid JSON ({e}); fix it first, nothing was written",
-            file.display()
-        ))
-    })?;
-    let Some(root) = doc.as_object_mut() else {
-        return Err(invalid(format!(
-            "{} does not hold a JSON object; fix it first, nothing was written",
-            file.display()
-        )));
-    };
-    let network = root
-        .entry("network")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Some(network) = network.as_object_mut() else {
-        return Err(invalid(format!(
-            "`network` in {} is not an object; fix it first, nothing was written",
-            file.display()
-        )));
-    };
-    let hosts = network
-        .entry(id.to_string())
-        .or_insert_with(|| Value::Array(Vec::new()));
-    let Some(hosts) = hosts.as_array_mut() else {
-        return Err(invalid(format!(
-            "`network.{id}` in {} is not a list; fix it first, nothing was written",
-            file.display()
-        )));
-    };
-    let present = hosts.iter().any(|h| h.as_str() == Some(host.as_str()));
-    let message = match (how, present) {
-        (Change::Allow, true) => return Ok(format!("`{id}` may already reach {host}")),
-        (Change::Deny, false) => {
-            return Ok(format!(
-                "{host} is not in network.{id} of the global settings; nothing to remove (hosts in the manifest or a project's settings are not changed here)"
-            ));
+    let outcome = edit_settings(&file, |root| {
+        let network = object_at(root, "network", "network")?;
+        let hosts = list_at(network, id, &format!("network.{id}"))?;
+        let present = hosts.iter().any(|h| h.as_str() == Some(host.as_str()));
+        Ok(match (how, present) {
+            (Change::Allow, true) => (format!("`{id}` may already reach {host}"), false),
+            (Change::Deny, false) => (
+                format!(
+                    "{host} is not in network.{id} of the global settings; nothing to remove (hosts in the manifest or a project's settings are not changed here)"
+                ),
+                false,
+            ),
+            (Change::Allow, false) => {
+                hosts.push(Value::String(host.clone()));
+                let caveat = if found.manifest.capabilities.user_hosts {
+                    ""
+                } else {
+                    " (its manifest does not say user-hosts = true, so the grant is not used until it does)"
+                };
+                (
+                    format!(
+                        "`{id}` may reach {host} from its next load (/reload or the next session){caveat}"
+                    ),
+                    true,
+                )
+            }
+            (Change::Deny, true) => {
+                hosts.retain(|h| h.as_str() != Some(host.as_str()));
+                (
+                    format!("`{id}` may no longer reach {host} from its next load"),
+                    true,
+                )
+            }
+        })
+    });
+    outcome.map_err(|e| match e {
+        EditError::Read { .. } | EditError::Write { .. } => {
+            ext_error(ErrorClass::Session, "settings-write", e.to_string())
         }
-        (Change::Allow, false) => {
-            hosts.push(Value::String(host.clone()));
-            let caveat = if found.manifest.capabilities.user_hosts {
-                ""
-            } else {
-                " (its manifest does not say user-hosts = true, so the grant is not used until it does)"
-            };
-            format!(
-                "`{id}` may reach {host} from its next load (/reload or the next session){caveat}"
-            )
-        }
-        (Change::Deny, true) => {
-            hosts.retain(|h| h.as_str() != Some(host.as_str()));
-            format!("`{id}` may no longer reach {host} from its next load")
-        }
-    };
-    // Never write settings stud could not read back.
-    Settings::from_value(&doc).map_err(|e| {
-        invalid(format!(
-            "the change would make {} invalid ({e}); nothing was written",
-            file.display()
-        ))
-    })?;
-    let mut bytes = serde_json::to_vec_pretty(&doc)
-        .map_err(|e| ext_error(ErrorClass::ExtensionHost, "encode", e.to_string()))?;
-    bytes.push(b'\n');
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, &e))?;
-    }
-    write_atomic(&file, &bytes).map_err(|e| io_error(&file, &e))?;
-    Ok(message)
-}
-
-fn io_error(path: &std::path::Path, e: &std::io::Error) -> ExtError {
-    ext_error(
-        ErrorClass::Session,
-        "settings-write",
-        format!("cannot write {}: {e}", path.display()),
-    )
+        _ => invalid(e.to_string()),
+    })
 }
