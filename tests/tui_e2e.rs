@@ -218,6 +218,41 @@ fn add_to_allowlist_writes_the_global_settings_after_a_confirmation() {
     );
 }
 
+/// `kill` (or a closed terminal) during a turn: the turn is cancelled,
+/// loggers flush, the terminal is given back (main screen, cursor shown)
+/// and the exit status says which signal ended it.
+#[cfg(unix)]
+#[test]
+fn a_termination_signal_ends_the_session_cleanly_and_restores_the_terminal() {
+    for (signal, status) in [(libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        let env = env_with(
+            json!([{"text": "", "tool_calls": [call("bash", json!({"command": "sleep 30"}))]}, {"text": "never"}]),
+            json!({}),
+        );
+        let mut t = start(&env, &["--yolo"]);
+        t.line("wait");
+        t.wait_for("running…", WAIT);
+        assert!(!t.restored(), "the UI is on the alternate screen");
+        let sent = Instant::now();
+        t.signal(signal);
+        let code = t.wait_exit(WAIT);
+        assert_eq!(code, Some(status), "signal {signal}");
+        assert!(
+            sent.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            sent.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(t.restored(), "terminal left raw:\n{}", t.contents());
+        let evs = logged(&env);
+        let end = evs
+            .iter()
+            .find(|e| e["name"] == "turn.end")
+            .unwrap_or_else(|| panic!("no turn.end logged: {evs:?}"));
+        assert_eq!(end["payload"]["status"], "cancelled", "{end}");
+    }
+}
+
 #[test]
 fn esc_stops_a_looping_tool() {
     let env = env_with(
@@ -259,6 +294,49 @@ fn a_follow_up_typed_during_a_turn_runs_after_it() {
     let first = screen.find("first turn done").expect(&screen);
     let second = screen.find("second turn got").expect(&screen);
     assert!(first < second, "{screen}");
+}
+
+/// While a turn runs, a turn-safe command answers at once (on the
+/// session as the turn found it), one that is not is refused with a
+/// message, and `/exit` stops the turn and ends the program.
+#[test]
+fn commands_typed_during_a_turn_run_now_or_are_refused() {
+    let env = env_with(
+        json!([
+            {"text": "", "tool_calls": [call("bash", json!({"command": "sleep 20"}))]},
+            {"text": "never"}
+        ]),
+        json!({}),
+    );
+    let mut t = start(&env, &["--yolo"]);
+    t.line("wait");
+    t.wait_for("running…", WAIT);
+    t.line("/tools");
+    let screen = t.wait_for("web-fetch", WAIT);
+    assert!(screen.contains("working"), "the turn still runs:\n{screen}");
+    t.line("/compact");
+    let screen = t.wait_for("cannot run while a turn is running", WAIT);
+    assert!(screen.contains("working"), "{screen}");
+    let asked = Instant::now();
+    t.line("/exit");
+    assert_eq!(t.wait_exit(WAIT), Some(0));
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        asked.elapsed()
+    );
+    let evs = logged(&env);
+    let statuses: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["name"] == "command.resulted")
+        .map(|e| &e["payload"]["status"])
+        .collect();
+    assert_eq!(statuses, ["ok", "refused", "ok"], "{evs:?}");
+    let end = evs
+        .iter()
+        .find(|e| e["name"] == "turn.end")
+        .expect("turn.end");
+    assert_eq!(end["payload"]["status"], "cancelled");
 }
 
 #[test]

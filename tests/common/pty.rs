@@ -109,6 +109,23 @@ impl Term {
             .expect("resize the pty");
     }
 
+    /// Send a signal to the program, as `kill -<signal>` would.
+    #[cfg(unix)]
+    pub fn signal(&self, signal: i32) {
+        let pid = self.child.process_id().expect("the program runs") as i32;
+        // SAFETY: kill(2) on the pid of the child this test started.
+        let rc = unsafe { libc::kill(pid, signal) };
+        assert_eq!(rc, 0, "kill {pid}");
+    }
+
+    /// Whether the terminal is back on its main screen with the cursor
+    /// shown (as the program found it).
+    pub fn restored(&self) -> bool {
+        let parser = self.screen.lock().unwrap();
+        let screen = parser.screen();
+        !screen.alternate_screen() && !screen.hide_cursor()
+    }
+
     /// Wait for the program to end (after it was asked to quit).
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<u32> {
         let start = Instant::now();

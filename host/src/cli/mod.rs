@@ -32,6 +32,7 @@ mod ext;
 mod run;
 mod session;
 mod session_show;
+mod signals;
 mod trust;
 
 use std::process::ExitCode;

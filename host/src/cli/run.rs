@@ -16,6 +16,7 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::signals::EndSignals;
 use crate::kernel::commands::{After, Dispatched, Input, Status, classify};
 use crate::kernel::events::DEFAULT_QUEUE;
 use crate::kernel::extension_set::SetChoice;
@@ -27,6 +28,7 @@ use crate::kernel::{
     Bus, LaunchOptions, Launched, Mode, Session, TerminalOut, TurnOutcome, TurnStatus, launch,
 };
 use crate::paths::StudHome;
+use crate::runtime::bindings::stud::extension::command_types::CommandArgs;
 use crate::tty::ScreenSlot;
 use std::collections::VecDeque;
 use stud_protocol::events::KernelEvent;
@@ -288,13 +290,22 @@ async fn screen_session(
         notify(&launched.bus, "info", b);
     }
     let mut pending: VecDeque<String> = VecDeque::new();
+    let mut signals = EndSignals::listen();
+    // The signal that ended the session, for the exit status (128 + n).
+    let mut ended_by: Option<i32> = None;
     loop {
         let text = match pending.pop_front() {
             Some(t) => t,
-            None => match controls.recv().await {
-                Some(Control::Submit(t) | Control::Steer(t)) => t,
-                Some(Control::Interrupt) => continue,
-                Some(Control::Quit) | None => break,
+            None => tokio::select! {
+                c = controls.recv() => match c {
+                    Some(Control::Submit(t) | Control::Steer(t)) => t,
+                    Some(Control::Interrupt) => continue,
+                    Some(Control::Quit) | None => break,
+                },
+                n = signals.recv() => {
+                    ended_by = Some(n);
+                    break;
+                }
             },
         };
         if text.trim().is_empty() {
@@ -334,27 +345,52 @@ async fn screen_session(
         let steering = launched.session.steering.clone();
         let mut quit = false;
         {
+            // Turn-safe commands typed meanwhile run now, one at a time,
+            // beside the turn, on a snapshot of the session.
+            let view = launched.commands.turn_view(&launched.session);
+            let mut commands = Some(&mut launched.commands);
+            let mut waiting: VecDeque<(String, CommandArgs)> = VecDeque::new();
+            let mut running = None;
             let turn = launched.session.run_workflow(&prompt, &token);
             tokio::pin!(turn);
             loop {
+                if running.is_none()
+                    && let Some(c) = commands.take()
+                {
+                    match waiting.pop_front() {
+                        Some((name, args)) => {
+                            let view = &view;
+                            running = Some(Box::pin(async move {
+                                let done = c.dispatch_during_turn(&name, args, view).await;
+                                (done, c)
+                            }));
+                        }
+                        None => commands = Some(c),
+                    }
+                }
                 tokio::select! {
                     _ = &mut turn => break,
+                    n = signals.recv(), if ended_by.is_none() => {
+                        token.cancel();
+                        ended_by = Some(n);
+                    }
+                    (done, c) = async { running.as_mut().expect("guarded").await }, if running.is_some() => {
+                        running = None;
+                        commands = Some(c);
+                        if done.after == After::Exit {
+                            token.cancel();
+                            quit = true;
+                        }
+                    }
                     c = controls.recv() => match c {
                         Some(Control::Interrupt) => token.cancel(),
                         Some(Control::Steer(t)) => steering.push(t),
-                        Some(Control::Submit(t)) => {
-                            // A command that cannot wait is refused now; the
-                            // rest (prompts, turn-safe commands) run next.
-                            let refused = match classify(&t) {
-                                Input::Command { name, .. } => {
-                                    launched.commands.refuse_during_turn(&name).is_some()
-                                }
-                                _ => false,
-                            };
-                            if !refused {
-                                pending.push_back(t);
-                            }
-                        }
+                        Some(Control::Submit(t)) => match classify(&t) {
+                            Input::Command { name, args } => waiting.push_back((name, args)),
+                            // A prompt (or an invalid line, reported then)
+                            // runs once the turn ended.
+                            _ => pending.push_back(t),
+                        },
                         Some(Control::Quit) | None => {
                             token.cancel();
                             quit = true;
@@ -363,12 +399,15 @@ async fn screen_session(
                 }
             }
         }
-        if quit || launched.session.budget_spent() {
+        if quit || ended_by.is_some() || launched.session.budget_spent() {
             break;
         }
     }
     launched.shutdown().await;
-    Ok(ExitCode::SUCCESS)
+    Ok(match ended_by {
+        Some(n) => ExitCode::from(128 + n as u8),
+        None => ExitCode::SUCCESS,
+    })
 }
 
 /// What the session runs on, and for a first run how to change it.

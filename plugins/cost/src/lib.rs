@@ -38,6 +38,9 @@ impl Command for Cost {
                 o.context_tokens as f64 * 100.0 / w as f64
             ));
         }
+        if o.turn_running {
+            out.push_str("(a turn is running: these numbers are from before it; it adds its own when it ends)\n");
+        }
         let payload = json!({"turns": o.turns, "usage": u, "cost_usd": o.cost_usd, "budget_usd": o.budget_usd});
         Ok(CommandOutput::with_payload(out, &payload))
     }

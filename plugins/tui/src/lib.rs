@@ -174,7 +174,9 @@ impl Tui {
                 self.history_at = None;
                 self.set_input("");
                 self.scroll = 0;
-                if self.running.is_some() && !text.starts_with('/') {
+                // A command runs at once (or is refused); a prompt waits.
+                let command = text.starts_with('/') && !text.starts_with("//");
+                if self.running.is_some() && !command {
                     self.queued.push(text.clone());
                 }
                 return vec![UiAction::Submit(text)];

@@ -4,7 +4,8 @@
 
 use stud_protocol::events::KernelEvent;
 
-use super::{After, Commands, network, views};
+use super::turn_view::Access;
+use super::{After, Commands, TurnView, network, views};
 use crate::extensions::Scope;
 use crate::kernel::session::Session;
 use crate::runtime::services::{
@@ -17,11 +18,11 @@ impl Commands {
         ext: &str,
         scope: Scope,
         request: SessionRequest,
-        session: &mut Session,
+        access: &mut Access<'_>,
         after: &mut After,
     ) -> Result<String, ExtError> {
         match request {
-            SessionRequest::Read(view) => self.read(view, session).await,
+            SessionRequest::Read(view) => self.read(view, access).await,
             SessionRequest::Act(action) => {
                 let name = action_name(&action);
                 let result = if scope == Scope::Project && loosens(&action) {
@@ -33,7 +34,10 @@ impl Commands {
                         ),
                     ))
                 } else {
-                    self.act(action, session, after).await
+                    match access {
+                        Access::Live(session) => self.act(action, session, after).await,
+                        Access::Turn(view) => self.act_during_turn(action, view, after),
+                    }
                 };
                 let (ok, message) = match &result {
                     Ok(m) => (true, m.clone()),
@@ -50,12 +54,20 @@ impl Commands {
         }
     }
 
-    async fn read(&self, view: SessionView, session: &Session) -> Result<String, ExtError> {
-        let json = match view {
-            SessionView::Overview => to_json(&views::overview(self, session))?,
-            SessionView::Sessions => to_json(&views::sessions(session).await?)?,
-            SessionView::NetworkPolicy => to_json(&views::network_policy(&self.env)?)?,
-            SessionView::Trust => to_json(&views::trust(&self.env))?,
+    async fn read(&self, view: SessionView, access: &Access<'_>) -> Result<String, ExtError> {
+        let json = match (view, access) {
+            (SessionView::Overview, Access::Live(session)) => {
+                to_json(&views::overview(self, session))?
+            }
+            (SessionView::Overview, Access::Turn(turn)) => to_json(&turn.overview)?,
+            (SessionView::Sessions, Access::Live(session)) => {
+                to_json(&views::sessions(session).await?)?
+            }
+            (SessionView::Sessions, Access::Turn(turn)) => {
+                to_json(&views::sessions_of(turn.sessions.as_ref()).await?)?
+            }
+            (SessionView::NetworkPolicy, _) => to_json(&views::network_policy(&self.env)?)?,
+            (SessionView::Trust, _) => to_json(&views::trust(&self.env))?,
         };
         Ok(json)
     }
@@ -192,6 +204,46 @@ impl Commands {
                 )
                 .await
             }
+        }
+    }
+
+    /// An action asked for while a turn runs: only those that leave the
+    /// turn's state alone (see `turn_view`).
+    fn act_during_turn(
+        &mut self,
+        action: SessionAction,
+        view: &TurnView,
+        after: &mut After,
+    ) -> Result<String, ExtError> {
+        match action {
+            SessionAction::Exit => {
+                *after = After::Exit;
+                Ok("stopping the turn; bye".into())
+            }
+            SessionAction::SaveAndClose => {
+                // The turn's end (it is cancelled now) saves the session.
+                *after = After::Exit;
+                Ok(format!(
+                    "stopping the turn; saved; continue later with `stud --resume {}` (or `stud -c` in this folder)",
+                    view.overview.session_id
+                ))
+            }
+            SessionAction::Reload => {
+                if let Some(r) = &view.reloader {
+                    r.rescan(true);
+                }
+                self.instances.clear();
+                self.rediscover();
+                Ok("looking for changed extensions; they are swapped in at the next stage boundary".into())
+            }
+            other => Err(ext_error(
+                ErrorClass::Session,
+                "turn-running",
+                format!(
+                    "{} cannot be done while a turn is running; run the command again when the turn has ended (Esc stops the turn)",
+                    action_name(&other)
+                ),
+            )),
         }
     }
 

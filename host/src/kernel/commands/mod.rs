@@ -1,8 +1,10 @@
 //! Slash commands: the registry of command extensions and their dispatch.
-//! A command runs outside any turn and never starts one. While it runs it
-//! may read the session and ask for kernel actions through the `session`
-//! import; the dispatcher holds the session for the command's whole run
-//! and applies each request in order, so mutations are serialised.
+//! A command never starts a turn. While it runs it may read the session
+//! and ask for kernel actions through the `session` import; the
+//! dispatcher holds the session for the command's whole run and applies
+//! each request in order, so mutations are serialised. A turn-safe
+//! command typed while a turn runs works on a snapshot instead
+//! (`turn_view`).
 //! Command components are instantiated at their first use, not at start.
 
 mod actions;
@@ -10,6 +12,7 @@ mod bridge;
 pub mod catalogue;
 pub mod line;
 mod network;
+mod turn_view;
 mod views;
 
 use std::collections::HashMap;
@@ -21,6 +24,8 @@ use serde_json::Value;
 pub use bridge::Bridge;
 use catalogue::{Catalogue, Entry, Resolved};
 pub use line::{Input, classify};
+use turn_view::Access;
+pub use turn_view::TurnView;
 
 use super::events::Bus;
 use super::interaction::{Answer, Interactions};
@@ -165,28 +170,6 @@ impl Commands {
         });
     }
 
-    /// A command line typed while a turn runs: `Some(why)` when it cannot
-    /// wait for the turn's end (unknown, or not turn-safe: refused now, as
-    /// `command.resulted`); `None` when it runs once the turn ended.
-    pub fn refuse_during_turn(&self, name: &str) -> Option<String> {
-        let (command, id, text) = match self.catalogue.resolve(name) {
-            Resolved::One(e) if e.turn_safe => return None,
-            Resolved::One(e) => (
-                e.name.to_string(),
-                e.id().to_string(),
-                busy(e.name.as_str()),
-            ),
-            Resolved::Ambiguous(_) => return None,
-            Resolved::Unknown { .. } => (
-                name.to_string(),
-                String::new(),
-                format!("unknown command {name}; /help lists the commands"),
-            ),
-        };
-        self.resulted(&command, &id, Status::Refused, &text, Instant::now());
-        Some(text)
-    }
-
     /// Run the command a line names. `turn_running`: only turn-safe
     /// commands run then.
     pub async fn dispatch(
@@ -194,6 +177,35 @@ impl Commands {
         name: &str,
         args: CommandArgs,
         session: &mut Session,
+        turn_running: bool,
+    ) -> Dispatched {
+        self.dispatch_with(name, args, Access::Live(session), turn_running)
+            .await
+    }
+
+    /// The snapshot turn-safe commands read while the turn about to start
+    /// runs.
+    pub fn turn_view(&self, session: &Session) -> TurnView {
+        TurnView::of(views::overview(self, session), session)
+    }
+
+    /// Run a command typed while a turn runs: only a turn-safe one runs
+    /// (the rest are refused), on `view` instead of the busy session.
+    pub async fn dispatch_during_turn(
+        &mut self,
+        name: &str,
+        args: CommandArgs,
+        view: &TurnView,
+    ) -> Dispatched {
+        self.dispatch_with(name, args, Access::Turn(view), true)
+            .await
+    }
+
+    async fn dispatch_with(
+        &mut self,
+        name: &str,
+        args: CommandArgs,
+        access: Access<'_>,
         turn_running: bool,
     ) -> Dispatched {
         let entry = match self.catalogue.resolve(name) {
@@ -244,7 +256,7 @@ impl Commands {
             arguments: args.raw.clone(),
         });
         let out = match self.instance(&entry).await {
-            Ok(ext) => self.run(&ext, entry.scope, args, session).await,
+            Ok(ext) => self.run(&ext, entry.scope, args, access).await,
             Err(text) => Dispatched::error(text),
         };
         self.resulted(&command, &id, out.status, &out.text, started);
@@ -332,7 +344,7 @@ impl Commands {
         ext: &Arc<Extension>,
         scope: Scope,
         args: CommandArgs,
-        session: &mut Session,
+        mut access: Access<'_>,
     ) -> Dispatched {
         let mut open = self.bridge.open(ext.id().clone());
         let call = {
@@ -345,7 +357,7 @@ impl Commands {
             tokio::select! {
                 out = &mut call => break out,
                 Some(pending) = open.requests.recv() => {
-                    let answer = self.answer(ext.id().as_str(), scope, pending.request, session, &mut after).await;
+                    let answer = self.answer(ext.id().as_str(), scope, pending.request, &mut access, &mut after).await;
                     let _ = pending.reply.send(answer);
                 }
             }

@@ -5,6 +5,7 @@ use stud_protocol::session_view::{
     ToolView, TrustView,
 };
 
+use super::turn_view::SessionsSource;
 use super::{CommandEnv, Commands};
 use crate::config::Layered;
 use crate::extensions::ProjectScope;
@@ -124,7 +125,16 @@ pub(super) fn overview(commands: &Commands, session: &Session) -> Overview {
 }
 
 pub(super) async fn sessions(session: &Session) -> Result<SessionList, ExtError> {
-    let Some(log) = session.conversation.log.as_ref() else {
+    let source = session.conversation.log.as_ref().map(|log| SessionsSource {
+        store: log.store.clone(),
+        project_root: log.project_root.clone(),
+        current: session.id.clone(),
+    });
+    sessions_of(source.as_ref()).await
+}
+
+pub(super) async fn sessions_of(source: Option<&SessionsSource>) -> Result<SessionList, ExtError> {
+    let Some(log) = source else {
         return Err(ext_error(
             ErrorClass::Session,
             "no-store",
@@ -139,7 +149,7 @@ pub(super) async fn sessions(session: &Session) -> Result<SessionList, ExtError>
     all.retain(|s| s.project_root == log.project_root);
     all.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
     Ok(SessionList {
-        current: session.id.clone(),
+        current: log.current.clone(),
         sessions: all
             .into_iter()
             .map(|s| SessionEntry {
