@@ -53,6 +53,30 @@ fn event<'a>(evs: &'a [Value], name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {name} event"))
 }
 
+/// A run that only looked around (a command, no message) is not saved:
+/// `-c` continues the last real conversation, and `session list` does not
+/// fill up with empty sessions.
+#[test]
+fn a_run_without_a_message_is_not_saved_and_continue_skips_it() {
+    let env = Env::new(
+        json!([{"text": "one"}, {"text": "two: {{last_user}}"}]),
+        json!({}),
+    );
+    assert_eq!(env.ok(&["run", "-p", "first"]).trim(), "one");
+    let id = env.only_session();
+    env.ok(&["run", "-p", "/help"]);
+    env.ok(&["run", "-p", "/cost"]);
+    assert_eq!(
+        env.only_session(),
+        id,
+        "a session without a message was saved"
+    );
+    let listed = env.ok(&["session", "list"]);
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert_eq!(env.ok(&["run", "-p", "-c", "second"]).trim(), "two: second");
+    assert_eq!(env.only_session(), id);
+}
+
 #[test]
 fn continue_resumes_the_full_history_and_keeps_the_mode() {
     let env = Env::new(

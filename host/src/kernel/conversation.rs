@@ -8,6 +8,7 @@ use super::events::Bus;
 use super::payloads::message_appended;
 use super::persist::{Persistence, message_record};
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, ResultPart, Role};
+use std::sync::atomic::Ordering;
 use stud_protocol::events::KernelEvent;
 
 pub struct Conversation {
@@ -34,6 +35,17 @@ impl Conversation {
 
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// Anything of this session is in its store: a message, or a record
+    /// (a workflow's position, a compaction), written by this run, or
+    /// messages read back on resume.
+    pub(crate) fn has_content(&self) -> bool {
+        !self.messages.is_empty()
+            || self
+                .log
+                .as_ref()
+                .is_some_and(|p| p.wrote.load(Ordering::Acquire))
     }
 
     /// Append a message and store it.
@@ -75,8 +87,9 @@ impl Conversation {
     pub(crate) async fn append_record(&self, session_id: &str, record: String) {
         let Some(p) = &self.log else { return };
         let record = self.bus.redact(&record);
-        if let Err(e) = p.store.store_append(session_id, &[record]).await {
-            self.store_failed(session_id, p, e.to_string(), None);
+        match p.store.store_append(session_id, &[record]).await {
+            Ok(()) => p.wrote.store(true, Ordering::Release),
+            Err(e) => self.store_failed(session_id, p, e.to_string(), None),
         }
     }
 
@@ -91,6 +104,7 @@ impl Conversation {
             .collect();
         match p.store.store_append(session_id, &records).await {
             Ok(()) => {
+                p.wrote.store(true, Ordering::Release);
                 for i in indexes {
                     self.bus.record(KernelEvent::MessagePersisted {
                         session_id: session_id.to_string(),

@@ -403,6 +403,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             project_root,
             loaded: exts.clone(),
             title: String::new(),
+            wrote: Default::default(),
         });
     }
     if let Some(r) = &resumed {

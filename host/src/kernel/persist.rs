@@ -309,4 +309,6 @@ pub struct Persistence {
     /// Every loaded extension, for the manifest's extension set and state.
     pub loaded: Vec<Arc<Extension>>,
     pub title: String,
+    /// The store confirmed a write to this session's log (from this run).
+    pub wrote: std::sync::atomic::AtomicBool,
 }

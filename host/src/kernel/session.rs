@@ -216,13 +216,26 @@ impl Session {
     /// Append to the conversation; with a store, the message is reported
     /// persisted (`message.persisted`) only once the store confirmed it.
     pub(crate) async fn append(&mut self, message: Message) {
+        let first = !self.conversation.has_content();
         self.conversation.append(&self.id, message).await;
+        self.saved_from_first_write(first).await;
+    }
+
+    /// The manifest is written from the session's first stored message or
+    /// record on (see `save_manifest`), so a session killed in its first
+    /// turn can be continued.
+    async fn saved_from_first_write(&self, was_empty: bool) {
+        if was_empty && self.conversation.has_content() {
+            self.save_manifest().await;
+        }
     }
 
     /// Append a non-message record (compaction, workflow position) to the
     /// session's log.
     pub(crate) async fn append_record(&self, record: String) {
+        let first = !self.conversation.has_content();
         self.conversation.append_record(&self.id, record).await;
+        self.saved_from_first_write(first).await;
     }
 
     /// The conversation so far.

@@ -13,10 +13,16 @@ use stud_protocol::events::KernelEvent;
 impl Session {
     /// Rewrite the manifest snapshot (start, end of every turn). A
     /// manifest that would contain a known secret value is not written.
+    /// Nor is one for a session with nothing in its store yet: a run that
+    /// only looked around (`/help`, `/exit`) must not become the newest
+    /// saved session that `-c` and `/resume` offer.
     pub async fn save_manifest(&self) {
         let Some(p) = &self.conversation.log else {
             return;
         };
+        if !self.conversation.has_content() {
+            return;
+        }
         let extensions: Vec<Value> = p
             .loaded
             .iter()

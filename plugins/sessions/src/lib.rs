@@ -16,6 +16,13 @@ impl Command for Sessions {
     fn execute(&mut self, _args: CommandArgs) -> Result<CommandOutput, Error> {
         let list = session::sessions()?;
         let mut out = String::new();
+        if !list.sessions.iter().any(|s| s.id == list.current) {
+            // A session is saved from its first message on.
+            out.push_str(&format!(
+                "{}  (this session) saved once it has a message\n",
+                list.current
+            ));
+        }
         for s in &list.sessions {
             let here = if s.id == list.current {
                 "  (this session)"
@@ -30,7 +37,7 @@ impl Command for Sessions {
             out.push_str(&format!("{}  {title}{here}\n", s.id));
         }
         if list.sessions.is_empty() {
-            out.push_str("No saved sessions in this folder yet.\n");
+            out.push_str("No other saved sessions in this folder yet.\n");
         } else {
             out.push_str("/resume ID continues one.\n");
         }
