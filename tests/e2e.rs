@@ -10,6 +10,7 @@ mod endpoint_e2e;
 mod golden_manifests;
 mod kernel_e2e;
 mod lifecycle_e2e;
+mod mcp_e2e;
 mod profiles_e2e;
 mod project_trust_e2e;
 mod properties;

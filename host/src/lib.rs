@@ -8,6 +8,7 @@ pub mod digest;
 pub mod extensions;
 pub mod kernel;
 pub mod manifest;
+pub mod mcp;
 pub mod paths;
 pub mod runtime;
 pub mod tty;

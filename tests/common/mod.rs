@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod npm;
 pub mod pty;
 mod stud_env;
 

@@ -29,6 +29,7 @@ macro_rules! errout {
 
 mod config;
 mod ext;
+mod mcp;
 mod run;
 mod session;
 mod session_show;
@@ -66,6 +67,9 @@ enum Command {
     /// Which projects' `.stud/` folders are read.
     #[command(subcommand)]
     Trust(trust::TrustCommand),
+    /// MCP servers: list, add, remove, trust, revoke.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// Show settings.
     #[command(subcommand)]
     Config(config::ConfigCommand),
@@ -87,6 +91,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Ext(cmd) => ext::run(cmd),
         Command::Run(args) => run::run(*args),
         Command::Trust(cmd) => trust::run(cmd),
+        Command::Mcp(cmd) => mcp::run(cmd),
         Command::Config(cmd) => config::run(cmd),
         Command::Session(cmd) => session::run(cmd),
     }

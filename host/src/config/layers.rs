@@ -31,6 +31,7 @@ const BY_ID: &[&str] = &[
     "sessionStores",
     "stateMachines",
     "secrets",
+    "mcpServers",
 ];
 
 /// Keys a project's settings may not set, each the user's own decision:

@@ -76,6 +76,9 @@ pub struct Settings {
     pub budget: Budget,
     #[serde(default)]
     pub compaction: CompactionSettings,
+    /// MCP servers by id (`mcp::config` reads and checks the entries).
+    #[serde(default)]
+    pub mcp_servers: HashMap<String, Value>,
     /// Named extension sets for `--profile NAME` (global settings only).
     #[serde(default)]
     pub profiles: HashMap<String, Profile>,

@@ -1,0 +1,427 @@
+//! `stud mcp list|add|remove|trust|revoke`: the MCP servers stud knows and
+//! which of them the user trusts. A server added here is trusted (the
+//! user typed it); one that arrives in a file is asked about first.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value, json};
+
+use crate::config::edit::{edit_settings, object_at};
+use crate::extensions::trust::recorded_scope;
+use crate::mcp::{
+    McpScope, McpServers, McpTrust, McpTrustStatus, client, parse_servers, project_file,
+};
+use crate::paths::StudHome;
+
+#[derive(Subcommand)]
+pub enum McpCommand {
+    /// Every configured server: scope, what it runs or contacts, trust.
+    List {
+        #[arg(long)]
+        json: bool,
+        /// Also start each trusted server, list its tools and stop it
+        /// again (an untrusted one is never started).
+        #[arg(long)]
+        check: bool,
+    },
+    /// Add a server (and trust it): `stud mcp add NAME -- COMMAND [ARGS...]`
+    /// for stdio, `stud mcp add NAME --url URL` for streamable HTTP.
+    Add(AddArgs),
+    /// Remove a server from the global settings (or with --project from
+    /// this folder's .mcp.json) and forget its trust.
+    Remove {
+        name: String,
+        #[arg(long)]
+        project: bool,
+    },
+    /// Trust a configured server as it is configured now.
+    Trust { name: String },
+    /// Forget the trust decision for a server (it is asked about again).
+    Revoke { name: String },
+}
+
+#[derive(Args)]
+pub struct AddArgs {
+    /// The server id (letters, digits, `_`, `-`); its tools are named
+    /// `mcp__<id>__<tool>`.
+    name: String,
+    /// A streamable HTTP server at this URL (https://, or http:// to
+    /// 127.0.0.1).
+    #[arg(long)]
+    url: Option<String>,
+    /// `NAME=VALUE` for a stdio server's environment; VALUE may reference
+    /// a variable as `${VAR}`.
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    env: Vec<String>,
+    /// `NAME=VALUE` HTTP header; VALUE may reference a variable as
+    /// `${VAR}` (a project file must).
+    #[arg(long = "header", value_name = "NAME=VALUE")]
+    headers: Vec<String>,
+    /// Write it to this folder's .mcp.json instead of the global settings.
+    #[arg(long)]
+    project: bool,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+pub fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
+    let home = StudHome::resolve()?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let trust = McpTrust::new(home.root());
+    let found = || McpServers::discover(&home, &recorded_scope(home.root(), &cwd), &cwd);
+    match cmd {
+        McpCommand::List { json, check } => {
+            let servers = found();
+            let checks = if check {
+                let rt =
+                    tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+                Some(rt.block_on(check_all(&servers, &trust, &home, &cwd)))
+            } else {
+                None
+            };
+            list(&servers, &trust, json, checks.as_deref())
+        }
+        McpCommand::Add(args) => add(&home, &cwd, &trust, args),
+        McpCommand::Remove { name, project } => remove(&home, &cwd, &trust, &name, project),
+        McpCommand::Trust { name } => {
+            let servers = found();
+            let Some(server) = servers.server(&name) else {
+                bail!(unknown(&name, &servers));
+            };
+            trust.grant(server)?;
+            outln!(
+                "trusted MCP server `{name}` ({} scope): {}",
+                server.scope.as_str(),
+                server.describe()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        McpCommand::Revoke { name } => {
+            if trust.revoke(&name)? {
+                outln!(
+                    "MCP server `{name}` is no longer trusted; it is asked about before its next start"
+                );
+            } else {
+                outln!("MCP server `{name}` had no trust decision; nothing changed");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn unknown(name: &str, servers: &McpServers) -> String {
+    let ids: Vec<&str> = servers.servers.iter().map(|s| s.id.as_str()).collect();
+    if ids.is_empty() {
+        format!("no MCP server `{name}` is configured (none is); add one with `stud mcp add`")
+    } else {
+        format!(
+            "no MCP server `{name}` is configured (configured: {}); `stud mcp list` shows them",
+            ids.join(", ")
+        )
+    }
+}
+
+/// What starting a server showed.
+enum Check {
+    Connected { info: String, tools: Vec<String> },
+    Failed(String),
+    NotStarted(&'static str),
+}
+
+impl Check {
+    fn json(&self) -> Value {
+        match self {
+            Check::Connected { info, tools } => {
+                json!({"status": "connected", "server": info, "tools": tools})
+            }
+            Check::Failed(e) => json!({"status": "failed", "error": e}),
+            Check::NotStarted(why) => json!({"status": "not started", "why": why}),
+        }
+    }
+
+    fn line(&self) -> String {
+        match self {
+            Check::Connected { info, tools } => {
+                format!(
+                    "connected to {info}; {} tools: {}",
+                    tools.len(),
+                    tools.join(", ")
+                )
+            }
+            Check::Failed(e) => format!("failed: {e}"),
+            Check::NotStarted(why) => format!("not started: {why}"),
+        }
+    }
+}
+
+/// Start every trusted server at once (each within its start timeout),
+/// list its tools, stop it.
+async fn check_all(
+    servers: &McpServers,
+    trust: &McpTrust,
+    home: &StudHome,
+    cwd: &Path,
+) -> Vec<Check> {
+    let checks = servers.servers.iter().map(|s| async move {
+        match trust.status(s) {
+            Ok(McpTrustStatus::Trusted) => {}
+            Ok(_) => return Check::NotStarted("not trusted (`stud mcp trust ID`)"),
+            Err(e) => return Check::Failed(e.to_string()),
+        }
+        let log = client::stderr_log(home.root(), &s.id);
+        let conn = match client::connect(s, cwd, &log, client::START_TIMEOUT, &client::process_env)
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => return Check::Failed(e.to_string()),
+        };
+        let out = match conn.tools().await {
+            Ok(tools) => Check::Connected {
+                info: conn.server_info.clone(),
+                tools: tools.iter().map(|t| t.name.to_string()).collect(),
+            },
+            Err(e) => Check::Failed(e.to_string()),
+        };
+        conn.close().await;
+        out
+    });
+    futures::future::join_all(checks).await
+}
+
+fn list(
+    servers: &McpServers,
+    trust: &McpTrust,
+    as_json: bool,
+    checks: Option<&[Check]>,
+) -> anyhow::Result<ExitCode> {
+    let mut rows = Vec::new();
+    for s in &servers.servers {
+        let status = trust.status(s)?;
+        rows.push((s, status));
+    }
+    let check_of = |i: usize| checks.and_then(|c| c.get(i));
+    if as_json {
+        let out = json!({
+            "servers": rows.iter().enumerate().map(|(i, (s, t))| {
+                let mut row = json!({
+                    "id": s.id,
+                    "scope": s.scope.as_str(),
+                    "file": s.file.display().to_string(),
+                    "transport": match s.transport { crate::mcp::Transport::Stdio { .. } => "stdio", crate::mcp::Transport::Http { .. } => "http" },
+                    "target": s.describe(),
+                    "trust": t.as_str(),
+                });
+                if let Some(c) = check_of(i) {
+                    row["check"] = c.json();
+                }
+                row
+            }).collect::<Vec<_>>(),
+            "errors": servers.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+            "notes": servers.notes,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        if rows.is_empty() {
+            outln!(
+                "No MCP servers are configured; add one with `stud mcp add NAME -- COMMAND ARGS...`"
+            );
+        }
+        for (i, (s, t)) in rows.iter().enumerate() {
+            outln!(
+                "{:<20} {:<8} {:<22} {}",
+                s.id,
+                s.scope.as_str(),
+                t.as_str(),
+                s.describe()
+            );
+            if let Some(c) = check_of(i) {
+                outln!("{:<20} {}", "", c.line());
+            }
+        }
+        for e in &servers.errors {
+            errln!("error: {e}");
+        }
+        for n in &servers.notes {
+            errln!("note: {n}");
+        }
+    }
+    let failed = checks.is_some_and(|c| c.iter().any(|c| matches!(c, Check::Failed(_))));
+    Ok(if servers.errors.is_empty() && !failed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `NAME=VALUE` pairs into a JSON object.
+fn pairs(items: &[String], flag: &str) -> anyhow::Result<Map<String, Value>> {
+    let mut out = Map::new();
+    for item in items {
+        let Some((k, v)) = item.split_once('=') else {
+            bail!("--{flag} `{item}` is not NAME=VALUE");
+        };
+        if k.is_empty() {
+            bail!("--{flag} `{item}` has no name before `=`");
+        }
+        out.insert(k.to_string(), Value::String(v.to_string()));
+    }
+    Ok(out)
+}
+
+fn entry(args: &AddArgs) -> anyhow::Result<Value> {
+    match (&args.url, args.command.as_slice()) {
+        (Some(_), [_, ..]) => bail!(
+            "give either --url (an http server) or a command after `--` (a stdio server), not both"
+        ),
+        (None, []) => bail!(
+            "say what to run: `stud mcp add {} -- COMMAND [ARGS...]`, or `--url URL` for an http server",
+            args.name
+        ),
+        (Some(url), []) => {
+            if !args.env.is_empty() {
+                bail!("--env is for stdio servers; an http server takes --header");
+            }
+            let mut e = json!({"type": "http", "url": url});
+            if !args.headers.is_empty() {
+                e["headers"] = Value::Object(pairs(&args.headers, "header")?);
+            }
+            Ok(e)
+        }
+        (None, [command, rest @ ..]) => {
+            if !args.headers.is_empty() {
+                bail!("--header is for http servers; a stdio server takes --env");
+            }
+            let mut e = json!({"command": command, "args": rest});
+            if !args.env.is_empty() {
+                e["env"] = Value::Object(pairs(&args.env, "env")?);
+            }
+            Ok(e)
+        }
+    }
+}
+
+fn add(home: &StudHome, cwd: &Path, trust: &McpTrust, args: AddArgs) -> anyhow::Result<ExitCode> {
+    let entry = entry(&args)?;
+    let (scope, file) = if args.project {
+        let root = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+        (McpScope::Project(root), project_file(cwd))
+    } else {
+        (McpScope::Global, home.settings_file())
+    };
+    // Checked as it will be read back, before anything is written.
+    let mut one = Map::new();
+    one.insert(args.name.clone(), entry.clone());
+    let (mut ok, errors) = parse_servers(&one, &scope, &file);
+    if let Some(e) = errors.first() {
+        bail!("{e}; nothing was written");
+    }
+    let Some(server) = ok.pop() else {
+        bail!(
+            "the entry for `{}` is disabled; nothing was written",
+            args.name
+        );
+    };
+    let name = args.name.clone();
+    let replaced = if args.project {
+        edit_json_file(&file, |root| {
+            let servers = object_at(root, "mcpServers", "mcpServers")?;
+            Ok(servers.insert(name.clone(), entry.clone()).is_some())
+        })?
+    } else {
+        edit_settings(&file, |root| {
+            let servers = object_at(root, "mcpServers", "mcpServers")?;
+            let replaced = servers.insert(name.clone(), entry.clone()).is_some();
+            Ok((replaced, true))
+        })?
+    };
+    trust.grant(&server)?;
+    outln!(
+        "{} MCP server `{}` in {} and trusted it: {}",
+        if replaced { "replaced" } else { "added" },
+        server.id,
+        file.display(),
+        server.describe()
+    );
+    if let McpScope::Project(_) = scope {
+        outln!("(others who open this project are asked before it starts for them)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn remove(
+    home: &StudHome,
+    cwd: &Path,
+    trust: &McpTrust,
+    name: &str,
+    project: bool,
+) -> anyhow::Result<ExitCode> {
+    let file = if project {
+        project_file(cwd)
+    } else {
+        home.settings_file()
+    };
+    let removed = if project {
+        if !file.is_file() {
+            bail!("{} does not exist; nothing to remove", file.display());
+        }
+        edit_json_file(&file, |root| Ok(drop_server(root, name)))?
+    } else {
+        edit_settings(&file, |root| {
+            let removed = drop_server(root, name);
+            Ok((removed, removed))
+        })?
+    };
+    trust.revoke(name)?;
+    if removed {
+        outln!("removed MCP server `{name}` from {}", file.display());
+        Ok(ExitCode::SUCCESS)
+    } else {
+        errln!(
+            "error: no MCP server `{name}` in {}; `stud mcp list` shows where each one is configured",
+            file.display()
+        );
+        Ok(ExitCode::from(1))
+    }
+}
+
+fn drop_server(root: &mut Map<String, Value>, name: &str) -> bool {
+    root.get_mut("mcpServers")
+        .and_then(Value::as_object_mut)
+        .is_some_and(|m| m.remove(name).is_some())
+}
+
+/// Change a plain JSON file (`.mcp.json`, not a settings file) in place,
+/// keeping its other keys; atomic.
+fn edit_json_file<T>(
+    file: &Path,
+    change: impl FnOnce(&mut Map<String, Value>) -> Result<T, String>,
+) -> anyhow::Result<T> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "{}".into(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+    };
+    let mut doc: Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not valid JSON; fix it first, nothing was written",
+            file.display()
+        )
+    })?;
+    let Some(root) = doc.as_object_mut() else {
+        bail!(
+            "{} does not hold a JSON object; fix it first, nothing was written",
+            file.display()
+        );
+    };
+    let out = change(root)
+        .map_err(|e| anyhow::anyhow!("{}: {e}; nothing was written", file.display()))?;
+    let mut bytes = serde_json::to_vec_pretty(&doc)?;
+    bytes.push(b'\n');
+    crate::atomic_write::write_atomic(file, &bytes)
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(out)
+}

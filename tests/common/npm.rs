@@ -1,0 +1,44 @@
+//! Real MCP servers from the npm registry, at pinned versions, installed
+//! once per target dir (`.ci/run` installs them ahead; a fresh clone's
+//! `cargo test` installs them here on first use). Tests talk to them on
+//! stdio or on 127.0.0.1 only.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The reference servers, pinned.
+pub const EVERYTHING: (&str, &str) = ("@modelcontextprotocol/server-everything", "2026.8.31");
+pub const FILESYSTEM: (&str, &str) = ("@modelcontextprotocol/server-filesystem", "2026.8.31");
+
+/// Where the packages live: `<target>/tmp/npm` (what `.ci/run` fills).
+pub fn prefix() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("npm")
+}
+
+/// The path of `bin` from the pinned packages, installing them first when
+/// missing (under a lock, so parallel tests install once).
+pub fn bin(bin: &str) -> PathBuf {
+    let dir = prefix();
+    let path = dir.join("node_modules").join(".bin").join(bin);
+    if path.exists() {
+        return path;
+    }
+    std::fs::create_dir_all(&dir).expect("mkdir npm prefix");
+    let lock = std::fs::File::create(dir.join(".install.lock")).expect("lock file");
+    lock.lock().expect("lock the npm prefix");
+    if !path.exists() {
+        let out = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .args([EVERYTHING, FILESYSTEM].map(|(p, v)| format!("{p}@{v}")))
+            .output()
+            .expect("run npm (node and npm must be installed)");
+        assert!(
+            out.status.success(),
+            "npm install of the MCP test servers failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(path.exists(), "npm installed no {}", path.display());
+    path
+}

@@ -1,0 +1,341 @@
+//! MCP server configuration and trust, end to end with the `stud` binary:
+//! `stud mcp list|add|remove|trust|revoke`, the shapes users already have
+//! (`mcpServers`, `.mcp.json`), and what a repository may not do.
+
+use crate::common;
+
+use std::process::Output;
+
+use common::StudEnv;
+use serde_json::{Value, json};
+
+fn list(env: &StudEnv) -> (Value, Output) {
+    let out = env
+        .command(&["mcp", "list", "--json"])
+        .output()
+        .expect("run stud");
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out)
+}
+
+fn trust_of(v: &Value, id: &str) -> String {
+    v["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in {v}"))["trust"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn settings(env: &StudEnv) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(env.home.path().join("settings.json")).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn add_trusts_an_edit_asks_again_and_remove_forgets() {
+    let env = StudEnv::new();
+    env.scripted_settings(json!({}));
+    let empty = env.ok(&["mcp", "list"]);
+    assert!(empty.contains("No MCP servers are configured"), "{empty}");
+
+    let added = env.ok(&[
+        "mcp",
+        "add",
+        "everything",
+        "--env",
+        "DEBUG=1",
+        "--",
+        "npx",
+        "-y",
+        "@modelcontextprotocol/server-everything",
+    ]);
+    assert!(added.contains("added MCP server `everything`"), "{added}");
+    let s = settings(&env);
+    assert_eq!(s["mcpServers"]["everything"]["command"], "npx");
+    assert_eq!(
+        s["mcpServers"]["everything"]["args"],
+        json!(["-y", "@modelcontextprotocol/server-everything"])
+    );
+    assert_eq!(s["active"]["provider"], "scripted", "other settings kept");
+    let (v, _) = list(&env);
+    assert_eq!(trust_of(&v, "everything"), "trusted");
+    assert_eq!(v["servers"][0]["transport"], "stdio");
+
+    // The command is edited behind stud's back: trusted no longer.
+    let mut s = settings(&env);
+    s["mcpServers"]["everything"]["args"] = json!(["-y", "@evil/server"]);
+    env.settings(s);
+    let (v, _) = list(&env);
+    assert_eq!(trust_of(&v, "everything"), "changed since trusted");
+    env.ok(&["mcp", "trust", "everything"]);
+    assert_eq!(trust_of(&list(&env).0, "everything"), "trusted");
+    env.ok(&["mcp", "revoke", "everything"]);
+    assert_eq!(trust_of(&list(&env).0, "everything"), "not trusted");
+
+    env.ok(&[
+        "mcp",
+        "add",
+        "remote",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--header",
+        "Authorization=Bearer ${REMOTE_TOKEN}",
+    ]);
+    let (v, _) = list(&env);
+    assert_eq!(trust_of(&v, "remote"), "trusted");
+    assert!(
+        v.to_string()
+            .contains("http://127.0.0.1:9/mcp (headers: Authorization)"),
+        "header values are never shown: {v}"
+    );
+
+    let removed = env.ok(&["mcp", "remove", "everything"]);
+    assert!(
+        removed.contains("removed MCP server `everything`"),
+        "{removed}"
+    );
+    assert!(settings(&env)["mcpServers"].get("everything").is_none());
+    let gone = env
+        .command(&["mcp", "trust", "everything"])
+        .output()
+        .unwrap();
+    assert_eq!(gone.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&gone.stderr);
+    assert!(
+        err.contains("no MCP server `everything`") && err.contains("remote"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_entries_name_the_server_and_field_and_nothing_is_written() {
+    let env = StudEnv::new();
+    env.scripted_settings(json!({"mcpServers": {
+        "ok": {"command": "srv"},
+        "broken": {"type": "http"},
+    }}));
+    let (v, out) = list(&env);
+    assert_eq!(out.status.code(), Some(1));
+    let errors = v["errors"].to_string();
+    assert!(
+        errors.contains("`broken`") && errors.contains("`url` is missing"),
+        "{errors}"
+    );
+    assert_eq!(v["servers"].as_array().unwrap().len(), 1);
+
+    let before = std::fs::read_to_string(env.home.path().join("settings.json")).unwrap();
+    for args in [
+        vec![
+            "mcp",
+            "add",
+            "two",
+            "--url",
+            "https://x.example/mcp",
+            "--",
+            "srv",
+        ],
+        vec!["mcp", "add", "plain", "--url", "http://example.com/mcp"],
+        vec!["mcp", "add", "bad id", "--", "srv"],
+        vec!["mcp", "add", "nothing"],
+    ] {
+        let out = env.command(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(!String::from_utf8_lossy(&out.stderr).is_empty());
+    }
+    let after = std::fs::read_to_string(env.home.path().join("settings.json")).unwrap();
+    assert_eq!(before, after);
+}
+
+/// A repository's `.mcp.json` is not read until the project is trusted,
+/// may not hold a secret, and a server it brings is not trusted until the
+/// user says so (trust is per project: the same id elsewhere asks again).
+#[test]
+fn a_project_file_is_read_only_when_trusted_and_may_not_hold_secrets() {
+    let env = StudEnv::new();
+    env.scripted_settings(json!({}));
+    env.file(
+        ".mcp.json",
+        &json!({"mcpServers": {
+            "repo-tool": {"command": "node", "args": ["tool.js"], "env": {"GITHUB_TOKEN": {"env": "GITHUB_TOKEN"}}},
+            "leaky": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ghp_literal"}}
+        }})
+        .to_string(),
+    );
+    let (v, _) = list(&env);
+    assert!(v["servers"].as_array().unwrap().is_empty(), "{v}");
+    assert!(v["notes"].to_string().contains("was not read"), "{v}");
+
+    std::fs::create_dir_all(env.project.path().join(".stud")).unwrap();
+    env.ok(&["trust", "grant"]);
+    let (v, out) = list(&env);
+    assert_eq!(out.status.code(), Some(1), "the leaky entry is an error");
+    assert!(v["errors"].to_string().contains("`leaky`"), "{v}");
+    assert!(
+        v["errors"].to_string().contains("headers.Authorization"),
+        "{v}"
+    );
+    assert!(
+        !v.to_string().contains("ghp_literal"),
+        "the secret is not repeated: {v}"
+    );
+    assert_eq!(trust_of(&v, "repo-tool"), "not trusted");
+    assert_eq!(v["servers"][0]["scope"], "project");
+
+    // Adding to the project file refuses a literal header too.
+    let out = env
+        .command(&[
+            "mcp",
+            "add",
+            "--project",
+            "other",
+            "--url",
+            "https://x.example/mcp",
+            "--header",
+            "X-Api=abc",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("literal value"));
+    env.ok(&["mcp", "trust", "repo-tool"]);
+    assert_eq!(trust_of(&list(&env).0, "repo-tool"), "trusted");
+}
+
+fn everything_entry() -> Value {
+    json!({"command": common::npm::bin("mcp-server-everything"), "args": ["stdio"]})
+}
+
+/// `stud mcp list --check` starts each trusted server, lists its tools and
+/// stops it; an untrusted one is never started (its command would leave a
+/// marker file).
+#[test]
+fn check_starts_trusted_servers_only() {
+    let env = StudEnv::new();
+    let marker = env.project.path().join("spawned.txt");
+    env.scripted_settings(json!({"mcpServers": {
+        "everything": everything_entry(),
+        "marker": {"command": "sh", "args": ["-c", format!("touch {}", marker.display())]}
+    }}));
+    env.ok(&["mcp", "trust", "everything"]);
+    let out = env
+        .command(&["mcp", "list", "--check", "--json"])
+        .output()
+        .expect("run stud");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(
+        out.status.success(),
+        "{v}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let servers = v["servers"].as_array().unwrap();
+    let by = |id: &str| servers.iter().find(|s| s["id"] == id).unwrap().clone();
+    let everything = by("everything");
+    assert_eq!(everything["check"]["status"], "connected", "{everything}");
+    let tools = everything["check"]["tools"].to_string();
+    assert!(
+        tools.contains("\"echo\"") && tools.contains("\"get-env\""),
+        "{tools}"
+    );
+    assert_eq!(by("marker")["check"]["status"], "not started");
+    assert!(!marker.exists(), "an untrusted server was spawned");
+    // Its stderr went to the log, not the terminal.
+    assert!(
+        env.home
+            .path()
+            .join("logs")
+            .join("mcp-everything.log")
+            .exists()
+    );
+}
+
+/// What the kernel gives a stdio server: the project as its working
+/// directory, a reduced environment plus its own `env` entry (never the
+/// user's provider keys), and the end of its process when the connection
+/// ends.
+#[tokio::test]
+async fn a_server_gets_the_project_a_reduced_environment_and_ends_with_the_connection() {
+    use stud::mcp::client;
+    let project = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let entries = json!({"everything": {
+        "command": common::npm::bin("mcp-server-everything"),
+        "args": ["stdio"],
+        "env": {"GREETING": "hello", "FORWARDED": "${OUTER}"}
+    }});
+    let (mut servers, errors) = stud::mcp::parse_servers(
+        entries.as_object().unwrap(),
+        &stud::mcp::McpScope::Global,
+        std::path::Path::new("settings.json"),
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let server = servers.remove(0);
+    let secret = "sk-ant-never-for-servers-0123456789";
+    let lookup = |name: &str| match name {
+        "ANTHROPIC_API_KEY" => Some(secret.to_string()),
+        "OUTER" => Some("passed on purpose".to_string()),
+        other => std::env::var(other).ok(),
+    };
+    let log = logs.path().join("mcp-everything.log");
+    let conn = client::connect(
+        &server,
+        project.path(),
+        &log,
+        client::START_TIMEOUT,
+        &lookup,
+    )
+    .await
+    .expect("connect");
+    let result = conn.call("get-env", json!({})).await.expect("call get-env");
+    let text = serde_json::to_string(&result.content).unwrap();
+    assert!(
+        text.contains("GREETING") && text.contains("hello"),
+        "{text}"
+    );
+    assert!(text.contains("passed on purpose"), "{text}");
+    assert!(
+        !text.contains(secret),
+        "a provider key reached the server: {text}"
+    );
+    assert!(text.contains("PATH"), "{text}");
+    let echoed = conn
+        .call("echo", json!({"message": "round trip"}))
+        .await
+        .expect("echo");
+    assert!(
+        serde_json::to_string(&echoed.content)
+            .unwrap()
+            .contains("round trip")
+    );
+    let pid = conn.pid().expect("pid") as i32;
+    conn.close().await;
+    // SAFETY: signal 0 only asks whether the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    assert!(!alive, "the server outlived its connection");
+
+    // A variable its entry needs but that is not set: an error naming it.
+    let missing = client::connect(
+        &server,
+        project.path(),
+        &log,
+        client::START_TIMEOUT,
+        &|n: &str| (n != "OUTER").then(|| std::env::var(n).ok()).flatten(),
+    )
+    .await
+    .err()
+    .expect("refused");
+    let text = missing.to_string();
+    assert!(
+        text.contains("OUTER") && text.contains("env.FORWARDED"),
+        "{text}"
+    );
+}
