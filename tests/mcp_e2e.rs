@@ -224,19 +224,23 @@ fn check_starts_trusted_servers_only() {
     let marker = env.project.path().join("spawned.txt");
     env.scripted_settings(json!({"mcpServers": {
         "everything": everything_entry(),
-        "marker": {"command": "sh", "args": ["-c", format!("touch {}", marker.display())]}
+        "marker": {"command": "sh", "args": ["-c", format!("touch {}", marker.display())]},
+        // Starts and never answers `initialize`.
+        "hangs": {"command": "sleep", "args": ["60"], "startTimeoutMs": 1500}
     }}));
     env.ok(&["mcp", "trust", "everything"]);
+    env.ok(&["mcp", "trust", "hangs"]);
+    let started = std::time::Instant::now();
     let out = env
         .command(&["mcp", "list", "--check", "--json"])
         .output()
         .expect("run stud");
+    let took = started.elapsed();
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert!(
-        out.status.success(),
-        "{v}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(1), "a server failed: {v}");
+    // The servers start at once, and the hanging one is given up after its
+    // own timeout (a generous bound: this is not a timing test).
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
     let servers = v["servers"].as_array().unwrap();
     let by = |id: &str| servers.iter().find(|s| s["id"] == id).unwrap().clone();
     let everything = by("everything");
@@ -247,6 +251,15 @@ fn check_starts_trusted_servers_only() {
         "{tools}"
     );
     assert_eq!(by("marker")["check"]["status"], "not started");
+    let hangs = by("hangs")["check"].clone();
+    assert_eq!(hangs["status"], "failed", "{hangs}");
+    assert!(
+        hangs["error"]
+            .as_str()
+            .unwrap()
+            .contains("did not start within 1 s"),
+        "{hangs}"
+    );
     assert!(!marker.exists(), "an untrusted server was spawned");
     // Its stderr went to the log, not the terminal.
     assert!(

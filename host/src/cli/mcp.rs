@@ -173,9 +173,8 @@ async fn check_all(
             Err(e) => return Check::Failed(e.to_string()),
         }
         let log = client::stderr_log(home.root(), &s.id);
-        let conn = match client::connect(s, cwd, &log, client::START_TIMEOUT, &client::process_env)
-            .await
-        {
+        let timeout = s.start_timeout.unwrap_or(client::START_TIMEOUT);
+        let conn = match client::connect(s, cwd, &log, timeout, &client::process_env).await {
             Ok(c) => c,
             Err(e) => return Check::Failed(e.to_string()),
         };

@@ -148,8 +148,11 @@ pub struct McpServer {
     pub file: PathBuf,
     pub transport: Transport,
     /// The user marked this server's `readOnlyHint`s as trustworthy for
-    /// approvals (`"trustReadOnlyHints": true`, global scope only).
+    /// approvals (`"trustReadOnlyHints": true`).
     pub trust_read_only_hints: bool,
+    /// How long it may take to start (`"startTimeoutMs"`); not part of the
+    /// trust digest (it changes nothing the server may do).
+    pub start_timeout: Option<std::time::Duration>,
 }
 
 impl McpServer {
@@ -284,6 +287,7 @@ fn parse_one(
         "url",
         "headers",
         "trustReadOnlyHints",
+        "startTimeoutMs",
         "disable",
     ];
     if let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str())) {
@@ -355,12 +359,25 @@ fn parse_one(
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(err("trustReadOnlyHints", "must be true or false")),
     };
+    let start_timeout = match obj.get("startTimeoutMs") {
+        None => None,
+        Some(v) => match v.as_u64() {
+            Some(ms @ 100..=600_000) => Some(std::time::Duration::from_millis(ms)),
+            _ => {
+                return Err(err(
+                    "startTimeoutMs",
+                    "must be a whole number of milliseconds from 100 to 600000",
+                ));
+            }
+        },
+    };
     let server = McpServer {
         id: id.to_string(),
         scope: scope.clone(),
         file: file.to_path_buf(),
         transport,
         trust_read_only_hints,
+        start_timeout,
     };
     if let McpScope::Project(_) = scope {
         check_project_values(&server)?;
@@ -496,7 +513,8 @@ mod tests {
                 "mixed": {"command": "x", "url": "https://x"},
                 "typo": {"command": "x", "argz": []},
                 "old": {"type": "sse", "url": "https://x"},
-                "badref": {"command": "x", "env": {"A": "${1X}"}}
+                "badref": {"command": "x", "env": {"A": "${1X}"}},
+                "hasty": {"command": "x", "startTimeoutMs": 5}
             }),
             McpScope::Global,
         );
@@ -510,6 +528,7 @@ mod tests {
         assert_eq!(by["typo"].field, "argz");
         assert!(by["old"].reason.contains("streamable HTTP"));
         assert_eq!(by["badref"].field, "env.A");
+        assert_eq!(by["hasty"].field, "startTimeoutMs");
         let text = by["no-command"].to_string();
         assert!(
             text.contains("`no-command`")

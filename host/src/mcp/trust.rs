@@ -170,6 +170,7 @@ mod tests {
                 env: Default::default(),
             },
             trust_read_only_hints: false,
+            start_timeout: None,
         }
     }
 
