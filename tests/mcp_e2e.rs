@@ -209,6 +209,17 @@ fn a_project_file_is_read_only_when_trusted_and_may_not_hold_secrets() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("literal value"));
     env.ok(&["mcp", "trust", "repo-tool"]);
     assert_eq!(trust_of(&list(&env).0, "repo-tool"), "trusted");
+
+    // A file that is not JSON is an error naming it; the global servers
+    // are still listed.
+    env.file(".mcp.json", "{\"mcpServers\": ");
+    let out = env.command(&["mcp", "list"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(".mcp.json: `mcpServers` cannot be read: the file is not valid JSON"),
+        "{err}"
+    );
 }
 
 fn everything_entry() -> Value {

@@ -214,14 +214,29 @@ impl McpServer {
     }
 }
 
-/// A server entry that cannot be used, named by server and field.
+/// A server entry that cannot be used, named by server and field (or a
+/// file whose `mcpServers` cannot be read at all: `server` is empty).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("MCP server `{server}` in {}: `{field}` {reason}", file.display())]
+#[error("{}", describe_error(self))]
 pub struct ConfigError {
     pub server: String,
     pub file: PathBuf,
     pub field: String,
     pub reason: String,
+}
+
+fn describe_error(e: &ConfigError) -> String {
+    if e.server.is_empty() {
+        format!("{}: `{}` {}", e.file.display(), e.field, e.reason)
+    } else {
+        format!(
+            "MCP server `{}` in {}: `{}` {}",
+            e.server,
+            e.file.display(),
+            e.field,
+            e.reason
+        )
+    }
 }
 
 /// Server ids become part of tool names (`mcp__<server>__<tool>`), which

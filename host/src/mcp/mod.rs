@@ -90,7 +90,7 @@ impl McpServers {
 fn read_servers(file: &Path, errors: &mut Vec<ConfigError>) -> Option<Map<String, Value>> {
     let text = std::fs::read_to_string(file).ok()?;
     let fail = |reason: String| ConfigError {
-        server: "(file)".into(),
+        server: String::new(),
         file: file.to_path_buf(),
         field: "mcpServers".into(),
         reason,
