@@ -363,3 +363,124 @@ async fn a_server_gets_the_project_a_reduced_environment_and_ends_with_the_conne
         "{text}"
     );
 }
+
+/// A trusted server's tools join the session as `mcp__<server>__<tool>`:
+/// offered to the model, approved through the same stack (an allowlist
+/// pattern for the whole server), run, and the result reaches the next
+/// request. An untrusted server in the same settings is not started.
+#[test]
+fn a_trusted_servers_tool_is_called_in_a_session_and_its_result_reaches_the_model() {
+    let env = StudEnv::new();
+    let marker = env.project.path().join("spawned.txt");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("mcp__everything__echo", json!({"message": "via mcp"}))]},
+            {"text": "the server said: {{tool_results}}"}
+        ]),
+        json!({
+            "securityMode": {"mode": "allowlist", "allowlist": ["mcp__everything__*"]},
+            "mcpServers": {
+                "everything": everything_entry(),
+                "marker": {"command": "sh", "args": ["-c", format!("touch {}", marker.display())]}
+            }
+        }),
+    );
+    env.ok(&["mcp", "trust", "everything"]);
+    let out = env
+        .command(&["run", "-p", "--output-format", "stream-json", "echo it"])
+        .output()
+        .expect("run stud");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let named = |n: &str| {
+        events
+            .iter()
+            .filter(|e| e["event"] == n)
+            .collect::<Vec<_>>()
+    };
+    let tools = named("session.start")[0]["payload"]["tools"].to_string();
+    assert!(tools.contains("mcp__everything__echo"), "{tools}");
+    let decided = named("approval.decided");
+    assert_eq!(decided.len(), 1, "{stdout}");
+    assert_eq!(decided[0]["payload"]["decision"], "approve");
+    assert!(
+        decided[0]["payload"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("mcp__everything__*"),
+        "{}",
+        decided[0]
+    );
+    assert_eq!(decided[0]["payload"]["key"], "{\"message\":\"via mcp\"}");
+    let ok = named("tool.succeeded");
+    assert_eq!(ok.len(), 1, "{stdout}");
+    assert_eq!(ok[0]["payload"]["details"]["mcp"]["untrusted"], true);
+    assert!(
+        stdout.contains("the server said: ") && stdout.contains("Echo: via mcp"),
+        "{stdout}"
+    );
+    assert!(!marker.exists(), "an untrusted server was started");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("MCP server `marker`") && stderr.contains("stud mcp trust marker"),
+        "{stderr}"
+    );
+}
+
+/// Ctrl-C during a long MCP tool call cancels it: the turn ends cancelled
+/// long before the server's operation would have finished.
+#[test]
+fn ctrl_c_during_a_long_mcp_call_cancels_it() {
+    use std::time::{Duration, Instant};
+    let env = StudEnv::new();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("mcp__everything__trigger-long-running-operation", json!({"duration": 60, "steps": 3}))]},
+            {"text": "never"}
+        ]),
+        json!({"mcpServers": {"everything": everything_entry()}}),
+    );
+    env.ok(&["mcp", "trust", "everything"]);
+    let (mut child, mut seen, lines) = env.start_until(
+        &[
+            "run",
+            "-p",
+            "--yolo",
+            "--output-format",
+            "stream-json",
+            "wait",
+        ],
+        "tool.started",
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let pressed = Instant::now();
+    common::signal(&child, "INT");
+    seen.extend(lines.map(|l| l.unwrap()));
+    let status = child.wait().unwrap();
+    let took = pressed.elapsed();
+    assert_eq!(status.code(), Some(130));
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    let all: Vec<Value> = seen
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let end = all
+        .iter()
+        .find(|e| e["event"] == "turn.end")
+        .expect("turn.end");
+    assert_eq!(end["payload"]["status"], "cancelled", "{end}");
+    assert_eq!(
+        all.iter()
+            .filter(|e| e["event"] == "tool.cancelled")
+            .count(),
+        1
+    );
+}

@@ -125,9 +125,10 @@ impl AllowPattern {
         })
     }
 
-    /// Whether the entry approves one line of `tool`'s key.
+    /// Whether the entry approves one line of `tool`'s key. The tool part
+    /// may use `*` too (`mcp__github__*`: every tool of one MCP server).
     pub fn matches(&self, tool: &str, line: &str) -> bool {
-        if self.tool != tool || line.contains(['\n', '\r']) {
+        if !wildcard_match(&self.tool, tool) || line.contains(['\n', '\r']) {
             return false;
         }
         let pattern = self.key.as_deref();
@@ -496,6 +497,16 @@ mod tests {
         assert_eq!(a.allowlisted("bash", "git log\nrm -rf ~"), None);
         assert_eq!(a.allowlisted("read", "").as_deref(), Some("read"));
         assert_eq!(a.allowlisted("bash", ""), None);
+    }
+
+    #[test]
+    fn a_tool_pattern_covers_the_tools_of_one_mcp_server_only() {
+        let p = AllowPattern::parse("mcp__github__*").unwrap();
+        assert!(p.matches("mcp__github__create_issue", "{\"title\":\"x\"}"));
+        assert!(!p.matches("mcp__gitlab__create_issue", "{}"));
+        assert!(!p.matches("bash", "rm -rf /"));
+        let exact = AllowPattern::parse("read").unwrap();
+        assert!(!exact.matches("read2", ""));
     }
 
     #[test]

@@ -368,6 +368,12 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let (mut session, tool_warnings) =
         Session::start(&exts, config, authority, interactions, bus.clone()).await?;
     warnings.extend(tool_warnings);
+    if !opts.no_tools {
+        let (mcp, mcp_warnings) =
+            super::mcp_tools::start(&opts.home, &opts.project, &opts.cwd).await;
+        warnings.extend(mcp_warnings);
+        warnings.extend(session.roster.tools.add_mcp(mcp));
+    }
     session.extension_set = set.clone();
     let reloader = Reloader::new(
         registry,

@@ -14,6 +14,7 @@ pub mod extension_set;
 pub mod hooks;
 pub mod interaction;
 pub mod launch;
+pub mod mcp_tools;
 pub mod payloads;
 pub mod persist;
 pub mod redact;

@@ -129,7 +129,9 @@ impl Roster {
 
     /// The extension serving tool `name`.
     pub fn tool_extension(&self, name: &str) -> Option<Arc<Extension>> {
-        self.tools.get(name).map(|t| t.ext.clone())
+        self.tools
+            .get(name)
+            .and_then(|t| t.runner.component().cloned())
     }
 
     /// Put a reloaded extension in the place of its old version.

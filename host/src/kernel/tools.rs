@@ -8,12 +8,37 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::manifest::FsAccess;
+use crate::mcp::tool::McpTool;
 use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::provider_types::ToolDefinition;
 use crate::runtime::bindings::stud::extension::tool_types::ToolSpec;
 
+/// What runs a tool: a tool component, or a tool of an MCP server.
+#[derive(Clone)]
+pub enum ToolRunner {
+    Component(Arc<Extension>),
+    Mcp(Arc<McpTool>),
+}
+
+impl ToolRunner {
+    /// Who provides it: the extension id, or `mcp:<server>`.
+    pub fn owner(&self) -> String {
+        match self {
+            ToolRunner::Component(ext) => ext.id().to_string(),
+            ToolRunner::Mcp(t) => format!("mcp:{}", t.server),
+        }
+    }
+
+    pub fn component(&self) -> Option<&Arc<Extension>> {
+        match self {
+            ToolRunner::Component(ext) => Some(ext),
+            ToolRunner::Mcp(_) => None,
+        }
+    }
+}
+
 pub struct ToolEntry {
-    pub ext: Arc<Extension>,
+    pub runner: ToolRunner,
     pub spec: ToolSpec,
     validator: jsonschema::Validator,
 }
@@ -65,10 +90,10 @@ impl ToolTable {
             }
             if let Some(existing) = table.tools.get(&spec.name) {
                 warnings.push(format!(
-                    "tool `{}` of extension `{}` left out: extension `{}` already provides a tool of that name",
+                    "tool `{}` of extension `{}` left out: `{}` already provides a tool of that name",
                     spec.name,
                     ext.id(),
-                    existing.ext.id()
+                    existing.runner.owner()
                 ));
                 continue;
             }
@@ -95,13 +120,52 @@ impl ToolTable {
             table.tools.insert(
                 spec.name.clone(),
                 ToolEntry {
-                    ext: ext.clone(),
+                    runner: ToolRunner::Component(ext.clone()),
                     spec,
                     validator,
                 },
             );
         }
         (table, warnings)
+    }
+
+    /// Add the tools of an MCP server; one warning per tool left out (a
+    /// name taken, a schema that does not compile).
+    pub fn add_mcp(&mut self, tools: Vec<(Arc<McpTool>, ToolSpec)>) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (tool, spec) in tools {
+            if let Some(existing) = self.tools.get(&spec.name) {
+                warnings.push(format!(
+                    "tool `{}` of MCP server `{}` left out: `{}` already provides a tool of that name",
+                    spec.name,
+                    tool.server,
+                    existing.runner.owner()
+                ));
+                continue;
+            }
+            let validator = match serde_json::from_str::<Value>(&spec.parameters)
+                .map_err(|e| e.to_string())
+                .and_then(|schema| jsonschema::validator_for(&schema).map_err(|e| e.to_string()))
+            {
+                Ok(v) => v,
+                Err(e) => {
+                    warnings.push(format!(
+                        "tool `{}` of MCP server `{}` left out: its input schema does not compile: {e}",
+                        spec.name, tool.server
+                    ));
+                    continue;
+                }
+            };
+            self.tools.insert(
+                spec.name.clone(),
+                ToolEntry {
+                    runner: ToolRunner::Mcp(tool),
+                    spec,
+                    validator,
+                },
+            );
+        }
+        warnings
     }
 
     /// Serve the tools of `ext`'s id with `ext` (a reloaded version):
@@ -114,13 +178,17 @@ impl ToolTable {
         let old: Vec<String> = self
             .tools
             .iter()
-            .filter(|(_, e)| e.ext.id() == ext.id())
+            .filter(|(_, e)| e.runner.owner() == ext.id().as_str())
             .map(|(n, _)| n.clone())
             .collect();
-        if let Some(other) = self.tools.get(&name).filter(|e| e.ext.id() != ext.id()) {
+        if let Some(other) = self
+            .tools
+            .get(&name)
+            .filter(|e| e.runner.owner() != ext.id().as_str())
+        {
             return Err(format!(
-                "its tool is now called `{name}`, which extension `{}` already provides",
-                other.ext.id()
+                "its tool is now called `{name}`, which `{}` already provides",
+                other.runner.owner()
             ));
         }
         for n in old {

@@ -5,6 +5,7 @@
 
 pub mod client;
 mod config;
+pub mod tool;
 mod trust;
 
 use std::path::{Path, PathBuf};

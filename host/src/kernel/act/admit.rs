@@ -7,13 +7,13 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::cancel::cancellable;
+use super::run_tool::run_tool;
 use super::stage_gate::{StageAuthority, StageDecision};
 use super::tool_result::error_result;
 use crate::kernel::authority::{Decision, Proposal};
 use crate::kernel::payloads::call_json;
 use crate::kernel::session::Session;
-use crate::kernel::tools::ToolEntry;
+use crate::kernel::tools::{ToolEntry, ToolRunner};
 use crate::kernel::turn::TurnStatus;
 use crate::manifest::{HookSlot, Phase, Stage};
 use crate::runtime::CallError;
@@ -45,10 +45,8 @@ impl Session {
             }),
             Admit::Run(entry, call) => {
                 let started = Instant::now();
-                let ext = entry.ext.clone();
-                let outcome =
-                    cancellable(cancel, &ext, ext.tool_invoke(&call.id, &call.arguments)).await;
-                Ok(self.tool_result(&call, outcome, started).await)
+                let ran = run_tool(&entry.runner, &call, cancel).await;
+                Ok(self.tool_result(&call, ran, started).await)
             }
         }
     }
@@ -125,16 +123,23 @@ impl Session {
         } else {
             call.clone()
         };
-        let key = match entry.ext.tool_approval_key(&call.arguments).await {
-            Ok(k) => k,
-            // The tool refused the arguments (a path outside the project):
-            // the model gets the tool's own words.
-            Err(CallError::Guest { error, .. }) => {
-                return Admit::Refuse(self.refuse(&call, &error.code, &error.message));
-            }
-            Err(e) => {
-                return Admit::Refuse(self.refuse(&call, "approval-key-failed", &e.to_string()));
-            }
+        let key = match &entry.runner {
+            ToolRunner::Mcp(tool) => tool.approval_key(&call.arguments),
+            ToolRunner::Component(ext) => match ext.tool_approval_key(&call.arguments).await {
+                Ok(k) => k,
+                // The tool refused the arguments (a path outside the
+                // project): the model gets the tool's own words.
+                Err(CallError::Guest { error, .. }) => {
+                    return Admit::Refuse(self.refuse(&call, &error.code, &error.message));
+                }
+                Err(e) => {
+                    return Admit::Refuse(self.refuse(
+                        &call,
+                        "approval-key-failed",
+                        &e.to_string(),
+                    ));
+                }
+            },
         };
         // Lines are meaningful (each must be approved); other control
         // characters could hide part of the key from the person asked.

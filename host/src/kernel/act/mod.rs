@@ -12,6 +12,7 @@ mod cancel;
 mod compose;
 mod lane;
 mod render;
+mod run_tool;
 mod send;
 mod slots;
 mod stage_gate;

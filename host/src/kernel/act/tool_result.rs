@@ -5,13 +5,11 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::cancel::call_error_code;
+use super::run_tool::Ran;
 use crate::kernel::hooks::SlotOutcome;
 use crate::kernel::payloads::{call_json, result_parts_from, result_parts_json, result_text};
 use crate::kernel::session::Session;
 use crate::manifest::{Phase, Stage};
-use crate::runtime::CallError;
-use crate::runtime::bindings::stud::extension::tool_types::ToolOutput;
 use crate::runtime::bindings::stud::extension::types::{ResultPart, ToolCall, ToolResult};
 use stud_protocol::events::KernelEvent;
 
@@ -22,12 +20,12 @@ impl Session {
     pub(crate) async fn tool_result(
         &self,
         call: &ToolCall,
-        outcome: Option<Result<ToolOutput, CallError>>,
+        ran: Ran,
         started: Instant,
     ) -> ToolResult {
         let duration_ms = started.elapsed().as_millis() as u64;
-        let (content, is_error) = match outcome {
-            None => {
+        let (content, is_error) = match ran {
+            Ran::Cancelled => {
                 self.bus.record(KernelEvent::ToolCancelled {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
@@ -39,7 +37,7 @@ impl Session {
                     "the turn was cancelled while this tool ran",
                 );
             }
-            Some(Ok(out)) => {
+            Ran::Ok(out) => {
                 let text = result_text(&out.content);
                 self.bus.record(KernelEvent::ToolSucceeded {
                     call_id: call.id.clone(),
@@ -56,30 +54,25 @@ impl Session {
                     false,
                 )
             }
-            Some(Err(e)) => {
-                let (class, code) = match &e {
-                    CallError::Guest { error, .. } => {
-                        (format!("{:?}", error.class), error.code.clone())
-                    }
-                    other => (
-                        "ToolTerminal".to_string(),
-                        call_error_code(other).to_string(),
-                    ),
-                };
+            Ran::Failed {
+                class,
+                code,
+                message,
+                detail,
+            } => {
                 self.bus.record(KernelEvent::ToolFailed {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
                     class,
                     code: code.clone(),
-                    message: e.to_string(),
+                    message: detail,
                     duration_ms: Some(duration_ms),
                 });
-                let message = match &e {
-                    CallError::Guest { error, .. } => error.message.clone(),
-                    other => other.to_string(),
-                };
                 (
-                    vec![ResultPart::Text(format!("error [{code}]: {message}"))],
+                    limit_output(
+                        vec![ResultPart::Text(format!("error [{code}]: {message}"))],
+                        self.config.tool_output_limit,
+                    ),
                     true,
                 )
             }

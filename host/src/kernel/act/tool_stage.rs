@@ -10,14 +10,14 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::admit::Admit;
-use super::cancel::cancellable;
+use super::run_tool::run_tool;
 use super::tool_result::error_result;
 use super::{ActSpec, Completion, Lane};
 use crate::kernel::payloads::call_json;
 use crate::kernel::session::Session;
+use crate::kernel::tools::ToolRunner;
 use crate::kernel::turn::TurnStatus;
 use crate::manifest::{Phase, Stage};
-use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, ToolCall, ToolResult,
 };
@@ -59,7 +59,7 @@ pub(crate) async fn tool_call_stage<L: Lane>(
     Ok(completed)
 }
 
-type Runnable = (usize, Arc<Extension>, ToolCall);
+type Runnable = (usize, ToolRunner, ToolCall);
 
 impl Session {
     async fn decide_and_run(
@@ -95,7 +95,7 @@ impl Session {
                 continue;
             }
             match self.admit(call, spec.stage.as_ref()).await {
-                Admit::Run(entry, call) => runnable.push((i, entry.ext.clone(), call)),
+                Admit::Run(entry, call) => runnable.push((i, entry.runner.clone(), call)),
                 Admit::Refuse(result) => results[i] = Some(result),
                 Admit::Halt(key) => {
                     return Err(TurnStatus::Halted {
@@ -180,7 +180,7 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Vec<(usize, ToolResult)> {
         let permits = Arc::new(Semaphore::new(self.config.tool_parallelism.max(1)));
-        let runs = runnable.into_iter().map(|(i, ext, call)| {
+        let runs = runnable.into_iter().map(|(i, runner, call)| {
             let permits = permits.clone();
             let token = cancel.child_token();
             async move {
@@ -190,9 +190,8 @@ impl Session {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
                 });
-                let outcome =
-                    cancellable(&token, &ext, ext.tool_invoke(&call.id, &call.arguments)).await;
-                (i, self.tool_result(&call, outcome, started).await)
+                let ran = run_tool(&runner, &call, &token).await;
+                (i, self.tool_result(&call, ran, started).await)
             }
         });
         futures::future::join_all(runs).await

@@ -63,7 +63,7 @@ pub(super) fn overview(commands: &Commands, session: &Session) -> Overview {
             let t = session.roster.tools.get(name)?;
             Some(ToolView {
                 name: name.to_string(),
-                extension: t.ext.id().to_string(),
+                extension: t.runner.owner(),
                 description: t.spec.description.clone(),
             })
         })

@@ -1,0 +1,105 @@
+//! Running one admitted call, whoever provides the tool: a tool component
+//! (cancelled through its instance) or an MCP server's tool (the request
+//! is abandoned when the turn is cancelled). Both end as a [`Ran`].
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::cancel::{call_error_code, cancellable};
+use crate::kernel::tools::ToolRunner;
+use crate::mcp::tool::{McpOutcome, McpPart};
+use crate::runtime::CallError;
+use crate::runtime::bindings::stud::extension::tool_types::ToolOutput;
+use crate::runtime::bindings::stud::extension::types::{Image, ImageSource, ResultPart, ToolCall};
+
+/// How a call ended.
+pub(crate) enum Ran {
+    Cancelled,
+    Ok(ToolOutput),
+    Failed {
+        class: String,
+        code: String,
+        /// For the model (the tool's own words).
+        message: String,
+        /// For the event (names who failed).
+        detail: String,
+    },
+}
+
+impl Ran {
+    fn of_component(outcome: Option<Result<ToolOutput, CallError>>) -> Self {
+        match outcome {
+            None => Ran::Cancelled,
+            Some(Ok(out)) => Ran::Ok(out),
+            Some(Err(e)) => {
+                let (class, code, message) = match &e {
+                    CallError::Guest { error, .. } => (
+                        format!("{:?}", error.class),
+                        error.code.clone(),
+                        error.message.clone(),
+                    ),
+                    other => (
+                        "ToolTerminal".to_string(),
+                        call_error_code(other).to_string(),
+                        other.to_string(),
+                    ),
+                };
+                Ran::Failed {
+                    class,
+                    code,
+                    message,
+                    detail: e.to_string(),
+                }
+            }
+        }
+    }
+
+    fn of_mcp(server: &str, tool: &str, outcome: McpOutcome) -> Self {
+        match outcome {
+            McpOutcome::Ok(parts) => Ran::Ok(ToolOutput {
+                content: parts
+                    .into_iter()
+                    .map(|p| match p {
+                        McpPart::Text(t) => ResultPart::Text(t),
+                        McpPart::Image { media_type, base64 } => ResultPart::Image(Image {
+                            media_type,
+                            source: ImageSource::Base64(base64),
+                        }),
+                    })
+                    .collect(),
+                // What a server says is not stud's to vouch for.
+                details: Some(
+                    json!({"mcp": {"server": server, "tool": tool, "untrusted": true}}).to_string(),
+                ),
+            }),
+            McpOutcome::ToolError(text) => Ran::Failed {
+                class: "ToolTerminal".into(),
+                code: "mcp-tool-failed".into(),
+                message: text.clone(),
+                detail: format!("MCP server `{server}`: tool `{tool}` failed: {text}"),
+            },
+            McpOutcome::Failed(reason) => Ran::Failed {
+                class: "ProviderTransient".into(),
+                code: "mcp-connection-lost".into(),
+                message: reason.clone(),
+                detail: reason,
+            },
+        }
+    }
+}
+
+pub(crate) async fn run_tool(
+    runner: &ToolRunner,
+    call: &ToolCall,
+    cancel: &CancellationToken,
+) -> Ran {
+    match runner {
+        ToolRunner::Component(ext) => Ran::of_component(
+            cancellable(cancel, ext, ext.tool_invoke(&call.id, &call.arguments)).await,
+        ),
+        ToolRunner::Mcp(tool) => tokio::select! {
+            out = tool.run(&call.arguments) => Ran::of_mcp(&tool.server, &tool.remote, out),
+            _ = cancel.cancelled() => Ran::Cancelled,
+        },
+    }
+}
