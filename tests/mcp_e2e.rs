@@ -95,8 +95,8 @@ fn add_trusts_an_edit_asks_again_and_remove_forgets() {
     assert_eq!(trust_of(&v, "remote"), "trusted");
     assert!(
         v.to_string()
-            .contains("http://127.0.0.1:9/mcp (headers: Authorization)"),
-        "header values are never shown: {v}"
+            .contains("http://127.0.0.1:9/mcp (headers: Authorization=Bearer ${REMOTE_TOKEN})"),
+        "references are shown, never a value: {v}"
     );
 
     let removed = env.ok(&["mcp", "remove", "everything"]);

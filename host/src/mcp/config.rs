@@ -187,8 +187,28 @@ impl McpServer {
         )
     }
 
-    /// One line for lists and prompts: what would run or be contacted.
+    /// One line for lists and prompts: what would run or be contacted,
+    /// and which of the user's variables flow to it (`NAME=${VAR}`: the
+    /// part a person must see before trusting a project's server, which
+    /// could ask for a provider key). Literal values are never shown (a
+    /// user's own file may hold a secret).
     pub fn describe(&self) -> String {
+        let values = |label: &str, m: &BTreeMap<String, Template>| {
+            if m.is_empty() {
+                return String::new();
+            }
+            let shown: Vec<String> = m
+                .iter()
+                .map(|(k, v)| {
+                    if v.references() {
+                        format!("{k}={}", v.shown())
+                    } else {
+                        format!("{k}=<literal>")
+                    }
+                })
+                .collect();
+            format!(" ({label}: {})", shown.join(", "))
+        };
         match &self.transport {
             Transport::Stdio { command, args, env } => {
                 let mut s = command.clone();
@@ -196,20 +216,9 @@ impl McpServer {
                     s.push(' ');
                     s.push_str(a);
                 }
-                if !env.is_empty() {
-                    let names: Vec<&str> = env.keys().map(String::as_str).collect();
-                    s.push_str(&format!(" (env: {})", names.join(", ")));
-                }
-                s
+                s + &values("env", env)
             }
-            Transport::Http { url, headers } => {
-                if headers.is_empty() {
-                    url.clone()
-                } else {
-                    let names: Vec<&str> = headers.keys().map(String::as_str).collect();
-                    format!("{url} (headers: {})", names.join(", "))
-                }
-            }
+            Transport::Http { url, headers } => format!("{url}{}", values("headers", headers)),
         }
     }
 }
@@ -567,6 +576,21 @@ mod tests {
         assert_eq!(ok.len(), 1, "{errors:?}");
         assert_eq!(errors.len(), 2);
         assert!(errors.iter().all(|e| e.reason.contains("literal value")));
+    }
+
+    #[test]
+    fn the_description_shows_which_variables_flow_and_never_a_literal() {
+        let (ok, _) = parse(
+            json!({"s": {"command": "srv", "env": {"A": "secret-literal", "KEY": "${ANTHROPIC_API_KEY}"}},
+                   "h": {"type": "http", "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${T}", "X": "lit"}}}),
+            McpScope::Global,
+        );
+        let d: BTreeMap<&str, String> = ok.iter().map(|s| (s.id.as_str(), s.describe())).collect();
+        assert_eq!(d["s"], "srv (env: A=<literal>, KEY=${ANTHROPIC_API_KEY})");
+        assert_eq!(
+            d["h"],
+            "https://x.example/mcp (headers: Authorization=Bearer ${T}, X=<literal>)"
+        );
     }
 
     #[test]
