@@ -484,3 +484,69 @@ fn ctrl_c_during_a_long_mcp_call_cancels_it() {
         1
     );
 }
+
+/// A server killed mid-session is started again at the next call, which
+/// succeeds. The server writes its pid where the test can kill it while
+/// the session runs a `bash` call between two MCP calls.
+#[test]
+fn a_server_killed_mid_session_is_restarted_and_the_next_call_succeeds() {
+    let env = StudEnv::new();
+    let pidfile = env.project.path().join("server.pid");
+    let bin = common::npm::bin("mcp-server-everything");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("mcp__everything__echo", json!({"message": "first"}))]},
+            {"text": "", "tool_calls": [common::call("bash", json!({"command": "sleep 2"}))]},
+            {"text": "", "tool_calls": [common::call("mcp__everything__echo", json!({"message": "after restart"}))]},
+            {"text": "done: {{tool_results}}"}
+        ]),
+        json!({"mcpServers": {"everything": {
+            "command": "sh",
+            "args": ["-c", format!("echo $$ > {}; exec {} stdio", pidfile.display(), bin.display())]
+        }}}),
+    );
+    env.ok(&["mcp", "trust", "everything"]);
+    let (mut child, mut seen, mut lines) = env.start_until(
+        &[
+            "run",
+            "-p",
+            "--yolo",
+            "--output-format",
+            "stream-json",
+            "go",
+        ],
+        "tool.succeeded",
+    );
+    // Wait for the bash call, then kill the server.
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let started = line.contains("\"tool.started\"") && line.contains("\"bash\"");
+        seen.push(line);
+        if started {
+            break;
+        }
+    }
+    let first_pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: kill(2) on the server this test's session started.
+    assert_eq!(unsafe { libc::kill(first_pid, libc::SIGKILL) }, 0);
+    seen.extend(lines.map(|l| l.unwrap()));
+    let status = child.wait().unwrap();
+    let all = seen.join("\n");
+    assert!(status.success(), "{all}");
+    assert!(all.contains("Echo: after restart"), "{all}");
+    let second_pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_ne!(first_pid, second_pid, "the server was not started again");
+    let succeeded = seen
+        .iter()
+        .filter(|l| l.contains("\"tool.succeeded\""))
+        .count();
+    assert_eq!(succeeded, 3, "{all}");
+}

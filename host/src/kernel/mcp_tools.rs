@@ -8,7 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::extensions::ProjectScope;
-use crate::mcp::client::{self, McpConnection};
+use crate::mcp::client;
+use crate::mcp::link::McpLink;
 use crate::mcp::tool::{McpTool, tool_name};
 use crate::mcp::{McpServer, McpServers, McpTrust, McpTrustStatus};
 use crate::paths::StudHome;
@@ -62,7 +63,7 @@ async fn one(home: &StudHome, server: &McpServer, cwd: &Path) -> Result<Started,
         .await
         .map_err(|e| e.to_string())?;
     let listed = conn.tools().await.map_err(|e| e.to_string())?;
-    let conn: Arc<McpConnection> = Arc::new(conn);
+    let link = Arc::new(McpLink::new(server.clone(), cwd.to_path_buf(), log, conn));
     let mut tools = Vec::new();
     let mut warnings = Vec::new();
     for t in listed {
@@ -89,10 +90,7 @@ async fn one(home: &StudHome, server: &McpServer, cwd: &Path) -> Result<Started,
             // its hints are to be believed.
             read_only: hint && server.trust_read_only_hints,
         };
-        tools.push((
-            Arc::new(McpTool::new(&server.id, &t.name, conn.clone())),
-            spec,
-        ));
+        tools.push((Arc::new(McpTool::new(&t.name, link.clone())), spec));
     }
     Ok((tools, warnings))
 }

@@ -104,6 +104,9 @@ pub enum CallError {
     },
     #[error("MCP server `{server}`: the arguments for `{tool}` must be a JSON object")]
     Arguments { server: String, tool: String },
+    /// The connection is gone (the server exited, its pipe closed).
+    #[error("MCP server `{server}`: the connection was lost ({reason})")]
+    Lost { server: String, reason: String },
 }
 
 /// A running server and the MCP session with it. Dropping it ends both.
@@ -237,14 +240,24 @@ impl McpConnection {
         if let Some(a) = arguments {
             params = params.with_arguments(a);
         }
-        self.service
-            .call_tool(params)
-            .await
-            .map_err(|e| CallError::Failed {
+        self.service.call_tool(params).await.map_err(|e| match e {
+            rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_) => {
+                CallError::Lost {
+                    server: self.server.clone(),
+                    reason: e.to_string(),
+                }
+            }
+            other => CallError::Failed {
                 server: self.server.clone(),
                 tool: tool.into(),
-                reason: e.to_string(),
-            })
+                reason: other.to_string(),
+            },
+        })
+    }
+
+    /// The session with the server is over (it exited, its pipe closed).
+    pub fn is_lost(&self) -> bool {
+        self.service.is_transport_closed()
     }
 
     /// The child's process id (tests prove it ends with the connection).

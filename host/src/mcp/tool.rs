@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::client::McpConnection;
+use super::link::McpLink;
 
 /// Providers accept tool names of at most 64 of `[A-Za-z0-9_-]`.
 const MAX_NAME: usize = 64;
@@ -52,15 +52,15 @@ pub struct McpTool {
     pub server: String,
     /// The tool's name on its server.
     pub remote: String,
-    conn: Arc<McpConnection>,
+    link: Arc<McpLink>,
 }
 
 impl McpTool {
-    pub fn new(server: &str, remote: &str, conn: Arc<McpConnection>) -> Self {
+    pub fn new(remote: &str, link: Arc<McpLink>) -> Self {
         McpTool {
-            server: server.to_string(),
+            server: link.id().to_string(),
             remote: remote.to_string(),
-            conn,
+            link,
         }
     }
 
@@ -77,7 +77,7 @@ impl McpTool {
             Ok(v) => v,
             Err(e) => return McpOutcome::Failed(format!("arguments are not JSON: {e}")),
         };
-        let result = match self.conn.call(&self.remote, args).await {
+        let result = match self.link.call(&self.remote, args).await {
             Ok(r) => r,
             Err(e) => return McpOutcome::Failed(e.to_string()),
         };
