@@ -9,7 +9,7 @@ use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 
-use crate::config::edit::{edit_settings, object_at};
+use crate::config::edit::{edit_json, object_at};
 use crate::extensions::trust::recorded_scope;
 use crate::mcp::{
     McpScope, McpServers, McpTrust, McpTrustStatus, client, parse_servers, project_file,
@@ -325,18 +325,11 @@ fn add(home: &StudHome, cwd: &Path, trust: &McpTrust, args: AddArgs) -> anyhow::
         );
     };
     let name = args.name.clone();
-    let replaced = if args.project {
-        edit_json_file(&file, |root| {
-            let servers = object_at(root, "mcpServers", "mcpServers")?;
-            Ok(servers.insert(name.clone(), entry.clone()).is_some())
-        })?
-    } else {
-        edit_settings(&file, |root| {
-            let servers = object_at(root, "mcpServers", "mcpServers")?;
-            let replaced = servers.insert(name.clone(), entry.clone()).is_some();
-            Ok((replaced, true))
-        })?
-    };
+    let replaced = edit_json(&file, !args.project, |root| {
+        let servers = object_at(root, "mcpServers", "mcpServers")?;
+        let replaced = servers.insert(name.clone(), entry.clone()).is_some();
+        Ok((replaced, true))
+    })?;
     trust.grant(&server)?;
     outln!(
         "{} MCP server `{}` in {} and trusted it: {}",
@@ -363,17 +356,13 @@ fn remove(
     } else {
         home.settings_file()
     };
-    let removed = if project {
-        if !file.is_file() {
-            bail!("{} does not exist; nothing to remove", file.display());
-        }
-        edit_json_file(&file, |root| Ok(drop_server(root, name)))?
-    } else {
-        edit_settings(&file, |root| {
-            let removed = drop_server(root, name);
-            Ok((removed, removed))
-        })?
-    };
+    if project && !file.is_file() {
+        bail!("{} does not exist; nothing to remove", file.display());
+    }
+    let removed = edit_json(&file, !project, |root| {
+        let removed = drop_server(root, name);
+        Ok((removed, removed))
+    })?;
     trust.revoke(name)?;
     if removed {
         outln!("removed MCP server `{name}` from {}", file.display());
@@ -391,36 +380,4 @@ fn drop_server(root: &mut Map<String, Value>, name: &str) -> bool {
     root.get_mut("mcpServers")
         .and_then(Value::as_object_mut)
         .is_some_and(|m| m.remove(name).is_some())
-}
-
-/// Change a plain JSON file (`.mcp.json`, not a settings file) in place,
-/// keeping its other keys; atomic.
-fn edit_json_file<T>(
-    file: &Path,
-    change: impl FnOnce(&mut Map<String, Value>) -> Result<T, String>,
-) -> anyhow::Result<T> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "{}".into(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
-    };
-    let mut doc: Value = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{} is not valid JSON; fix it first, nothing was written",
-            file.display()
-        )
-    })?;
-    let Some(root) = doc.as_object_mut() else {
-        bail!(
-            "{} does not hold a JSON object; fix it first, nothing was written",
-            file.display()
-        );
-    };
-    let out = change(root)
-        .map_err(|e| anyhow::anyhow!("{}: {e}; nothing was written", file.display()))?;
-    let mut bytes = serde_json::to_vec_pretty(&doc)?;
-    bytes.push(b'\n');
-    crate::atomic_write::write_atomic(file, &bytes)
-        .with_context(|| format!("cannot write {}", file.display()))?;
-    Ok(out)
 }

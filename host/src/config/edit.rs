@@ -44,6 +44,17 @@ pub fn edit_settings<T>(
     file: &Path,
     change: impl FnOnce(&mut Map<String, Value>) -> Result<(T, bool), String>,
 ) -> Result<T, EditError> {
+    edit_json(file, true, change)
+}
+
+/// [`edit_settings`] for a JSON file that is not a settings file
+/// (`.mcp.json`): the same reading, shape checks and atomic write, and
+/// `settings` says whether the result must read back as settings.
+pub fn edit_json<T>(
+    file: &Path,
+    settings: bool,
+    change: impl FnOnce(&mut Map<String, Value>) -> Result<(T, bool), String>,
+) -> Result<T, EditError> {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "{}".into(),
@@ -72,10 +83,12 @@ pub fn edit_settings<T>(
         return Ok(outcome);
     }
     // Never write settings stud could not read back.
-    Settings::from_value(&doc).map_err(|reason| EditError::WouldBeInvalid {
-        path: file.into(),
-        reason,
-    })?;
+    if settings {
+        Settings::from_value(&doc).map_err(|reason| EditError::WouldBeInvalid {
+            path: file.into(),
+            reason,
+        })?;
+    }
     let mut bytes =
         serde_json::to_vec_pretty(&doc).map_err(|reason| EditError::WouldBeInvalid {
             path: file.into(),

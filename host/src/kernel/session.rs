@@ -291,14 +291,6 @@ impl Session {
         self.reloader = Some(reloader);
     }
 
-    /// `/reload`: look for changed extensions now; they are swapped in at
-    /// the next boundary their reload behaviour allows.
-    pub fn request_reload(&self) {
-        if let Some(r) = &self.reloader {
-            r.rescan(true);
-        }
-    }
-
     /// Swap in finished reloads. `boundary` names the stage about to
     /// start, or `between-turns`. Providers change only between turns (a
     /// response in progress belongs to the old instance).

@@ -43,12 +43,6 @@ enum Part {
 }
 
 impl Template {
-    fn literal(text: &str) -> Self {
-        Template {
-            parts: vec![Part::Text(text.to_string())],
-        }
-    }
-
     /// `{"env": "NAME"}`, or a string with `${NAME}` references.
     fn parse(value: &Value) -> Result<Self, String> {
         match value {
@@ -481,11 +475,6 @@ fn check_project_values(server: &McpServer) -> Result<(), FieldError> {
         }
     }
     Ok(())
-}
-
-/// A literal template (for `stud mcp add --env K=V`).
-pub fn literal(text: &str) -> Template {
-    Template::literal(text)
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::model::CallToolResult;
@@ -27,7 +26,6 @@ pub struct McpLink {
     cwd: PathBuf,
     log: PathBuf,
     conn: RwLock<Arc<McpConnection>>,
-    reconnects: AtomicU64,
 }
 
 impl McpLink {
@@ -37,17 +35,11 @@ impl McpLink {
             cwd,
             log,
             conn: RwLock::new(Arc::new(conn)),
-            reconnects: AtomicU64::new(0),
         }
     }
 
     pub fn id(&self) -> &str {
         &self.server.id
-    }
-
-    /// Times the server was started again.
-    pub fn reconnects(&self) -> u64 {
-        self.reconnects.load(Ordering::Relaxed)
     }
 
     pub async fn call(&self, tool: &str, arguments: Value) -> Result<CallToolResult, CallError> {
@@ -90,7 +82,6 @@ impl McpLink {
             {
                 Ok(c) => {
                     *current = Arc::new(c);
-                    self.reconnects.fetch_add(1, Ordering::Relaxed);
                     return Ok(());
                 }
                 Err(e) => last = e.to_string(),

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use config::{
-    ConfigError, McpScope, McpServer, Template, Transport, literal, parse_servers, valid_server_id,
+    ConfigError, McpScope, McpServer, Template, Transport, parse_servers, valid_server_id,
 };
 pub use trust::{McpTrust, McpTrustEntry, McpTrustError, McpTrustStatus};
 

@@ -153,14 +153,7 @@ impl Commands {
                 *after = After::Exit;
                 Ok("bye".into())
             }
-            SessionAction::Reload => {
-                session.request_reload();
-                // Commands are instantiated at use: forget the instances so
-                // the next dispatch loads (and verifies) what is on disk now.
-                self.instances.clear();
-                self.rediscover();
-                Ok("looking for changed extensions; they are swapped in at the next stage boundary".into())
-            }
+            SessionAction::Reload => Ok(self.reload(session.reloader.as_deref())),
             SessionAction::AttachStateMachine(id) => session
                 .attach_state_machine(&id)
                 .await
@@ -228,14 +221,7 @@ impl Commands {
                     view.overview.session_id
                 ))
             }
-            SessionAction::Reload => {
-                if let Some(r) = &view.reloader {
-                    r.rescan(true);
-                }
-                self.instances.clear();
-                self.rediscover();
-                Ok("looking for changed extensions; they are swapped in at the next stage boundary".into())
-            }
+            SessionAction::Reload => Ok(self.reload(view.reloader.as_deref())),
             other => Err(ext_error(
                 ErrorClass::Session,
                 "turn-running",
@@ -245,6 +231,18 @@ impl Commands {
                 ),
             )),
         }
+    }
+
+    /// `/reload`: rescan extensions (swapped in at the next stage
+    /// boundary) and forget command instances, so the next dispatch loads
+    /// (and verifies) what is on disk now.
+    fn reload(&mut self, reloader: Option<&crate::kernel::reload::Reloader>) -> String {
+        if let Some(r) = reloader {
+            r.rescan(true);
+        }
+        self.instances.clear();
+        self.rediscover();
+        "looking for changed extensions; they are swapped in at the next stage boundary".into()
     }
 
     /// Read the command set again (after `/reload`): commands added,
