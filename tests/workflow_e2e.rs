@@ -38,6 +38,11 @@ fn tool(id: &str, name: &str, arguments: Value) -> Value {
 /// is `STAGE-<id>`).
 fn workflow_env(sm: Value, lanes: Value, extra: Value) -> StudEnv {
     let env = StudEnv::new();
+    configure(&env, sm, lanes, extra);
+    env
+}
+
+fn configure(env: &StudEnv, sm: Value, lanes: Value, extra: Value) {
     env.install("workflow");
     let lanes: serde_json::Map<String, Value> = lanes
         .as_object()
@@ -54,7 +59,6 @@ fn workflow_env(sm: Value, lanes: Value, extra: Value) -> StudEnv {
         common::merge(&mut settings, extra);
     }
     env.scripted_settings(settings);
-    env
 }
 
 fn run_sm(env: &StudEnv, extra: &[&str]) -> (std::process::Output, Vec<Value>, Value) {
@@ -301,13 +305,25 @@ fn siblings_run_at_once_and_the_join_sees_both() {
 
 #[test]
 fn a_failing_sibling_stops_the_other_and_the_join_never_runs() {
-    let env = workflow_env(
+    use common::http::{Reply, TestServer};
+    // `bad` fails only once the slow call is running: it first fetches a
+    // page that answers once the file that call writes first exists, so
+    // there is always a call in flight to cancel.
+    let env = StudEnv::new();
+    let server = TestServer::start(vec![
+        Reply::new(200, "the slow call is running")
+            .header("content-type", "text/plain")
+            .once_exists(env.project.path().join("started")),
+    ]);
+    let url = format!("http://127.0.0.1:{}/wait", server.addr.port());
+    configure(
+        &env,
         json!({
             "entry": "plan",
             "stages": [
                 {"id": "plan", "allowedTools": []},
                 {"id": "ok", "allowedTools": ["bash"], "turnCap": 3},
-                {"id": "bad", "allowedTools": [], "turnCap": 1},
+                {"id": "bad", "allowedTools": ["web-fetch"], "turnCap": 2},
                 {"id": "join", "allowedTools": []}
             ],
             "next": {"plan": {"stages": ["ok", "bad"], "parallel": true, "join": "join"}},
@@ -316,13 +332,16 @@ fn a_failing_sibling_stops_the_other_and_the_join_never_runs() {
         json!({
             "plan": [{"text": "", "tool_calls": [tool("p", "done", json!({}))]}],
             "ok": [
-                {"text": "", "tool_calls": [tool("slow", "bash", json!({"command": "sleep 5; echo finished > slow.txt"}))]},
+                {"text": "", "tool_calls": [tool("slow", "bash", json!({"command": "touch started; sleep 5; echo finished > slow.txt"}))]},
                 {"text": "", "tool_calls": [tool("d", "done", json!({}))]}
             ],
-            "bad": [{"text": "", "tool_calls": [tool("x", "done", json!({}))]}],
+            "bad": [
+                {"text": "", "tool_calls": [tool("w", "web-fetch", json!({"url": url}))]},
+                {"text": "", "tool_calls": [tool("x", "done", json!({}))]}
+            ],
             "join": [{"text": "", "tool_calls": [tool("j", "done", json!({}))]}]
         }),
-        Value::Null,
+        json!({"network": {"web-fetch": ["127.0.0.1"]}}),
     );
     let started = std::time::Instant::now();
     let (_, evs, res) = run_sm(&env, &["--yolo"]);

@@ -23,6 +23,9 @@ pub struct Reply {
     pub stall_after: Option<usize>,
     /// Wait this long before answering (a slow server).
     pub delay: Option<Duration>,
+    /// Answer only once this file exists (at most 20 s): a reply that
+    /// waits for something else in the test to have happened.
+    pub once_exists: Option<std::path::PathBuf>,
 }
 
 impl Reply {
@@ -35,6 +38,7 @@ impl Reply {
             stop_after: None,
             stall_after: None,
             delay: None,
+            once_exists: None,
         }
     }
 
@@ -75,6 +79,11 @@ impl Reply {
 
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = Some(delay);
+        self
+    }
+
+    pub fn once_exists(mut self, path: std::path::PathBuf) -> Self {
+        self.once_exists = Some(path);
         self
     }
 }
@@ -176,6 +185,14 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, queue: &Mutex<VecDeque<R
         .unwrap_or_else(|| Reply::new(500, "no more scripted replies"));
     if let Some(d) = reply.delay {
         std::thread::sleep(d);
+    }
+    if let Some(path) = &reply.once_exists {
+        for _ in 0..1000 {
+            if path.exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
     let mut out = stream;
     let mut head = format!("HTTP/1.1 {} Test\r\nconnection: close\r\n", reply.status);
