@@ -36,6 +36,21 @@ fn trust_of(v: &Value, id: &str) -> String {
         .to_string()
 }
 
+/// A headless session that must succeed: its output and stdout.
+fn headless(env: &StudEnv, prompt: &str) -> (Output, String) {
+    let out = env
+        .command(&["run", "-p", "--output-format", "stream-json", prompt])
+        .output()
+        .expect("run stud");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, stdout)
+}
+
 fn settings(env: &StudEnv) -> Value {
     serde_json::from_str(&std::fs::read_to_string(env.home.path().join("settings.json")).unwrap())
         .unwrap()
@@ -268,7 +283,7 @@ fn check_starts_trusted_servers_only() {
         hangs["error"]
             .as_str()
             .unwrap()
-            .contains("did not start within 1 s"),
+            .contains("did not start within 1500 ms"),
         "{hangs}"
     );
     assert!(!marker.exists(), "an untrusted server was spawned");
@@ -386,16 +401,7 @@ fn a_trusted_servers_tool_is_called_in_a_session_and_its_result_reaches_the_mode
         }),
     );
     env.ok(&["mcp", "trust", "everything"]);
-    let out = env
-        .command(&["run", "-p", "--output-format", "stream-json", "echo it"])
-        .output()
-        .expect("run stud");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (out, stdout) = headless(&env, "echo it");
     let events: Vec<Value> = stdout
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -433,6 +439,62 @@ fn a_trusted_servers_tool_is_called_in_a_session_and_its_result_reaches_the_mode
         stderr.contains("MCP server `marker`") && stderr.contains("stud mcp trust marker"),
         "{stderr}"
     );
+}
+
+/// The same server over streamable HTTP: its tools are listed and called
+/// through the kernel's own HTTP client, and the result reaches the model.
+#[test]
+fn a_server_over_streamable_http_is_called_in_a_session() {
+    let server = common::npm::EverythingHttp::start();
+    let env = StudEnv::new();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("mcp__remote__echo", json!({"message": "over http"}))]},
+            {"text": "the server said: {{tool_results}}"}
+        ]),
+        json!({
+            "securityMode": {"mode": "allowlist", "allowlist": ["mcp__remote__echo"]},
+            "mcpServers": {"remote": {"type": "http", "url": server.url}}
+        }),
+    );
+    env.ok(&["mcp", "trust", "remote"]);
+    let checked = env.ok(&["mcp", "list", "--check", "--json"]);
+    let v: Value = serde_json::from_str(&checked).expect("json");
+    assert_eq!(v["servers"][0]["check"]["status"], "connected", "{v}");
+    let (_, stdout) = headless(&env, "echo it");
+    assert!(stdout.contains("mcp__remote__echo"), "{stdout}");
+    assert!(
+        stdout.contains("the server said: ") && stdout.contains("Echo: over http"),
+        "{stdout}"
+    );
+}
+
+/// An HTTP server's grant is the host of its URL and nothing else: a
+/// redirect to another host (here `localhost`, which would reach a second
+/// loopback server) is refused before a connection is made.
+#[test]
+fn an_http_server_cannot_redirect_stud_to_another_host() {
+    use common::http::{Reply, TestServer};
+    let elsewhere = TestServer::start(vec![]);
+    let there = format!("http://localhost:{}/mcp", elsewhere.addr.port());
+    let server = TestServer::start(vec![Reply::new(307, "").header("location", &there)]);
+    let env = StudEnv::new();
+    env.scripted_settings(json!({"mcpServers": {"remote": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", server.addr.port()), "startTimeoutMs": 5000}}}));
+    env.ok(&["mcp", "trust", "remote"]);
+    let out = env
+        .command(&["mcp", "list", "--check", "--json"])
+        .output()
+        .expect("run stud");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let check = &v["servers"][0]["check"];
+    assert_eq!(check["status"], "failed", "{v}");
+    let error = check["error"].as_str().unwrap();
+    assert!(
+        error.contains("localhost") && error.contains("only the host of its configured URL"),
+        "{error}"
+    );
+    assert_eq!(server.requests().len(), 1);
+    assert!(elsewhere.requests().is_empty(), "the redirect was followed");
 }
 
 /// Ctrl-C during a long MCP tool call cancels it: the turn ends cancelled

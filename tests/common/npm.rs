@@ -42,3 +42,45 @@ pub fn bin(bin: &str) -> PathBuf {
     assert!(path.exists(), "npm installed no {}", path.display());
     path
 }
+
+/// `server-everything` over streamable HTTP on a free loopback port,
+/// stopped when dropped.
+pub struct EverythingHttp {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl EverythingHttp {
+    pub fn start() -> Self {
+        let bin = bin("mcp-server-everything");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(bin)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start server-everything over HTTP");
+        let server = EverythingHttp {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        };
+        for _ in 0..300 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return server;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("server-everything did not listen on port {port} within 15 s");
+    }
+}
+
+impl Drop for EverythingHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

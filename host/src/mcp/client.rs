@@ -1,22 +1,30 @@
-//! A connection to one MCP server over stdio. The kernel starts the server
-//! itself rather than letting a library do it, because what the child
-//! gets is a security decision: the project as its working directory, a
-//! reduced environment plus its configured `env` (a server never sees the
-//! user's provider keys unless its entry passes them), stderr to a log file
-//! (never the screen), its own process group, killed with the connection.
-//! MCP itself is spoken by `rmcp` over the child's stdin and stdout.
+//! A connection to one MCP server, over stdio or streamable HTTP. For
+//! stdio the kernel starts the server itself rather than letting a library
+//! do it, because what the child gets is a security decision: the project
+//! as its working directory, a reduced environment plus its configured
+//! `env` (a server never sees the user's provider keys unless its entry
+//! passes them), stderr to a log file (never the screen), its own process
+//! group, killed with the connection. For HTTP the requests go through the
+//! kernel's policy-bound client ([`super::http`]). MCP itself is spoken by
+//! `rmcp`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ServiceExt as _};
 use serde_json::{Map, Value};
 use tokio::process::{Child, Command};
 
 use super::config::{McpServer, Transport};
+use super::http::McpHttp;
 
 /// How long a server may take to start and answer `initialize` (npx may
 /// download the package the first time).
@@ -73,25 +81,28 @@ pub enum ConnectError {
         reason: std::io::Error,
     },
     #[error(
-        "MCP server `{server}` did not start within {} s (its stderr is in {})",
-        timeout.as_secs(),
-        log.display()
+        "MCP server `{server}` did not start within {} ms ({where_})",
+        timeout.as_millis()
     )]
     Timeout {
         server: String,
         timeout: Duration,
-        log: PathBuf,
+        /// Where to look: the stderr log, or the URL.
+        where_: String,
     },
-    #[error("MCP server `{server}` failed to start: {reason} (its stderr is in {})", log.display())]
+    #[error("MCP server `{server}` failed to start: {reason} ({where_})")]
     Handshake {
         server: String,
         reason: String,
-        log: PathBuf,
+        where_: String,
     },
-    #[error(
-        "MCP server `{server}` uses streamable HTTP, which stud cannot connect to yet (stdio servers work)"
-    )]
-    HttpNotYet { server: String },
+    #[error("MCP server `{server}`: `{field}` {reason}; change the entry in {}", file.display())]
+    Entry {
+        server: String,
+        field: String,
+        reason: String,
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -109,17 +120,40 @@ pub enum CallError {
     Lost { server: String, reason: String },
 }
 
+/// What a server told the client on its own: its tool list changed.
+/// Read (and cleared) by the kernel at the next stage boundary.
+#[derive(Clone, Default)]
+pub struct Notices {
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl Notices {
+    /// True once since the last call when the server said its tools
+    /// changed.
+    pub fn take_tools_changed(&self) -> bool {
+        self.tools_changed.swap(false, Ordering::AcqRel)
+    }
+}
+
+impl ClientHandler for Notices {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.store(true, Ordering::Release);
+    }
+}
+
 /// A running server and the MCP session with it. Dropping it ends both.
 pub struct McpConnection {
     pub server: String,
     /// The server's own name and version, as it said at `initialize`.
     pub server_info: String,
-    service: RunningService<RoleClient, ()>,
-    child: Child,
+    pub notices: Notices,
+    service: RunningService<RoleClient, Notices>,
+    /// The stdio server's process; none for HTTP.
+    child: Option<Child>,
 }
 
-/// Start `server` (stdio) in `cwd` and complete the MCP handshake within
-/// `timeout`. Its stderr goes to `stderr_log`.
+/// Connect to `server` and complete the MCP handshake within `timeout`:
+/// a stdio server is started in `cwd` with its stderr in `stderr_log`.
 pub async fn connect(
     server: &McpServer,
     cwd: &Path,
@@ -127,11 +161,80 @@ pub async fn connect(
     timeout: Duration,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<McpConnection, ConnectError> {
-    let Transport::Stdio { command, args, env } = &server.transport else {
-        return Err(ConnectError::HttpNotYet {
-            server: server.id.clone(),
-        });
+    let notices = Notices::default();
+    let (handshake, mut child, where_) = match &server.transport {
+        Transport::Stdio { command, args, env } => {
+            let mut child = spawn(server, command, args, env, cwd, stderr_log, lookup)?;
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                kill_group(&mut child);
+                return Err(ConnectError::Spawn {
+                    server: server.id.clone(),
+                    command: command.clone(),
+                    reason: std::io::Error::other("no stdio pipes"),
+                });
+            };
+            let handshake =
+                tokio::time::timeout(timeout, notices.clone().serve((stdout, stdin))).await;
+            let where_ = format!("its stderr is in {}", stderr_log.display());
+            (handshake, Some(child), where_)
+        }
+        Transport::Http { url, headers } => {
+            let transport = http_transport(server, url, headers, lookup)?;
+            let handshake = tokio::time::timeout(timeout, notices.clone().serve(transport)).await;
+            (handshake, None, format!("at {url}"))
+        }
     };
+    let service = match handshake {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            if let Some(c) = child.as_mut() {
+                kill_group(c);
+            }
+            return Err(ConnectError::Handshake {
+                server: server.id.clone(),
+                reason: e.to_string(),
+                where_,
+            });
+        }
+        Err(_) => {
+            if let Some(c) = child.as_mut() {
+                kill_group(c);
+            }
+            return Err(ConnectError::Timeout {
+                server: server.id.clone(),
+                timeout,
+                where_,
+            });
+        }
+    };
+    let server_info = service
+        .peer_info()
+        .and_then(|i| {
+            i.server_info
+                .as_ref()
+                .map(|s| format!("{} {}", s.name, s.version))
+        })
+        .unwrap_or_else(|| "(a server without a name)".into());
+    Ok(McpConnection {
+        server: server.id.clone(),
+        server_info,
+        notices,
+        service,
+        child,
+    })
+}
+
+/// The child for a stdio server: project cwd, reduced environment plus its
+/// `env`, stderr to the log, its own process group.
+fn spawn(
+    server: &McpServer,
+    command: &str,
+    args: &[String],
+    env: &std::collections::BTreeMap<String, super::Template>,
+    cwd: &Path,
+    stderr_log: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Child, ConnectError> {
     let mut cmd = Command::new(command);
     cmd.args(args)
         .current_dir(cwd)
@@ -165,50 +268,49 @@ pub async fn connect(
     // Its own group, so the whole tree (npx, node, ...) ends with it.
     #[cfg(unix)]
     cmd.process_group(0);
-    let spawn_error = |reason| ConnectError::Spawn {
+    cmd.spawn().map_err(|reason| ConnectError::Spawn {
         server: server.id.clone(),
-        command: command.clone(),
+        command: command.to_string(),
         reason,
-    };
-    let mut child = cmd.spawn().map_err(spawn_error)?;
-    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-        kill_group(&mut child);
-        return Err(spawn_error(std::io::Error::other("no stdio pipes")));
-    };
-    let handshake = tokio::time::timeout(timeout, ().serve((stdout, stdin))).await;
-    let service = match handshake {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            kill_group(&mut child);
-            return Err(ConnectError::Handshake {
-                server: server.id.clone(),
-                reason: e.to_string(),
-                log: stderr_log.to_path_buf(),
-            });
-        }
-        Err(_) => {
-            kill_group(&mut child);
-            return Err(ConnectError::Timeout {
-                server: server.id.clone(),
-                timeout,
-                log: stderr_log.to_path_buf(),
-            });
-        }
-    };
-    let server_info = service
-        .peer_info()
-        .and_then(|i| {
-            i.server_info
-                .as_ref()
-                .map(|s| format!("{} {}", s.name, s.version))
-        })
-        .unwrap_or_else(|| "(a server without a name)".into());
-    Ok(McpConnection {
-        server: server.id.clone(),
-        server_info,
-        service,
-        child,
     })
+}
+
+/// The streamable HTTP transport for `url`, its headers resolved (a
+/// missing variable is an error naming the header).
+fn http_transport(
+    server: &McpServer,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, super::Template>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<StreamableHttpClientTransport<McpHttp>, ConnectError> {
+    let entry = |field: &str, reason: String| ConnectError::Entry {
+        server: server.id.clone(),
+        field: field.to_string(),
+        reason,
+        file: server.file.clone(),
+    };
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| entry("url", format!("is not a URL ({e})")))?;
+    let client = McpHttp::new(&server.id, &parsed).map_err(|e| entry("url", e))?;
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        let field = format!("headers.{name}");
+        let v = value
+            .resolve(lookup)
+            .map_err(|var| ConnectError::MissingVariable {
+                server: server.id.clone(),
+                field: field.clone(),
+                var,
+                file: server.file.clone(),
+            })?;
+        let n = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| entry(&field, "is not a valid header name".into()))?;
+        let v = reqwest::header::HeaderValue::from_str(&v)
+            .map_err(|_| entry(&field, "has a value that cannot be sent in a header".into()))?;
+        custom.insert(n, v);
+    }
+    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 
 impl McpConnection {
@@ -262,20 +364,24 @@ impl McpConnection {
 
     /// The child's process id (tests prove it ends with the connection).
     pub fn pid(&self) -> Option<u32> {
-        self.child.id()
+        self.child.as_ref().and_then(Child::id)
     }
 
     /// End the MCP session and the server.
     pub async fn close(mut self) {
         let _ = tokio::time::timeout(Duration::from_secs(2), self.service.close()).await;
-        kill_group(&mut self.child);
-        let _ = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+        if let Some(child) = self.child.as_mut() {
+            kill_group(child);
+            let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+        }
     }
 }
 
 impl Drop for McpConnection {
     fn drop(&mut self) {
-        kill_group(&mut self.child);
+        if let Some(child) = self.child.as_mut() {
+            kill_group(child);
+        }
     }
 }
 

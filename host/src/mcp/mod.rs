@@ -5,6 +5,7 @@
 
 pub mod client;
 mod config;
+pub mod http;
 pub mod link;
 pub mod tool;
 mod trust;

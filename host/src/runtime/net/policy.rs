@@ -52,6 +52,9 @@ pub struct NetPolicy {
     manifest: Vec<HostPattern>,
     user: Vec<HostPattern>,
     user_hosts: bool,
+    /// What to tell the user instead of the settings advice (the grant
+    /// comes from somewhere else, such as an MCP server's URL).
+    fix_note: Option<String>,
 }
 
 impl NetPolicy {
@@ -68,6 +71,19 @@ impl NetPolicy {
             manifest,
             user,
             user_hosts,
+            fix_note: None,
+        }
+    }
+
+    /// A policy that grants exactly `hosts`, chosen by the user outside
+    /// the `network` settings; `fix` says what would allow another host.
+    pub fn granted(ext: ExtensionId, hosts: Vec<HostPattern>, fix: String) -> Self {
+        NetPolicy {
+            ext,
+            manifest: Vec::new(),
+            user: hosts,
+            user_hosts: true,
+            fix_note: Some(fix),
         }
     }
 
@@ -78,7 +94,9 @@ impl NetPolicy {
 
     /// What the user can do to allow `host`.
     pub fn fix(&self, host: &str) -> String {
-        if self.user_hosts {
+        if let Some(note) = &self.fix_note {
+            note.clone()
+        } else if self.user_hosts {
             format!(
                 "to allow it, add \"{host}\" to `network.{}` in settings.json",
                 self.ext
