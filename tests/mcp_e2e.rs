@@ -497,6 +497,59 @@ fn an_http_server_cannot_redirect_stud_to_another_host() {
     assert!(elsewhere.requests().is_empty(), "the redirect was followed");
 }
 
+/// A server's prompt is a slash command (`/mcp__<server>__<prompt> args`)
+/// whose text becomes the message; a resource named as `@<server>:<uri>`
+/// is read and attached below it, marked untrusted.
+#[test]
+fn a_prompt_is_a_slash_command_and_a_resource_is_attached() {
+    let env = StudEnv::new();
+    env.script(
+        json!([
+            {"text": "model saw: {{last_user}}"},
+            {"text": "model saw: {{last_user}}"}
+        ]),
+        json!({"mcpServers": {"everything": everything_entry()}}),
+    );
+    env.ok(&["mcp", "trust", "everything"]);
+    let (_, stdout) = headless(&env, "/mcp__everything__args-prompt Austin state=TX");
+    assert!(
+        stdout.contains("model saw: What's weather in Austin, TX?"),
+        "{stdout}"
+    );
+
+    let uri = "demo://resource/static/document/architecture.md";
+    let (_, stdout) = headless(&env, &format!("summarise @everything:{uri} please"));
+    assert!(
+        stdout.contains(&format!("summarise @everything:{uri} please")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "<mcp-resource server=\\\"everything\\\" uri=\\\"{uri}\\\" trust=\\\"untrusted"
+        )) && stdout.contains("Everything Server"),
+        "{stdout}"
+    );
+    let attached: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "mcp.resource_attached")
+        .collect();
+    assert_eq!(attached.len(), 1, "{stdout}");
+    assert_eq!(attached[0]["payload"]["uri"], uri);
+
+    // A required argument missing: an error naming it, nothing sent.
+    let out = env
+        .command(&["run", "-p", "/mcp__everything__args-prompt"])
+        .output()
+        .expect("run stud");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("needs city") && stderr.contains("<city> [state]"),
+        "{stderr}"
+    );
+}
+
 /// Ctrl-C during a long MCP tool call cancels it: the turn ends cancelled
 /// long before the server's operation would have finished.
 #[test]
@@ -611,4 +664,23 @@ fn a_server_killed_mid_session_is_restarted_and_the_next_call_succeeds() {
         .filter(|l| l.contains("\"tool.succeeded\""))
         .count();
     assert_eq!(succeeded, 3, "{all}");
+    // Each step is an event: connected, lost, attempt 1, connected again.
+    let order: Vec<&str> = seen
+        .iter()
+        .filter_map(|l| {
+            ["mcp.connected", "mcp.disconnected", "mcp.reconnect_attempt"]
+                .into_iter()
+                .find(|n| l.contains(&format!("\"event\":\"{n}\"")))
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "mcp.connected",
+            "mcp.disconnected",
+            "mcp.reconnect_attempt",
+            "mcp.connected"
+        ],
+        "{all}"
+    );
 }

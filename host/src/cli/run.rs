@@ -199,7 +199,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         if text.trim().is_empty() {
             continue;
         }
-        let prompt = match classify(&text) {
+        let prompt = match launched.session.mcp_input(classify(&text)).await {
             Input::Prompt(p) => p,
             Input::Invalid(message) => {
                 errln!("error: {message}");
@@ -311,7 +311,7 @@ async fn screen_session(
         if text.trim().is_empty() {
             continue;
         }
-        let prompt = match classify(&text) {
+        let prompt = match launched.session.mcp_input(classify(&text)).await {
             Input::Prompt(p) => p,
             Input::Invalid(message) => {
                 notify(&launched.bus, "error", message);

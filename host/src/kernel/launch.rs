@@ -369,10 +369,17 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         Session::start(&exts, config, authority, interactions, bus.clone()).await?;
     warnings.extend(tool_warnings);
     if !opts.no_tools {
-        let (mcp, mcp_warnings) =
-            super::mcp_tools::start(&opts.home, &opts.project, &opts.cwd).await;
+        let (hub, mcp, mcp_warnings) = super::mcp_hub::start(
+            &opts.home,
+            &opts.project,
+            &opts.cwd,
+            &bus,
+            Some(&session.interactions),
+        )
+        .await;
         warnings.extend(mcp_warnings);
         warnings.extend(session.roster.tools.add_mcp(mcp));
+        session.mcp = Arc::new(hub);
     }
     session.extension_set = set.clone();
     let reloader = Reloader::new(

@@ -83,6 +83,8 @@ pub struct Session {
     pub extension_set: Option<super::extension_set::ExtensionSet>,
     /// Text for the running turn, taken at its next stage boundary.
     pub steering: super::steering::Steering,
+    /// The session's MCP servers.
+    pub(crate) mcp: Arc<super::mcp_hub::McpHub>,
 }
 
 impl Session {
@@ -117,6 +119,7 @@ impl Session {
             workflow_position: None,
             extension_set: None,
             steering: Default::default(),
+            mcp: Default::default(),
         };
         Ok((session, warnings))
     }
@@ -287,6 +290,60 @@ impl Session {
     }
 
     /// Watch for changed extensions from now on (see [`Reloader`]).
+    /// The input with MCP prompts (`/mcp__server__prompt args` becomes the
+    /// prompt's text) and resources (`@server:uri` attached) taken in.
+    pub async fn mcp_input(&self, input: super::commands::Input) -> super::commands::Input {
+        use super::commands::Input;
+        let text = match input {
+            Input::Command { name, args } => {
+                match super::mcp_input::prompt(&self.mcp, &name, &args.raw).await {
+                    None => return Input::Command { name, args },
+                    Some(Err(e)) => return Input::Invalid(e),
+                    Some(Ok(text)) => text,
+                }
+            }
+            Input::Prompt(text) => text,
+            other => return other,
+        };
+        match super::mcp_input::attach(&self.mcp, &self.bus, text).await {
+            Ok(t) => Input::Prompt(t),
+            Err(e) => Input::Invalid(e),
+        }
+    }
+
+    /// Take up MCP servers' changed tool lists (`tools/list_changed`): at
+    /// a stage boundary, so a request never sees half a change.
+    pub(crate) async fn refresh_mcp_tools(&mut self) {
+        for (server, listed) in self.mcp.changed_tools().await {
+            let Some(link) = self.mcp.link(&server) else {
+                continue;
+            };
+            let before = self.roster.tools.remove_mcp(&server);
+            let (tools, warnings) = super::mcp_hub::tool_specs(&link, listed);
+            let after: Vec<String> = tools.iter().map(|(_, s)| s.name.clone()).collect();
+            for w in warnings.into_iter().chain(self.roster.tools.add_mcp(tools)) {
+                self.bus.publish(KernelEvent::Diagnostic {
+                    level: "warn".into(),
+                    message: w,
+                });
+            }
+            self.bus.record(KernelEvent::McpToolsChanged {
+                server: server.clone(),
+                added: after
+                    .iter()
+                    .filter(|n| !before.contains(n))
+                    .cloned()
+                    .collect(),
+                removed: before
+                    .iter()
+                    .filter(|n| !after.contains(n))
+                    .cloned()
+                    .collect(),
+            });
+            self.mcp.set_tools(&server, after);
+        }
+    }
+
     pub fn set_reloader(&mut self, reloader: Arc<Reloader>) {
         self.reloader = Some(reloader);
     }
@@ -295,6 +352,7 @@ impl Session {
     /// start, or `between-turns`. Providers change only between turns (a
     /// response in progress belongs to the old instance).
     pub(crate) async fn apply_reloads(&mut self, boundary: &str) {
+        self.refresh_mcp_tools().await;
         let Some(reloader) = self.reloader.clone() else {
             return;
         };

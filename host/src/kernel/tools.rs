@@ -168,6 +168,22 @@ impl ToolTable {
         warnings
     }
 
+    /// Drop every tool of MCP server `server` (its list changed); the
+    /// names dropped.
+    pub fn remove_mcp(&mut self, server: &str) -> Vec<String> {
+        let owner = format!("mcp:{server}");
+        let gone: Vec<String> = self
+            .tools
+            .iter()
+            .filter(|(_, e)| e.runner.owner() == owner)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in &gone {
+            self.tools.remove(n);
+        }
+        gone
+    }
+
     /// Serve the tools of `ext`'s id with `ext` (a reloaded version):
     /// its tool is described again and replaces the old one.
     pub async fn replace(&mut self, ext: &Arc<Extension>) -> Result<(), String> {

@@ -15,7 +15,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, GetPromptRequestParams, GetPromptResult, Prompt,
+    ReadResourceRequestParams, ReadResourceResult, Tool,
+};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -319,11 +322,62 @@ impl McpConnection {
         self.service
             .list_all_tools()
             .await
-            .map_err(|e| CallError::Failed {
+            .map_err(|e| self.failed("(tools/list)", e))
+    }
+
+    /// Every prompt the server offers (none when it has no prompts).
+    pub async fn prompts(&self) -> Result<Vec<Prompt>, CallError> {
+        let offers = self
+            .service
+            .peer_info()
+            .is_some_and(|i| i.capabilities.prompts.is_some());
+        if !offers {
+            return Ok(Vec::new());
+        }
+        self.service
+            .list_all_prompts()
+            .await
+            .map_err(|e| self.failed("(prompts/list)", e))
+    }
+
+    /// The messages of prompt `name` with `arguments`.
+    pub async fn prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<GetPromptResult, CallError> {
+        let mut params = GetPromptRequestParams::new(name.to_string());
+        if !arguments.is_empty() {
+            params = params.with_arguments(arguments);
+        }
+        self.service
+            .get_prompt(params)
+            .await
+            .map_err(|e| self.failed(&format!("(prompt {name})"), e))
+    }
+
+    /// The contents of resource `uri`.
+    pub async fn read(&self, uri: &str) -> Result<ReadResourceResult, CallError> {
+        self.service
+            .read_resource(ReadResourceRequestParams::new(uri.to_string()))
+            .await
+            .map_err(|e| self.failed(&format!("(resource {uri})"), e))
+    }
+
+    fn failed(&self, what: &str, e: rmcp::ServiceError) -> CallError {
+        match e {
+            rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_) => {
+                CallError::Lost {
+                    server: self.server.clone(),
+                    reason: e.to_string(),
+                }
+            }
+            other => CallError::Failed {
                 server: self.server.clone(),
-                tool: "(tools/list)".into(),
-                reason: e.to_string(),
-            })
+                tool: what.into(),
+                reason: other.to_string(),
+            },
+        }
     }
 
     /// Call `tool` with `arguments` (a JSON object).
@@ -342,19 +396,10 @@ impl McpConnection {
         if let Some(a) = arguments {
             params = params.with_arguments(a);
         }
-        self.service.call_tool(params).await.map_err(|e| match e {
-            rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_) => {
-                CallError::Lost {
-                    server: self.server.clone(),
-                    reason: e.to_string(),
-                }
-            }
-            other => CallError::Failed {
-                server: self.server.clone(),
-                tool: tool.into(),
-                reason: other.to_string(),
-            },
-        })
+        self.service
+            .call_tool(params)
+            .await
+            .map_err(|e| self.failed(tool, e))
     }
 
     /// The session with the server is over (it exited, its pipe closed).

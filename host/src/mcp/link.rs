@@ -17,6 +17,17 @@ use tokio::sync::RwLock;
 use super::client::{self, CallError, McpConnection};
 use super::config::McpServer;
 
+/// What happened to a link, for the kernel's events.
+#[derive(Debug, Clone)]
+pub enum LinkEvent {
+    Lost { reason: String },
+    Attempt { attempt: u32, delay: Duration },
+    Connected { info: String },
+    GaveUp { reason: String },
+}
+
+pub type Observer = Arc<dyn Fn(&str, LinkEvent) + Send + Sync>;
+
 const FIRST_DELAY: Duration = Duration::from_millis(250);
 const MAX_DELAY: Duration = Duration::from_secs(4);
 const ATTEMPTS: u32 = 5;
@@ -26,15 +37,23 @@ pub struct McpLink {
     cwd: PathBuf,
     log: PathBuf,
     conn: RwLock<Arc<McpConnection>>,
+    observer: Observer,
 }
 
 impl McpLink {
-    pub fn new(server: McpServer, cwd: PathBuf, log: PathBuf, conn: McpConnection) -> Self {
+    pub fn new(
+        server: McpServer,
+        cwd: PathBuf,
+        log: PathBuf,
+        conn: McpConnection,
+        observer: Observer,
+    ) -> Self {
         McpLink {
             server,
             cwd,
             log,
             conn: RwLock::new(Arc::new(conn)),
+            observer,
         }
     }
 
@@ -42,19 +61,54 @@ impl McpLink {
         &self.server.id
     }
 
-    pub async fn call(&self, tool: &str, arguments: Value) -> Result<CallToolResult, CallError> {
-        let mut conn = self.conn.read().await.clone();
-        if conn.is_lost() {
-            self.reconnect(&conn).await?;
-            conn = self.conn.read().await.clone();
+    pub fn server(&self) -> &McpServer {
+        &self.server
+    }
+
+    /// The live connection, started again first when it was lost.
+    pub async fn connection(&self) -> Result<Arc<McpConnection>, CallError> {
+        let conn = self.conn.read().await.clone();
+        if !conn.is_lost() {
+            return Ok(conn);
         }
-        conn.call(tool, arguments).await.map_err(|e| match e {
-            CallError::Lost { server, reason } => CallError::Lost {
-                server,
-                reason: format!(
-                    "{reason}; the call may or may not have run; the server is started again at the next call"
-                ),
+        (self.observer)(
+            &self.server.id,
+            LinkEvent::Lost {
+                reason: "the server's connection is closed".into(),
             },
+        );
+        self.reconnect(&conn).await?;
+        Ok(self.conn.read().await.clone())
+    }
+
+    /// Whether the connection was found lost (without reconnecting).
+    pub async fn is_lost(&self) -> bool {
+        self.conn.read().await.is_lost()
+    }
+
+    /// Replace the connection now (`/mcp reconnect`), whatever its state.
+    pub async fn restart(&self) -> Result<(), CallError> {
+        let conn = self.conn.read().await.clone();
+        self.reconnect(&conn).await
+    }
+
+    pub async fn call(&self, tool: &str, arguments: Value) -> Result<CallToolResult, CallError> {
+        let conn = self.connection().await?;
+        conn.call(tool, arguments).await.map_err(|e| match e {
+            CallError::Lost { server, reason } => {
+                (self.observer)(
+                    &server,
+                    LinkEvent::Lost {
+                        reason: reason.clone(),
+                    },
+                );
+                CallError::Lost {
+                    server,
+                    reason: format!(
+                        "{reason}; the call may or may not have run; the server is started again at the next call"
+                    ),
+                }
+            }
             other => other,
         })
     }
@@ -70,7 +124,15 @@ impl McpLink {
         let mut delay = FIRST_DELAY;
         let mut last = String::new();
         for attempt in 1..=ATTEMPTS {
-            tokio::time::sleep(jitter(delay)).await;
+            let wait = jitter(delay);
+            (self.observer)(
+                &self.server.id,
+                LinkEvent::Attempt {
+                    attempt,
+                    delay: wait,
+                },
+            );
+            tokio::time::sleep(wait).await;
             match client::connect(
                 &self.server,
                 &self.cwd,
@@ -81,7 +143,9 @@ impl McpLink {
             .await
             {
                 Ok(c) => {
+                    let info = c.server_info.clone();
                     *current = Arc::new(c);
+                    (self.observer)(&self.server.id, LinkEvent::Connected { info });
                     return Ok(());
                 }
                 Err(e) => last = e.to_string(),
@@ -90,9 +154,16 @@ impl McpLink {
                 delay = (delay * 2).min(MAX_DELAY);
             }
         }
+        let reason = format!("it could not be started again in {ATTEMPTS} attempts: {last}");
+        (self.observer)(
+            &self.server.id,
+            LinkEvent::GaveUp {
+                reason: reason.clone(),
+            },
+        );
         Err(CallError::Lost {
             server: self.server.id.clone(),
-            reason: format!("it could not be started again in {ATTEMPTS} attempts: {last}"),
+            reason,
         })
     }
 }

@@ -394,6 +394,22 @@ catalogue! {
     /// Entries the person added to the global allowlist from an approval
     /// (confirmed first); they apply from this call on.
     AllowlistAdded = "allowlist.added" { tool: String, entries: Vec<String>, file: String },
+    /// An MCP server is connected (at session start, or again after it
+    /// was lost); `tools` is how many of its tools are offered.
+    McpConnected = "mcp.connected" { server: String, transport: String, info: String, tools: u64, again: bool },
+    /// An MCP server could not be started or reached (at start, or after
+    /// every reconnection attempt failed).
+    McpFailed = "mcp.failed" { server: String, error: String },
+    /// The connection to an MCP server was found lost.
+    McpDisconnected = "mcp.disconnected" { server: String, reason: String },
+    /// An attempt to start a lost MCP server again, after `delay_ms`.
+    McpReconnectAttempt = "mcp.reconnect_attempt" { server: String, attempt: u32, delay_ms: u64 },
+    /// A server's tool list changed (it said so); the new list is offered
+    /// from this stage boundary on.
+    McpToolsChanged = "mcp.tools_changed" { server: String, added: Vec<String>, removed: Vec<String> },
+    /// A resource named in the input (`@server:uri`) was read and
+    /// attached, marked untrusted; `truncated` when it passed the bound.
+    McpResourceAttached = "mcp.resource_attached" { server: String, uri: String, chars: u64, truncated: bool },
     /// A stage's completion tool was called with valid arguments.
     StageCompletion = "stage.completion" { call_id: String, tool: String, arguments: Value },
     WorkflowAttached = "workflow.attached" {

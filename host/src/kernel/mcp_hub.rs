@@ -1,0 +1,458 @@
+//! The MCP servers of a session. At start every trusted server is started
+//! in parallel (each within its start timeout, so a slow or broken one
+//! never holds the session past it) and its tools join the session's
+//! tools as `mcp__<server>__<tool>`. A server the user has not trusted is
+//! never started: an interactive session asks first (the answer is kept,
+//! keyed by the server's config digest); a headless one skips it with a
+//! notice. The hub remembers each server's state for `/mcp`, its prompts
+//! (slash commands) and is where a reconnect or a changed tool list is
+//! taken up. Connections end with the session.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::Tool;
+
+use super::events::Bus;
+use super::interaction::{Answer, Interactions};
+use crate::extensions::ProjectScope;
+use crate::mcp::client::{self, McpConnection};
+use crate::mcp::link::{LinkEvent, McpLink, Observer};
+use crate::mcp::tool::{McpTool, tool_name};
+use crate::mcp::{McpServer, McpServers, McpTrust, McpTrustStatus, Transport};
+use crate::paths::StudHome;
+use crate::runtime::bindings::stud::extension::interaction::{InteractionKind, InteractionStatus};
+use crate::runtime::bindings::stud::extension::tool_types::ToolSpec;
+use stud_protocol::events::KernelEvent;
+
+/// One of a server's prompts, offered as `/mcp__<server>__<prompt>`.
+#[derive(Debug, Clone)]
+pub struct PromptInfo {
+    pub name: String,
+    pub description: String,
+    /// Argument names in declared order, and whether each is required.
+    pub arguments: Vec<(String, bool)>,
+}
+
+/// Where one configured server stands.
+#[derive(Clone)]
+pub enum SlotState {
+    Connected {
+        link: Arc<McpLink>,
+        info: String,
+        tools: Vec<String>,
+        prompts: Vec<PromptInfo>,
+    },
+    Failed(String),
+    /// Not started: not trusted (and not allowed when asked).
+    NotStarted(String),
+}
+
+#[derive(Clone)]
+pub struct Slot {
+    pub server: McpServer,
+    pub state: SlotState,
+}
+
+/// The session's servers.
+#[derive(Default)]
+pub struct McpHub {
+    slots: Mutex<Vec<Slot>>,
+    home: Option<StudHome>,
+    cwd: PathBuf,
+    bus: Option<Bus>,
+}
+
+pub type NewTools = Vec<(Arc<McpTool>, ToolSpec)>;
+
+impl McpHub {
+    /// Every slot, for `/mcp` and the overview.
+    pub fn slots(&self) -> Vec<Slot> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The link of a connected server.
+    pub fn link(&self, server: &str) -> Option<Arc<McpLink>> {
+        self.slots().into_iter().find_map(|s| match s.state {
+            SlotState::Connected { link, .. } if s.server.id == server => Some(link),
+            _ => None,
+        })
+    }
+
+    /// The prompt `/mcp__<server>__<prompt>` names, if a connected server
+    /// offers it.
+    pub fn prompt(&self, command: &str) -> Option<(Arc<McpLink>, PromptInfo)> {
+        let rest = command.strip_prefix("/mcp__")?;
+        self.slots().into_iter().find_map(|s| match s.state {
+            SlotState::Connected { link, prompts, .. } => {
+                let name = rest.strip_prefix(&s.server.id)?.strip_prefix("__")?;
+                prompts
+                    .into_iter()
+                    .find(|p| command_name(&p.name) == name)
+                    .map(|p| (link, p))
+            }
+            _ => None,
+        })
+    }
+
+    /// The prompts of every connected server, as command names with their
+    /// description and argument hint (for `/help` and completion).
+    pub fn prompt_commands(&self) -> Vec<(String, String, String)> {
+        let mut out = Vec::new();
+        for s in self.slots() {
+            if let SlotState::Connected { prompts, .. } = s.state {
+                for p in prompts {
+                    let hint = p
+                        .arguments
+                        .iter()
+                        .map(|(n, req)| {
+                            if *req {
+                                format!("<{n}>")
+                            } else {
+                                format!("[{n}]")
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    out.push((
+                        format!("/mcp__{}__{}", s.server.id, command_name(&p.name)),
+                        format!("[MCP server `{}`] {}", s.server.id, p.description),
+                        hint,
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    fn set(&self, server: &str, state: SlotState) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = slots.iter_mut().find(|s| s.server.id == server) {
+            s.state = state;
+        }
+    }
+
+    /// Servers whose tool list changed since the last look (they said
+    /// so): their tools listed again. Taken at a stage boundary.
+    pub async fn changed_tools(&self) -> Vec<(String, Vec<Tool>)> {
+        let mut out = Vec::new();
+        for s in self.slots() {
+            let SlotState::Connected { link, .. } = &s.state else {
+                continue;
+            };
+            let Ok(conn) = link.connection().await else {
+                continue;
+            };
+            if conn.notices.take_tools_changed()
+                && let Ok(tools) = conn.tools().await
+            {
+                out.push((s.server.id.clone(), tools));
+            }
+        }
+        out
+    }
+
+    /// Record the new tool names of `server` (after a change).
+    pub fn set_tools(&self, server: &str, names: Vec<String>) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(Slot {
+            state: SlotState::Connected { tools, .. },
+            ..
+        }) = slots.iter_mut().find(|s| s.server.id == server)
+        {
+            *tools = names;
+        }
+    }
+
+    /// Start `server` again (`/mcp reconnect`): a connected one gets a new
+    /// connection, a failed one a new start. Returns its tools when it was
+    /// not connected before (they join the session), and what happened.
+    pub async fn reconnect(&self, server: &str) -> Result<Option<NewTools>, String> {
+        let slot = self
+            .slots()
+            .into_iter()
+            .find(|s| s.server.id == server)
+            .ok_or_else(|| format!("no MCP server `{server}` is configured"))?;
+        match slot.state {
+            SlotState::Connected { link, .. } => {
+                link.restart().await.map_err(|e| e.to_string())?;
+                Ok(None)
+            }
+            SlotState::NotStarted(why) => Err(why),
+            SlotState::Failed(_) => {
+                let (Some(home), Some(bus)) = (&self.home, &self.bus) else {
+                    return Err("this session has no MCP servers".into());
+                };
+                match one(home, &slot.server, &self.cwd, bus).await {
+                    Ok(started) => {
+                        self.set(server, started.state.clone());
+                        Ok(Some(started.tools))
+                    }
+                    Err(e) => {
+                        self.set(server, SlotState::Failed(e.clone()));
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A prompt's name as a command name (`[A-Za-z0-9_-]`).
+fn command_name(prompt: &str) -> String {
+    prompt
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Start the session's servers: the hub, the tools of those that started,
+/// and one warning per problem (a bad entry, an untrusted or failed
+/// server, a tool left out). `ask` is set in an interactive session: an
+/// untrusted server is asked about instead of skipped.
+pub async fn start(
+    home: &StudHome,
+    project: &ProjectScope,
+    cwd: &Path,
+    bus: &Bus,
+    ask: Option<&Interactions>,
+) -> (McpHub, NewTools, Vec<String>) {
+    let servers = McpServers::discover(home, project, cwd);
+    let mut warnings: Vec<String> = servers.errors.iter().map(ToString::to_string).collect();
+    warnings.extend(servers.notes.iter().cloned());
+    let trust = McpTrust::new(home.root());
+    let mut slots = Vec::new();
+    let mut to_start = Vec::new();
+    for s in &servers.servers {
+        let status = match trust.status(s) {
+            Ok(status) => status,
+            Err(e) => {
+                warnings.push(e.to_string());
+                slots.push(Slot {
+                    server: s.clone(),
+                    state: SlotState::NotStarted(e.to_string()),
+                });
+                continue;
+            }
+        };
+        let allowed = match status {
+            McpTrustStatus::Trusted => true,
+            _ => match ask {
+                Some(i) if !i.is_headless() => ask_trust(i, &trust, s, &status).await,
+                _ => false,
+            },
+        };
+        if allowed {
+            to_start.push(s.clone());
+            continue;
+        }
+        let why = format!(
+            "MCP server `{}` ({}) was not started: it is {}; `stud mcp trust {}` trusts it as configured now",
+            s.id,
+            s.describe(),
+            status.as_str(),
+            s.id
+        );
+        warnings.push(why.clone());
+        slots.push(Slot {
+            server: s.clone(),
+            state: SlotState::NotStarted(why),
+        });
+    }
+    let started = futures::future::join_all(to_start.iter().map(|s| one(home, s, cwd, bus))).await;
+    let mut tools = Vec::new();
+    for (server, r) in to_start.into_iter().zip(started) {
+        match r {
+            Ok(st) => {
+                tools.extend(st.tools);
+                warnings.extend(st.warnings);
+                slots.push(Slot {
+                    server,
+                    state: st.state,
+                });
+            }
+            Err(e) => {
+                bus.record(KernelEvent::McpFailed {
+                    server: server.id.clone(),
+                    error: e.clone(),
+                });
+                warnings.push(e.clone());
+                slots.push(Slot {
+                    server,
+                    state: SlotState::Failed(e),
+                });
+            }
+        }
+    }
+    slots.sort_by(|a, b| a.server.id.cmp(&b.server.id));
+    let hub = McpHub {
+        slots: Mutex::new(slots),
+        home: Some(home.clone()),
+        cwd: cwd.to_path_buf(),
+        bus: Some(bus.clone()),
+    };
+    (hub, tools, warnings)
+}
+
+/// Ask the person whether to start a server not trusted yet; a yes is
+/// kept (`stud mcp revoke` takes it back).
+async fn ask_trust(
+    i: &Interactions,
+    trust: &McpTrust,
+    s: &McpServer,
+    status: &McpTrustStatus,
+) -> bool {
+    let what = match &s.transport {
+        Transport::Stdio { .. } => "run this command as you, in this project",
+        Transport::Http { .. } => "connect to this URL",
+    };
+    let question = format!(
+        "MCP server `{}` is {} ({} scope). Trust it and {what}?\n  {}\nfrom {}",
+        s.id,
+        status.as_str(),
+        s.scope.as_str(),
+        s.describe(),
+        s.file.display()
+    );
+    match i.request(InteractionKind::Confirm(question)).await {
+        Answer::Response(r) if r.status == InteractionStatus::Accepted => trust.grant(s).is_ok(),
+        _ => false,
+    }
+}
+
+struct Started {
+    state: SlotState,
+    tools: NewTools,
+    warnings: Vec<String>,
+}
+
+/// The observer that turns a link's news into events.
+fn observer(bus: &Bus, transport: &'static str) -> Observer {
+    let bus = bus.clone();
+    Arc::new(move |server: &str, e: LinkEvent| {
+        let server = server.to_string();
+        bus.record(match e {
+            LinkEvent::Lost { reason } => KernelEvent::McpDisconnected { server, reason },
+            LinkEvent::Attempt { attempt, delay } => KernelEvent::McpReconnectAttempt {
+                server,
+                attempt,
+                delay_ms: delay.as_millis() as u64,
+            },
+            LinkEvent::Connected { info } => KernelEvent::McpConnected {
+                server,
+                transport: transport.into(),
+                info,
+                tools: 0,
+                again: true,
+            },
+            LinkEvent::GaveUp { reason } => KernelEvent::McpFailed {
+                server,
+                error: reason,
+            },
+        })
+    })
+}
+
+async fn one(
+    home: &StudHome,
+    server: &McpServer,
+    cwd: &Path,
+    bus: &Bus,
+) -> Result<Started, String> {
+    let log = client::stderr_log(home.root(), &server.id);
+    let timeout = server.start_timeout.unwrap_or(client::START_TIMEOUT);
+    let conn = client::connect(server, cwd, &log, timeout, &client::process_env)
+        .await
+        .map_err(|e| e.to_string())?;
+    let listed = conn.tools().await.map_err(|e| e.to_string())?;
+    let prompts = prompts_of(&conn).await;
+    let info = conn.server_info.clone();
+    let transport = match server.transport {
+        Transport::Stdio { .. } => "stdio",
+        Transport::Http { .. } => "http",
+    };
+    let link = Arc::new(McpLink::new(
+        server.clone(),
+        cwd.to_path_buf(),
+        log,
+        conn,
+        observer(bus, transport),
+    ));
+    let (tools, warnings) = tool_specs(&link, listed);
+    bus.record(KernelEvent::McpConnected {
+        server: server.id.clone(),
+        transport: transport.into(),
+        info: info.clone(),
+        tools: tools.len() as u64,
+        again: false,
+    });
+    Ok(Started {
+        state: SlotState::Connected {
+            link,
+            info,
+            tools: tools.iter().map(|(_, s)| s.name.clone()).collect(),
+            prompts,
+        },
+        tools,
+        warnings,
+    })
+}
+
+async fn prompts_of(conn: &McpConnection) -> Vec<PromptInfo> {
+    conn.prompts()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| PromptInfo {
+            description: p.description.clone().unwrap_or_default(),
+            arguments: p
+                .arguments
+                .unwrap_or_default()
+                .into_iter()
+                .map(|a| (a.name, a.required == Some(true)))
+                .collect(),
+            name: p.name,
+        })
+        .collect()
+}
+
+/// The session tools for a server's listed tools, and one warning per
+/// tool left out.
+pub fn tool_specs(link: &Arc<McpLink>, listed: Vec<Tool>) -> (NewTools, Vec<String>) {
+    let server = link.server();
+    let mut tools = Vec::new();
+    let mut warnings = Vec::new();
+    for t in listed {
+        let Some(name) = tool_name(&server.id, &t.name) else {
+            warnings.push(format!(
+                "tool `{}` of MCP server `{}` left out: `mcp__{}__<tool>` would be longer than the 64 characters providers accept",
+                t.name, server.id, server.id
+            ));
+            continue;
+        };
+        let hint = t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true);
+        let description = t
+            .description
+            .as_deref()
+            .map(str::to_string)
+            .or(t.title.clone())
+            .unwrap_or_default();
+        let spec = ToolSpec {
+            name,
+            description: format!("[MCP server `{}`] {description}", server.id),
+            parameters: serde_json::to_string(&*t.input_schema)
+                .unwrap_or_else(|_| "{\"type\":\"object\"}".into()),
+            // A server's hint skips approvals only where the user said
+            // its hints are to be believed.
+            read_only: hint && server.trust_read_only_hints,
+        };
+        tools.push((Arc::new(McpTool::new(&t.name, link.clone())), spec));
+    }
+    (tools, warnings)
+}
