@@ -43,7 +43,7 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 41] = [
+const BUNDLED: [&str; 42] = [
     "anthropic",
     "ask-user",
     "bash",
@@ -61,6 +61,7 @@ const BUNDLED: [&str; 41] = [
     "help",
     "jsonl",
     "list",
+    "mcp",
     "mode",
     "model",
     "multi-edit",

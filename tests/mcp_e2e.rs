@@ -550,6 +550,44 @@ fn a_prompt_is_a_slash_command_and_a_resource_is_attached() {
     );
 }
 
+/// `/mcp` shows each server (status, target, tools, prompts); `/mcp
+/// reconnect` starts the ones that are down again, and their tools join
+/// the session. `flaky` fails its first start (it leaves a marker and
+/// exits) and comes up at the second.
+#[test]
+fn the_mcp_command_shows_the_servers_and_reconnect_starts_those_down() {
+    let env = StudEnv::new();
+    let bin = common::npm::bin("mcp-server-everything");
+    let flaky = format!(
+        "if [ -f tried ]; then exec {} stdio; else touch tried; exit 1; fi",
+        bin.display()
+    );
+    env.script(
+        json!([{"text": "ok"}]),
+        json!({"mcpServers": {
+            "everything": everything_entry(),
+            "flaky": {"command": "sh", "args": ["-c", flaky]}
+        }}),
+    );
+    env.ok(&["mcp", "trust", "everything"]);
+    env.ok(&["mcp", "trust", "flaky"]);
+    let o = env.on_terminal("", "/mcp\n/mcp reconnect\n/mcp tools flaky\n/mcp\n/exit\n");
+    let screen = String::from_utf8_lossy(&o.stdout).replace('\r', "");
+    assert!(screen.contains("everything  connected"), "{screen}");
+    assert!(screen.contains("flaky  failed"), "{screen}");
+    assert!(
+        screen.contains("/mcp reconnect starts the servers that are down"),
+        "{screen}"
+    );
+    assert!(screen.contains("/mcp__everything__args-prompt"), "{screen}");
+    assert!(
+        screen.contains("MCP server `flaky` reconnected"),
+        "{screen}"
+    );
+    assert!(screen.contains("mcp__flaky__echo"), "{screen}");
+    assert!(screen.contains("flaky  connected"), "{screen}");
+}
+
 /// Ctrl-C during a long MCP tool call cancels it: the turn ends cancelled
 /// long before the server's operation would have finished.
 #[test]

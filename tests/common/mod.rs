@@ -192,7 +192,7 @@ pub fn shared_cache_key() -> PathBuf {
 }
 
 /// Every bundled slash command.
-pub const BUNDLED_COMMANDS: [&str; 17] = [
+pub const BUNDLED_COMMANDS: [&str; 18] = [
     "/help",
     "/tools",
     "/model",
@@ -210,6 +210,7 @@ pub const BUNDLED_COMMANDS: [&str; 17] = [
     "/save-and-close",
     "/exit",
     "/sm",
+    "/mcp",
 ];
 
 /// A scripted tool call: `{"name", "arguments"}`.

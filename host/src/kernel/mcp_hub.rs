@@ -24,6 +24,7 @@ use crate::paths::StudHome;
 use crate::runtime::bindings::stud::extension::interaction::{InteractionKind, InteractionStatus};
 use crate::runtime::bindings::stud::extension::tool_types::ToolSpec;
 use stud_protocol::events::KernelEvent;
+use stud_protocol::session_view::McpServerView;
 
 /// One of a server's prompts, offered as `/mcp__<server>__<prompt>`.
 #[derive(Debug, Clone)]
@@ -69,6 +70,80 @@ impl McpHub {
     /// Every slot, for `/mcp` and the overview.
     pub fn slots(&self) -> Vec<Slot> {
         self.slots.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Each server for `read(overview)`.
+    pub fn views(&self) -> Vec<McpServerView> {
+        self.slots()
+            .into_iter()
+            .map(|s| {
+                let (status, info, error, tools, prompts) = match s.state {
+                    SlotState::Connected {
+                        link,
+                        info,
+                        tools,
+                        prompts,
+                    } => (
+                        if link.lost_now() {
+                            "disconnected"
+                        } else {
+                            "connected"
+                        },
+                        Some(info),
+                        None,
+                        tools,
+                        prompts
+                            .iter()
+                            .map(|p| format!("/mcp__{}__{}", s.server.id, command_name(&p.name)))
+                            .collect(),
+                    ),
+                    SlotState::Failed(e) => ("failed", None, Some(e), Vec::new(), Vec::new()),
+                    SlotState::NotStarted(e) => {
+                        ("not started", None, Some(e), Vec::new(), Vec::new())
+                    }
+                };
+                McpServerView {
+                    id: s.server.id.clone(),
+                    transport: match s.server.transport {
+                        Transport::Stdio { .. } => "stdio".into(),
+                        Transport::Http { .. } => "http".into(),
+                    },
+                    target: s.server.describe(),
+                    scope: s.server.scope.as_str().into(),
+                    status: status.into(),
+                    info,
+                    error,
+                    tools,
+                    prompts,
+                }
+            })
+            .collect()
+    }
+
+    /// Start again every server that is not connected (failed at start,
+    /// or found lost): `/mcp reconnect`. Tools of servers that come up
+    /// join the session; the line says what happened to each.
+    pub async fn reconnect_down(&self) -> (NewTools, String) {
+        let mut tools = Vec::new();
+        let mut lines = Vec::new();
+        for s in self.slots() {
+            let down = match &s.state {
+                SlotState::Connected { link, .. } => link.lost_now(),
+                SlotState::Failed(_) => true,
+                SlotState::NotStarted(_) => false,
+            };
+            if !down {
+                continue;
+            }
+            match self.reconnect(&s.server.id).await {
+                Ok(new) => {
+                    tools.extend(new.unwrap_or_default());
+                    lines.push(format!("MCP server `{}` reconnected", s.server.id));
+                }
+                Err(e) => lines.push(format!("MCP server `{}` still down: {e}", s.server.id)),
+            }
+        }
+        (tools, lines.join("; "))
     }
 
     /// The link of a connected server.

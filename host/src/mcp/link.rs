@@ -81,9 +81,10 @@ impl McpLink {
         Ok(self.conn.read().await.clone())
     }
 
-    /// Whether the connection was found lost (without reconnecting).
-    pub async fn is_lost(&self) -> bool {
-        self.conn.read().await.is_lost()
+    /// Whether the connection is lost now (without waiting or
+    /// reconnecting; a reconnection under way counts as lost).
+    pub fn lost_now(&self) -> bool {
+        self.conn.try_read().map_or(true, |c| c.is_lost())
     }
 
     /// Replace the connection now (`/mcp reconnect`), whatever its state.

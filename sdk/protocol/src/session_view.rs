@@ -38,6 +38,34 @@ pub struct Overview {
     pub providers: Vec<String>,
     /// Loaded state machines.
     pub state_machines: Vec<String>,
+    /// Configured MCP servers (since stud 0.1.x: absent from older
+    /// kernels, hence the default).
+    #[serde(default)]
+    pub mcp: Vec<McpServerView>,
+}
+
+/// One configured MCP server and where it stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServerView {
+    pub id: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// The command or URL, with variable references as written (never
+    /// their values).
+    pub target: String,
+    /// `global` or `project`.
+    pub scope: String,
+    /// `connected`, `disconnected` (found lost; started again at the next
+    /// call), `failed` or `not started` (not trusted).
+    pub status: String,
+    /// The server's name and version, when connected.
+    pub info: Option<String>,
+    /// Why it failed or was not started.
+    pub error: Option<String>,
+    /// Its tools as the model sees them (`mcp__<server>__<tool>`).
+    pub tools: Vec<String>,
+    /// Its prompts as slash commands (`/mcp__<server>__<prompt>`).
+    pub prompts: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

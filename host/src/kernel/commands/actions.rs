@@ -153,7 +153,17 @@ impl Commands {
                 *after = After::Exit;
                 Ok("bye".into())
             }
-            SessionAction::Reload => Ok(self.reload(session.reloader.as_deref())),
+            SessionAction::Reload => {
+                let mut said = self.reload(session.reloader.as_deref());
+                let (tools, mcp) = session.mcp.reconnect_down().await;
+                for w in session.roster.tools.add_mcp(tools) {
+                    said.push_str(&format!("; {w}"));
+                }
+                if !mcp.is_empty() {
+                    said.push_str(&format!("; {mcp}"));
+                }
+                Ok(said)
+            }
             SessionAction::AttachStateMachine(id) => session
                 .attach_state_machine(&id)
                 .await

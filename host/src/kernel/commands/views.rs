@@ -107,6 +107,7 @@ pub(super) fn overview(commands: &Commands, session: &Session) -> Overview {
             })
             .collect(),
         models: session.roster.models.iter().map(|m| m.id.clone()).collect(),
+        mcp: session.mcp.views(),
         providers: commands
             .env
             .loaded
