@@ -38,10 +38,19 @@ fn trust_of(v: &Value, id: &str) -> String {
 
 /// A headless session that must succeed: its output and stdout.
 fn headless(env: &StudEnv, prompt: &str) -> (Output, String) {
-    let out = env
-        .command(&["run", "-p", "--output-format", "stream-json", prompt])
-        .output()
-        .expect("run stud");
+    headless_with(env, &[], prompt)
+}
+
+/// The same with `--yolo` (no approvals asked).
+fn headless_yolo(env: &StudEnv, prompt: &str) -> (Output, String) {
+    headless_with(env, &["--yolo"], prompt)
+}
+
+fn headless_with(env: &StudEnv, flags: &[&str], prompt: &str) -> (Output, String) {
+    let mut args = vec!["run", "-p", "--output-format", "stream-json"];
+    args.extend_from_slice(flags);
+    args.push(prompt);
+    let out = env.command(&args).output().expect("run stud");
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),
@@ -49,6 +58,15 @@ fn headless(env: &StudEnv, prompt: &str) -> (Output, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     (out, stdout)
+}
+
+/// The events of one name in a stream-json output.
+fn events_named(stdout: &str, name: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == name)
+        .collect()
 }
 
 fn settings(env: &StudEnv) -> Value {
@@ -529,11 +547,7 @@ fn a_prompt_is_a_slash_command_and_a_resource_is_attached() {
         )) && stdout.contains("Everything Server"),
         "{stdout}"
     );
-    let attached: Vec<Value> = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["event"] == "mcp.resource_attached")
-        .collect();
+    let attached = events_named(&stdout, "mcp.resource_attached");
     assert_eq!(attached.len(), 1, "{stdout}");
     assert_eq!(attached[0]["payload"]["uri"], uri);
 
@@ -586,6 +600,220 @@ fn the_mcp_command_shows_the_servers_and_reconnect_starts_those_down() {
     );
     assert!(screen.contains("mcp__flaky__echo"), "{screen}");
     assert!(screen.contains("flaky  connected"), "{screen}");
+}
+
+/// The first use of a server not trusted yet asks (interactive sessions
+/// only): a yes starts it and is kept; a no leaves it unstarted (its
+/// command would leave a marker).
+#[test]
+fn an_interactive_session_asks_before_the_first_start_of_a_server() {
+    let env = StudEnv::new();
+    let marker = env.project.path().join("spawned.txt");
+    env.script(
+        json!([{"text": "ok"}]),
+        json!({"mcpServers": {
+            "everything": everything_entry(),
+            "marker": {"command": "sh", "args": ["-c", format!("touch {}", marker.display())]}
+        }}),
+    );
+    // Servers are asked about in id order: everything (yes), marker (no).
+    let o = env.on_terminal("", "y\nn\n/mcp\n/exit\n");
+    let screen = String::from_utf8_lossy(&o.stdout).replace('\r', "");
+    assert!(
+        screen.contains("MCP server `everything` is not trusted")
+            && screen.contains("Trust it and run this command"),
+        "{screen}"
+    );
+    assert!(screen.contains("everything  connected"), "{screen}");
+    assert!(screen.contains("marker  not started"), "{screen}");
+    assert!(!marker.exists(), "a server the person refused was started");
+    let (v, _) = list(&env);
+    assert_eq!(trust_of(&v, "everything"), "trusted");
+    assert_eq!(trust_of(&v, "marker"), "not trusted");
+}
+
+fn dynamic_entry(prefix: &str) -> Value {
+    let (command, args) = common::npm::dynamic_server();
+    json!({"command": command, "args": args, "env": {"TOOL_PREFIX": prefix}})
+}
+
+/// A server that adds a tool mid-turn (`tools/list_changed`): the new
+/// tool is offered from the next stage boundary and the model can call
+/// it in the same turn.
+#[test]
+fn a_changed_tool_list_is_taken_up_at_the_next_stage_boundary() {
+    let env = StudEnv::new();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("mcp__dyn__grow", json!({}))]},
+            {"text": "", "tool_calls": [common::call("mcp__dyn__grown", json!({}))]},
+            {"text": "results: {{tool_results}}"}
+        ]),
+        json!({"mcpServers": {"dyn": dynamic_entry("")}}),
+    );
+    env.ok(&["mcp", "trust", "dyn"]);
+    let (_, stdout) = headless_yolo(&env, "grow");
+    assert!(stdout.contains("grown here"), "{stdout}");
+    let changed = events_named(&stdout, "mcp.tools_changed");
+    assert!(
+        changed
+            .iter()
+            .any(|e| e["payload"]["added"] == json!(["mcp__dyn__grown"])),
+        "{stdout}"
+    );
+}
+
+/// What a server may not do: take a name another server's tool has (the
+/// second is left out, with a warning naming both), or flood the model
+/// with an oversized result (cut like any tool's output).
+#[test]
+fn a_colliding_tool_name_is_left_out_and_an_oversized_result_is_cut() {
+    let env = StudEnv::new();
+    // `a` + `x__grow` and `a__x` + `grow` both make `mcp__a__x__grow`.
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("mcp__a__big", json!({}))]},
+            {"text": "got {{tool_results}}"}
+        ]),
+        json!({"mcpServers": {"a": dynamic_entry("x__"), "a__x": dynamic_entry("")}}),
+    );
+    env.ok(&["mcp", "trust", "a"]);
+    env.ok(&["mcp", "trust", "a__x"]);
+    let (out, stdout) = headless_yolo(&env, "go");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("tool `mcp__a__x__grow` of MCP server `a__x` left out")
+            && stderr.contains("`mcp:a` already provides"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("[output truncated:"),
+        "{}",
+        &stdout[..stdout.len().min(2000)]
+    );
+    assert!(
+        stdout.len() < 2_000_000,
+        "the 5 MB result reached the output whole"
+    );
+}
+
+/// `server-filesystem` over stdio, on the project folder: a read
+/// allowlisted by pattern runs without a question; a write is asked about
+/// (the key shows the arguments) and runs once allowed; the results reach
+/// the model.
+#[test]
+fn the_filesystem_server_reads_by_pattern_and_writes_after_a_question() {
+    let env = StudEnv::new();
+    let root = env.project.path().canonicalize().unwrap();
+    std::fs::write(root.join("notes.txt"), "alpha beta").unwrap();
+    let notes = root.join("notes.txt").display().to_string();
+    let out_file = root.join("out.txt").display().to_string();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("mcp__fs__read_text_file", json!({"path": notes}))]},
+            {"text": "", "tool_calls": [common::call("mcp__fs__write_file", json!({"path": out_file, "content": "written by mcp"}))]},
+            {"text": "results: {{tool_results}}"}
+        ]),
+        json!({
+            "securityMode": {"mode": "allowlist", "allowlist": ["mcp__fs__read_*"]},
+            "mcpServers": {"fs": {
+                "command": common::npm::bin("mcp-server-filesystem"),
+                "args": [root.display().to_string()]
+            }}
+        }),
+    );
+    env.ok(&["mcp", "trust", "fs"]);
+    let o = env.on_terminal("", "copy the notes\ny\n/exit\n");
+    let screen = String::from_utf8_lossy(&o.stdout).replace('\r', "");
+    assert_eq!(
+        screen.matches("Allow mcp__fs__").count(),
+        1,
+        "only the write is asked about: {screen}"
+    );
+    assert!(screen.contains("Allow mcp__fs__write_file"), "{screen}");
+    assert!(screen.contains("written by mcp"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("out.txt")).unwrap(),
+        "written by mcp"
+    );
+    assert!(screen.contains("alpha beta"), "{screen}");
+}
+
+/// A server that hangs at start holds the first request back by its start
+/// timeout at most (here 1 s of a 120 s hang), and the session says so.
+#[test]
+fn a_server_that_hangs_at_start_does_not_hold_the_session() {
+    let env = StudEnv::new();
+    env.script(
+        json!([{"text": "answered"}]),
+        json!({"mcpServers": {
+            "everything": everything_entry(),
+            "hangs": {"command": "sleep", "args": ["120"], "startTimeoutMs": 1000}
+        }}),
+    );
+    env.ok(&["mcp", "trust", "everything"]);
+    env.ok(&["mcp", "trust", "hangs"]);
+    let started = std::time::Instant::now();
+    let (out, stdout) = headless(&env, "hello");
+    let took = started.elapsed();
+    assert!(stdout.contains("answered"), "{stdout}");
+    // A generous bound (this is not a timing test): far below the hang.
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("MCP server `hangs` did not start within 1000 ms"),
+        "{stderr}"
+    );
+    let failed = events_named(&stdout, "mcp.failed");
+    assert_eq!(failed.len(), 1, "{stdout}");
+    assert!(
+        stdout.contains("mcp__everything__echo"),
+        "the other server's tools: {stdout}"
+    );
+}
+
+/// A profile's `tools` list narrows MCP tools too: by name, or by a
+/// trailing `*` (`mcp__everything__get-*`); the rest are not offered.
+#[test]
+fn a_profile_tools_list_narrows_mcp_tools() {
+    let env = StudEnv::new();
+    env.script(
+        json!([{"text": "ok"}]),
+        json!({
+            "mcpServers": {"everything": everything_entry()},
+            "profiles": {"narrow": {"tools": ["read", "mcp__everything__get-*", "mcp__everything__echo"]}}
+        }),
+    );
+    env.ok(&["mcp", "trust", "everything"]);
+    let (_, stdout) = headless_with(&env, &["--profile", "narrow"], "hi");
+    let start = events_named(&stdout, "session.start").remove(0);
+    let tools: Vec<String> = start["payload"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t.as_str().map_or_else(
+                || t["name"].as_str().unwrap_or("").to_string(),
+                str::to_string,
+            )
+        })
+        .collect();
+    assert!(
+        tools.contains(&"mcp__everything__get-sum".to_string()),
+        "{tools:?}"
+    );
+    assert!(
+        tools.contains(&"mcp__everything__echo".to_string()),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.contains(&"mcp__everything__trigger-long-running-operation".to_string()),
+        "{tools:?}"
+    );
+    assert!(
+        tools.contains(&"read".to_string()) && !tools.contains(&"bash".to_string()),
+        "{tools:?}"
+    );
 }
 
 /// Ctrl-C during a long MCP tool call cancels it: the turn ends cancelled

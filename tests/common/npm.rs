@@ -84,3 +84,22 @@ impl Drop for EverythingHttp {
         let _ = self.child.wait();
     }
 }
+
+/// The test server `tests/fixtures/mcp/dynamic.mjs`, placed beside the
+/// installed packages so Node resolves the MCP SDK from there: the
+/// command and arguments of a stdio entry.
+pub fn dynamic_server() -> (String, Vec<String>) {
+    bin("mcp-server-everything");
+    let src =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp/dynamic.mjs");
+    let dest = prefix().join("dynamic.mjs");
+    // Once per test process; the rename keeps other processes from ever
+    // seeing half a file.
+    static PLACED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    PLACED.get_or_init(|| {
+        let tmp = prefix().join(format!("dynamic.{}.tmp", std::process::id()));
+        std::fs::copy(&src, &tmp).expect("copy the dynamic MCP server");
+        std::fs::rename(&tmp, &dest).expect("place the dynamic MCP server");
+    });
+    ("node".into(), vec![dest.display().to_string()])
+}

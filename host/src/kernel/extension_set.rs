@@ -118,7 +118,11 @@ impl ExtensionSet {
             ("", None, self.choice.disable.iter().collect()),
         ];
         for (what, kind, ids) in lists {
-            for id in ids {
+            // MCP tools are named, not installed: checked when servers start.
+            for id in ids
+                .into_iter()
+                .filter(|id| !(what == "tool " && id.starts_with("mcp__")))
+            {
                 let present = found.iter().any(|d| {
                     d.manifest.id.as_str() == id && kind.is_none_or(|k| d.manifest.kind == k)
                 });
@@ -155,6 +159,20 @@ impl ExtensionSet {
             Kind::Ui => self.choice.ui.as_ref().is_none_or(|u| u == id),
             _ => true,
         }
+    }
+
+    /// Whether the session offers MCP tool `name`: with a `tools` list,
+    /// only those it names (`mcp__github__create_issue`) or matches by a
+    /// trailing `*` (`mcp__github__*`).
+    pub fn keeps_mcp_tool(&self, name: &str) -> bool {
+        self.choice.tools.as_ref().is_none_or(|list| {
+            list.iter()
+                .filter(|e| e.starts_with("mcp__"))
+                .any(|e| match e.strip_suffix('*') {
+                    Some(prefix) => name.starts_with(prefix),
+                    None => e == name,
+                })
+        })
     }
 
     /// One line for the session start.

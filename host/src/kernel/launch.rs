@@ -378,7 +378,8 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         )
         .await;
         warnings.extend(mcp_warnings);
-        warnings.extend(session.roster.tools.add_mcp(mcp));
+        session.extension_set = set.clone();
+        warnings.extend(session.add_mcp_tools(mcp));
         session.mcp = Arc::new(hub);
     }
     session.extension_set = set.clone();

@@ -311,6 +311,24 @@ impl Session {
         }
     }
 
+    /// Offer MCP tools the session's extension set keeps (a profile's or
+    /// `--tools` list); one warning per tool left out for a clash.
+    pub(crate) fn add_mcp_tools(&mut self, tools: super::mcp_hub::NewTools) -> Vec<String> {
+        let kept = self.keeps_mcp(tools);
+        self.roster.tools.add_mcp(kept)
+    }
+
+    fn keeps_mcp(&self, tools: super::mcp_hub::NewTools) -> super::mcp_hub::NewTools {
+        tools
+            .into_iter()
+            .filter(|(_, spec)| {
+                self.extension_set
+                    .as_ref()
+                    .is_none_or(|s| s.keeps_mcp_tool(&spec.name))
+            })
+            .collect()
+    }
+
     /// Take up MCP servers' changed tool lists (`tools/list_changed`): at
     /// a stage boundary, so a request never sees half a change.
     pub(crate) async fn refresh_mcp_tools(&mut self) {
@@ -320,8 +338,9 @@ impl Session {
             };
             let before = self.roster.tools.remove_mcp(&server);
             let (tools, warnings) = super::mcp_hub::tool_specs(&link, listed);
-            let after: Vec<String> = tools.iter().map(|(_, s)| s.name.clone()).collect();
-            for w in warnings.into_iter().chain(self.roster.tools.add_mcp(tools)) {
+            let kept = self.keeps_mcp(tools);
+            let after: Vec<String> = kept.iter().map(|(_, s)| s.name.clone()).collect();
+            for w in warnings.into_iter().chain(self.roster.tools.add_mcp(kept)) {
                 self.bus.publish(KernelEvent::Diagnostic {
                     level: "warn".into(),
                     message: w,

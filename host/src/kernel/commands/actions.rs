@@ -156,7 +156,7 @@ impl Commands {
             SessionAction::Reload => {
                 let mut said = self.reload(session.reloader.as_deref());
                 let (tools, mcp) = session.mcp.reconnect_down().await;
-                for w in session.roster.tools.add_mcp(tools) {
+                for w in session.add_mcp_tools(tools) {
                     said.push_str(&format!("; {w}"));
                 }
                 if !mcp.is_empty() {
