@@ -566,14 +566,15 @@ fn a_prompt_is_a_slash_command_and_a_resource_is_attached() {
 
 /// `/mcp` shows each server (status, target, tools, prompts); `/mcp
 /// reconnect` starts the ones that are down again, and their tools join
-/// the session. `flaky` fails its first start (it leaves a marker and
-/// exits) and comes up at the second.
+/// the session. `flaky` fails its first start and the retries an
+/// interactive session makes of it, and comes up at the next try.
 #[test]
 fn the_mcp_command_shows_the_servers_and_reconnect_starts_those_down() {
     let env = StudEnv::new();
     let bin = common::npm::bin("mcp-server-everything");
+    // Fails its first start and the 5 retries of it, then comes up.
     let flaky = format!(
-        "if [ -f tried ]; then exec {} stdio; else touch tried; exit 1; fi",
+        "n=$(cat tries 2>/dev/null || echo 0); echo $((n+1)) > tries; [ $n -ge 6 ] && exec {} stdio; exit 1",
         bin.display()
     );
     env.script(
@@ -585,7 +586,14 @@ fn the_mcp_command_shows_the_servers_and_reconnect_starts_those_down() {
     );
     env.ok(&["mcp", "trust", "everything"]);
     env.ok(&["mcp", "trust", "flaky"]);
-    let o = env.on_terminal("", "/mcp\n/mcp reconnect\n/mcp tools flaky\n/mcp\n/exit\n");
+    // Servers start in the background: /mcp until both have had their go.
+    let o = env.on_terminal_steps(
+        "",
+        &[
+            ("/mcp\n", "flaky  failed"),
+            ("/mcp reconnect\n/mcp tools flaky\n/mcp\n/exit\n", ""),
+        ],
+    );
     let screen = String::from_utf8_lossy(&o.stdout).replace('\r', "");
     assert!(screen.contains("everything  connected"), "{screen}");
     assert!(screen.contains("flaky  failed"), "{screen}");
@@ -600,6 +608,9 @@ fn the_mcp_command_shows_the_servers_and_reconnect_starts_those_down() {
     );
     assert!(screen.contains("mcp__flaky__echo"), "{screen}");
     assert!(screen.contains("flaky  connected"), "{screen}");
+    // The first start, 5 retries in the background, then /mcp reconnect.
+    let tries = std::fs::read_to_string(env.project.path().join("tries")).unwrap();
+    assert_eq!(tries.trim(), "7");
 }
 
 /// The first use of a server not trusted yet asks (interactive sessions
@@ -617,7 +628,14 @@ fn an_interactive_session_asks_before_the_first_start_of_a_server() {
         }}),
     );
     // Servers are asked about in id order: everything (yes), marker (no).
-    let o = env.on_terminal("", "y\nn\n/mcp\n/exit\n");
+    let o = env.on_terminal_steps(
+        "",
+        &[
+            ("y\nn\n", ""),
+            ("/mcp\n", "everything  connected"),
+            ("/exit\n", ""),
+        ],
+    );
     let screen = String::from_utf8_lossy(&o.stdout).replace('\r', "");
     assert!(
         screen.contains("MCP server `everything` is not trusted")
@@ -723,7 +741,13 @@ fn the_filesystem_server_reads_by_pattern_and_writes_after_a_question() {
         }),
     );
     env.ok(&["mcp", "trust", "fs"]);
-    let o = env.on_terminal("", "copy the notes\ny\n/exit\n");
+    let o = env.on_terminal_steps(
+        "",
+        &[
+            ("/mcp\n", "fs  connected"),
+            ("copy the notes\ny\n/exit\n", ""),
+        ],
+    );
     let screen = String::from_utf8_lossy(&o.stdout).replace('\r', "");
     assert_eq!(
         screen.matches("Allow mcp__fs__").count(),

@@ -69,8 +69,20 @@ impl StudEnv {
     /// the full-screen UI is tested through a terminal emulator
     /// (`tui_e2e`).
     pub fn on_terminal(&self, args: &str, input: &str) -> Output {
+        let mut child = self.terminal(args);
+        // A run that exits without reading its input is fine.
+        let _ = child
+            .stdin
+            .take()
+            .expect("piped stdin")
+            .write_all(input.as_bytes());
+        child.wait_with_output().expect("wait for script")
+    }
+
+    /// `stud ARGS` under `script(1)` with the line console, its stdio piped.
+    fn terminal(&self, args: &str) -> std::process::Child {
         let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_stud"));
-        let mut child = Command::new("script")
+        Command::new("script")
             .args(["-qec", &cmd, "/dev/null"])
             .env("STUD_HOME", self.home.path())
             .env("STUD_CACHE_DIR", super::shared_cache())
@@ -84,14 +96,53 @@ impl StudEnv {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("script(1) from util-linux");
-        // A run that exits without reading its input is fine.
-        let _ = child
-            .stdin
-            .take()
-            .expect("piped stdin")
-            .write_all(input.as_bytes());
-        child.wait_with_output().expect("wait for script")
+            .expect("script(1) from util-linux")
+    }
+
+    /// Like [`Self::on_terminal`], typing step by step: each `(line,
+    /// until)` types `line` and, when `until` is not empty, types it again
+    /// (once a second, at most 30 times) until the screen shows `until`:
+    /// for what comes up in the background (an MCP server starting).
+    pub fn on_terminal_steps(&self, args: &str, steps: &[(&str, &str)]) -> Output {
+        use std::io::Read;
+        use std::sync::{Arc, Mutex};
+        let mut child = self.terminal(args);
+        let screen = Arc::new(Mutex::new(Vec::new()));
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        let reader = {
+            let screen = screen.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stdout.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    screen.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            })
+        };
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let shown = |text: &str| String::from_utf8_lossy(&screen.lock().unwrap()).contains(text);
+        for (line, until) in steps {
+            let _ = stdin.write_all(line.as_bytes());
+            let _ = stdin.flush();
+            if until.is_empty() {
+                continue;
+            }
+            for _ in 0..30 {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                if shown(until) {
+                    break;
+                }
+                let _ = stdin.write_all(line.as_bytes());
+                let _ = stdin.flush();
+            }
+        }
+        drop(stdin);
+        let mut out = child.wait_with_output().expect("wait for script");
+        let _ = reader.join();
+        out.stdout = std::mem::take(&mut *screen.lock().unwrap());
+        out
     }
 
     /// Start `stud ARGS` (stream-json output expected) and read its stdout

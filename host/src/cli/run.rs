@@ -199,6 +199,9 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         if text.trim().is_empty() {
             continue;
         }
+        // Between inputs is a stage boundary: MCP servers that came up
+        // meanwhile join (their tools, their prompts).
+        launched.session.refresh_mcp_tools().await;
         let prompt = match launched.session.mcp_input(classify(&text)).await {
             Input::Prompt(p) => p,
             Input::Invalid(message) => {
@@ -311,6 +314,9 @@ async fn screen_session(
         if text.trim().is_empty() {
             continue;
         }
+        // Between inputs is a stage boundary: MCP servers that came up
+        // meanwhile join (their tools, their prompts).
+        launched.session.refresh_mcp_tools().await;
         let prompt = match launched.session.mcp_input(classify(&text)).await {
             Input::Prompt(p) => p,
             Input::Invalid(message) => {

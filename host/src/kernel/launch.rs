@@ -369,7 +369,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         Session::start(&exts, config, authority, interactions, bus.clone()).await?;
     warnings.extend(tool_warnings);
     if !opts.no_tools {
-        let (hub, mcp, mcp_warnings) = super::mcp_hub::start(
+        let (hub, mcp_warnings) = super::mcp_hub::start(
             &opts.home,
             &opts.project,
             &opts.cwd,
@@ -379,7 +379,15 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         .await;
         warnings.extend(mcp_warnings);
         session.extension_set = set.clone();
-        warnings.extend(session.add_mcp_tools(mcp));
+        // A headless run waits for its servers (each within its start
+        // timeout): a script expects their tools in its first request. An
+        // interactive session goes on; tools join at the first stage
+        // boundary after their server is up.
+        if session.interactions.is_headless() {
+            let (mcp, started_warnings) = hub.settle().await;
+            warnings.extend(started_warnings);
+            warnings.extend(session.add_mcp_tools(mcp));
+        }
         session.mcp = Arc::new(hub);
     }
     session.extension_set = set.clone();

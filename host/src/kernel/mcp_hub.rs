@@ -17,7 +17,7 @@ use super::events::Bus;
 use super::interaction::{Answer, Interactions};
 use crate::extensions::ProjectScope;
 use crate::mcp::client::{self, McpConnection};
-use crate::mcp::link::{LinkEvent, McpLink, Observer};
+use crate::mcp::link::{self, LinkEvent, McpLink, Observer};
 use crate::mcp::tool::{McpTool, tool_name};
 use crate::mcp::{McpServer, McpServers, McpTrust, McpTrustStatus, Transport};
 use crate::paths::StudHome;
@@ -44,6 +44,9 @@ pub enum SlotState {
         tools: Vec<String>,
         prompts: Vec<PromptInfo>,
     },
+    /// Being started (an interactive session does not wait for it; its
+    /// tools join at the first stage boundary after it is up).
+    Starting,
     Failed(String),
     /// Not started: not trusted (and not allowed when asked).
     NotStarted(String),
@@ -55,10 +58,14 @@ pub struct Slot {
     pub state: SlotState,
 }
 
+/// A server's start, under way.
+type Starting = tokio::task::JoinHandle<(String, Result<Started, String>)>;
+
 /// The session's servers.
 #[derive(Default)]
 pub struct McpHub {
     slots: Mutex<Vec<Slot>>,
+    starting: Mutex<Vec<Starting>>,
     home: Option<StudHome>,
     cwd: PathBuf,
     bus: Option<Bus>,
@@ -97,6 +104,7 @@ impl McpHub {
                             .map(|p| format!("/mcp__{}__{}", s.server.id, command_name(&p.name)))
                             .collect(),
                     ),
+                    SlotState::Starting => ("starting", None, None, Vec::new(), Vec::new()),
                     SlotState::Failed(e) => ("failed", None, Some(e), Vec::new(), Vec::new()),
                     SlotState::NotStarted(e) => {
                         ("not started", None, Some(e), Vec::new(), Vec::new())
@@ -130,7 +138,7 @@ impl McpHub {
             let down = match &s.state {
                 SlotState::Connected { link, .. } => link.lost_now(),
                 SlotState::Failed(_) => true,
-                SlotState::NotStarted(_) => false,
+                SlotState::Starting | SlotState::NotStarted(_) => false,
             };
             if !down {
                 continue;
@@ -227,6 +235,66 @@ impl McpHub {
         out
     }
 
+    /// Starts that have finished since the last look: each server's slot
+    /// is set, and the tools of those that came up are returned (with one
+    /// warning per problem).
+    pub fn take_up_started(&self) -> (NewTools, Vec<String>) {
+        let finished: Vec<Starting> = {
+            let mut starting = self.starting.lock().unwrap_or_else(|p| p.into_inner());
+            let (done, running) = std::mem::take(&mut *starting)
+                .into_iter()
+                .partition(|h| h.is_finished());
+            *starting = running;
+            done
+        };
+        let mut results = Vec::new();
+        for h in finished {
+            if let Some(Ok(r)) = futures::FutureExt::now_or_never(h) {
+                results.push(r);
+            }
+        }
+        self.take_up(results)
+    }
+
+    /// Wait for every start under way (each is bounded by its start
+    /// timeout), then take them up: what a headless run does, since a
+    /// script expects the tools in its first request.
+    pub async fn settle(&self) -> (NewTools, Vec<String>) {
+        let all: Vec<Starting> =
+            std::mem::take(&mut *self.starting.lock().unwrap_or_else(|p| p.into_inner()));
+        let results = futures::future::join_all(all)
+            .await
+            .into_iter()
+            .filter_map(Result::ok)
+            .collect();
+        self.take_up(results)
+    }
+
+    fn take_up(&self, results: Vec<(String, Result<Started, String>)>) -> (NewTools, Vec<String>) {
+        let mut tools = Vec::new();
+        let mut warnings = Vec::new();
+        for (server, r) in results {
+            match r {
+                Ok(st) => {
+                    tools.extend(st.tools);
+                    warnings.extend(st.warnings);
+                    self.set(&server, st.state);
+                }
+                Err(e) => {
+                    if let Some(bus) = &self.bus {
+                        bus.record(KernelEvent::McpFailed {
+                            server: server.clone(),
+                            error: e.clone(),
+                        });
+                    }
+                    warnings.push(e.clone());
+                    self.set(&server, SlotState::Failed(e));
+                }
+            }
+        }
+        (tools, warnings)
+    }
+
     /// Record the new tool names of `server` (after a change).
     pub fn set_tools(&self, server: &str, names: Vec<String>) {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
@@ -254,6 +322,7 @@ impl McpHub {
                 Ok(None)
             }
             SlotState::NotStarted(why) => Err(why),
+            SlotState::Starting => Err(format!("MCP server `{server}` is still starting")),
             SlotState::Failed(_) => {
                 let (Some(home), Some(bus)) = (&self.home, &self.bus) else {
                     return Err("this session has no MCP servers".into());
@@ -287,17 +356,17 @@ fn command_name(prompt: &str) -> String {
         .collect()
 }
 
-/// Start the session's servers: the hub, the tools of those that started,
-/// and one warning per problem (a bad entry, an untrusted or failed
-/// server, a tool left out). `ask` is set in an interactive session: an
-/// untrusted server is asked about instead of skipped.
+/// Start the session's servers, each in a task of its own: the hub (its
+/// starts under way) and one warning per problem found before starting (a
+/// bad entry, an untrusted server). `ask` is set in an interactive
+/// session: an untrusted server is asked about instead of skipped.
 pub async fn start(
     home: &StudHome,
     project: &ProjectScope,
     cwd: &Path,
     bus: &Bus,
     ask: Option<&Interactions>,
-) -> (McpHub, NewTools, Vec<String>) {
+) -> (McpHub, Vec<String>) {
     let servers = McpServers::discover(home, project, cwd);
     let mut warnings: Vec<String> = servers.errors.iter().map(ToString::to_string).collect();
     warnings.extend(servers.notes.iter().cloned());
@@ -340,39 +409,43 @@ pub async fn start(
             state: SlotState::NotStarted(why),
         });
     }
-    let started = futures::future::join_all(to_start.iter().map(|s| one(home, s, cwd, bus))).await;
-    let mut tools = Vec::new();
-    for (server, r) in to_start.into_iter().zip(started) {
-        match r {
-            Ok(st) => {
-                tools.extend(st.tools);
-                warnings.extend(st.warnings);
-                slots.push(Slot {
-                    server,
-                    state: st.state,
-                });
-            }
-            Err(e) => {
-                bus.record(KernelEvent::McpFailed {
+    // An interactive session retries a failed start in the background
+    // (the backoff of a reconnection); a headless run, which waits, does
+    // not.
+    let retry = ask.is_some_and(|i| !i.is_headless());
+    let mut starting = Vec::new();
+    for server in to_start {
+        let (home, cwd, bus) = (home.clone(), cwd.to_path_buf(), bus.clone());
+        slots.push(Slot {
+            server: server.clone(),
+            state: SlotState::Starting,
+        });
+        starting.push(tokio::spawn(async move {
+            let mut r = one(&home, &server, &cwd, &bus).await;
+            let mut attempt = 0;
+            while r.is_err() && retry && attempt < link::ATTEMPTS {
+                attempt += 1;
+                let wait = link::backoff(attempt);
+                bus.record(KernelEvent::McpReconnectAttempt {
                     server: server.id.clone(),
-                    error: e.clone(),
+                    attempt,
+                    delay_ms: wait.as_millis() as u64,
                 });
-                warnings.push(e.clone());
-                slots.push(Slot {
-                    server,
-                    state: SlotState::Failed(e),
-                });
+                tokio::time::sleep(wait).await;
+                r = one(&home, &server, &cwd, &bus).await;
             }
-        }
+            (server.id, r)
+        }));
     }
     slots.sort_by(|a, b| a.server.id.cmp(&b.server.id));
     let hub = McpHub {
         slots: Mutex::new(slots),
+        starting: Mutex::new(starting),
         home: Some(home.clone()),
         cwd: cwd.to_path_buf(),
         bus: Some(bus.clone()),
     };
-    (hub, tools, warnings)
+    (hub, warnings)
 }
 
 /// Ask the person whether to start a server not trusted yet; a yes is

@@ -311,6 +311,22 @@ impl Session {
         }
     }
 
+    /// The MCP tools offered now (`mcp__<server>__<tool>`).
+    pub fn mcp_tool_names(&self) -> Vec<String> {
+        self.roster
+            .tools
+            .names()
+            .into_iter()
+            .filter(|n| {
+                self.roster
+                    .tools
+                    .get(n)
+                    .is_some_and(|t| matches!(t.runner, super::tools::ToolRunner::Mcp(_)))
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
     /// Offer MCP tools the session's extension set keeps (a profile's or
     /// `--tools` list); one warning per tool left out for a clash.
     pub(crate) fn add_mcp_tools(&mut self, tools: super::mcp_hub::NewTools) -> Vec<String> {
@@ -331,7 +347,14 @@ impl Session {
 
     /// Take up MCP servers' changed tool lists (`tools/list_changed`): at
     /// a stage boundary, so a request never sees half a change.
-    pub(crate) async fn refresh_mcp_tools(&mut self) {
+    pub async fn refresh_mcp_tools(&mut self) {
+        let (started, warnings) = self.mcp.take_up_started();
+        for w in warnings.into_iter().chain(self.add_mcp_tools(started)) {
+            self.bus.publish(KernelEvent::Diagnostic {
+                level: "warn".into(),
+                message: w,
+            });
+        }
         for (server, listed) in self.mcp.changed_tools().await {
             let Some(link) = self.mcp.link(&server) else {
                 continue;

@@ -162,7 +162,7 @@ pub async fn connect(
     cwd: &Path,
     stderr_log: &Path,
     timeout: Duration,
-    lookup: &dyn Fn(&str) -> Option<String>,
+    lookup: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<McpConnection, ConnectError> {
     let notices = Notices::default();
     let (handshake, mut child, where_) = match &server.transport {
@@ -236,7 +236,7 @@ fn spawn(
     env: &std::collections::BTreeMap<String, super::Template>,
     cwd: &Path,
     stderr_log: &Path,
-    lookup: &dyn Fn(&str) -> Option<String>,
+    lookup: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<Child, ConnectError> {
     let mut cmd = Command::new(command);
     cmd.args(args)
@@ -284,7 +284,7 @@ fn http_transport(
     server: &McpServer,
     url: &str,
     headers: &std::collections::BTreeMap<String, super::Template>,
-    lookup: &dyn Fn(&str) -> Option<String>,
+    lookup: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<StreamableHttpClientTransport<McpHttp>, ConnectError> {
     let entry = |field: &str, reason: String| ConnectError::Entry {
         server: server.id.clone(),

@@ -30,7 +30,14 @@ pub type Observer = Arc<dyn Fn(&str, LinkEvent) + Send + Sync>;
 
 const FIRST_DELAY: Duration = Duration::from_millis(250);
 const MAX_DELAY: Duration = Duration::from_secs(4);
-const ATTEMPTS: u32 = 5;
+pub const ATTEMPTS: u32 = 5;
+
+/// The wait before attempt `n` (1-based): 250 ms doubling to 4 s, with
+/// jitter. Shared by reconnection and by the retries of a failed start.
+pub fn backoff(n: u32) -> Duration {
+    let base = FIRST_DELAY.saturating_mul(1 << n.saturating_sub(1).min(8));
+    jitter(base.min(MAX_DELAY))
+}
 
 pub struct McpLink {
     server: McpServer,
@@ -122,10 +129,9 @@ impl McpLink {
             return Ok(());
         }
         let timeout = self.server.start_timeout.unwrap_or(client::START_TIMEOUT);
-        let mut delay = FIRST_DELAY;
         let mut last = String::new();
         for attempt in 1..=ATTEMPTS {
-            let wait = jitter(delay);
+            let wait = backoff(attempt);
             (self.observer)(
                 &self.server.id,
                 LinkEvent::Attempt {
@@ -150,9 +156,6 @@ impl McpLink {
                     return Ok(());
                 }
                 Err(e) => last = e.to_string(),
-            }
-            if attempt < ATTEMPTS {
-                delay = (delay * 2).min(MAX_DELAY);
             }
         }
         let reason = format!("it could not be started again in {ATTEMPTS} attempts: {last}");
