@@ -496,7 +496,7 @@ fn observer(bus: &Bus, transport: &'static str) -> Observer {
                 server,
                 transport: transport.into(),
                 info,
-                tools: 0,
+                tools: None,
                 again: true,
             },
             LinkEvent::GaveUp { reason } => KernelEvent::McpFailed {
@@ -537,7 +537,7 @@ async fn one(
         server: server.id.clone(),
         transport: transport.into(),
         info: info.clone(),
-        tools: tools.len() as u64,
+        tools: Some(tools.len() as u64),
         again: false,
     });
     Ok(Started {

@@ -394,9 +394,10 @@ catalogue! {
     /// Entries the person added to the global allowlist from an approval
     /// (confirmed first); they apply from this call on.
     AllowlistAdded = "allowlist.added" { tool: String, entries: Vec<String>, file: String },
-    /// An MCP server is connected (at session start, or again after it
-    /// was lost); `tools` is how many of its tools are offered.
-    McpConnected = "mcp.connected" { server: String, transport: String, info: String, tools: u64, again: bool },
+    /// An MCP server is connected (at session start, or `again` after it
+    /// was lost); `tools` is how many of its tools it listed at start
+    /// (none on a reconnection, where the offered list stays as it was).
+    McpConnected = "mcp.connected" { server: String, transport: String, info: String, tools: Option<u64>, again: bool },
     /// An MCP server could not be started or reached (at start, or after
     /// every reconnection attempt failed).
     McpFailed = "mcp.failed" { server: String, error: String },
