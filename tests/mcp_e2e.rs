@@ -591,7 +591,7 @@ fn the_mcp_command_shows_the_servers_and_reconnect_starts_those_down() {
         "",
         &[
             ("/mcp\n", "flaky  failed"),
-            ("/mcp reconnect\n/mcp tools flaky\n/mcp\n/exit\n", ""),
+            ("/mcp reconnect\n/mcp tools flaky\n/mcp\n/help\n/exit\n", ""),
         ],
     );
     let screen = String::from_utf8_lossy(&o.stdout).replace('\r', "");
@@ -602,6 +602,11 @@ fn the_mcp_command_shows_the_servers_and_reconnect_starts_those_down() {
         "{screen}"
     );
     assert!(screen.contains("/mcp__everything__args-prompt"), "{screen}");
+    assert!(
+        screen.contains("MCP server prompts")
+            && screen.contains("  /mcp__everything__simple-prompt"),
+        "/help lists them: {screen}"
+    );
     assert!(
         screen.contains("MCP server `flaky` reconnected"),
         "{screen}"

@@ -342,6 +342,21 @@ impl McpHub {
     }
 }
 
+/// Starts still under way end with the session (a task holding a child
+/// would otherwise go on, and retry, after `/clear`).
+impl Drop for McpHub {
+    fn drop(&mut self) {
+        for h in self
+            .starting
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            h.abort();
+        }
+    }
+}
+
 /// A prompt's name as a command name (`[A-Za-z0-9_-]`).
 fn command_name(prompt: &str) -> String {
     prompt

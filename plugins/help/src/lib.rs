@@ -83,6 +83,17 @@ impl Command for Help {
                 out.push_str(&format!("  {left:width$}  {desc}\n"));
             }
         }
+        let prompts: Vec<&str> = overview
+            .mcp
+            .iter()
+            .flat_map(|s| s.prompts.iter().map(String::as_str))
+            .collect();
+        if !prompts.is_empty() {
+            out.push_str("MCP server prompts (sent as your message; /mcp shows the servers):\n");
+            for p in prompts {
+                out.push_str(&format!("  {p}\n"));
+            }
+        }
         out.push('\n');
         out.push_str(KEYS);
         out.push('\n');
