@@ -18,7 +18,7 @@ use super::interaction::{Answer, Interactions};
 use crate::extensions::ProjectScope;
 use crate::mcp::client::{self, McpConnection};
 use crate::mcp::link::{self, LinkEvent, McpLink, Observer};
-use crate::mcp::tool::{McpTool, tool_name};
+use crate::mcp::tool::{McpTool, clean_name, tool_name};
 use crate::mcp::{McpServer, McpServers, McpTrust, McpTrustStatus, Transport};
 use crate::paths::StudHome;
 use crate::runtime::bindings::stud::extension::interaction::{InteractionKind, InteractionStatus};
@@ -33,6 +33,28 @@ pub struct PromptInfo {
     pub description: String,
     /// Argument names in declared order, and whether each is required.
     pub arguments: Vec<(String, bool)>,
+}
+
+impl PromptInfo {
+    /// Its slash command: `/mcp__<server>__<prompt>`.
+    pub fn command(&self, server: &str) -> String {
+        format!("/mcp__{server}__{}", clean_name(&self.name))
+    }
+
+    /// Its arguments as a usage hint: `<required> [optional]`.
+    pub fn hint(&self) -> String {
+        self.arguments
+            .iter()
+            .map(|(n, required)| {
+                if *required {
+                    format!("<{n}>")
+                } else {
+                    format!("[{n}]")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }
 
 /// Where one configured server stands.
@@ -99,10 +121,7 @@ impl McpHub {
                         Some(info),
                         None,
                         tools,
-                        prompts
-                            .iter()
-                            .map(|p| format!("/mcp__{}__{}", s.server.id, command_name(&p.name)))
-                            .collect(),
+                        prompts.iter().map(|p| p.command(&s.server.id)).collect(),
                     ),
                     SlotState::Starting => ("starting", None, None, Vec::new(), Vec::new()),
                     SlotState::Failed(e) => ("failed", None, Some(e), Vec::new(), Vec::new()),
@@ -171,41 +190,11 @@ impl McpHub {
                 let name = rest.strip_prefix(&s.server.id)?.strip_prefix("__")?;
                 prompts
                     .into_iter()
-                    .find(|p| command_name(&p.name) == name)
+                    .find(|p| clean_name(&p.name) == name)
                     .map(|p| (link, p))
             }
             _ => None,
         })
-    }
-
-    /// The prompts of every connected server, as command names with their
-    /// description and argument hint (for `/help` and completion).
-    pub fn prompt_commands(&self) -> Vec<(String, String, String)> {
-        let mut out = Vec::new();
-        for s in self.slots() {
-            if let SlotState::Connected { prompts, .. } = s.state {
-                for p in prompts {
-                    let hint = p
-                        .arguments
-                        .iter()
-                        .map(|(n, req)| {
-                            if *req {
-                                format!("<{n}>")
-                            } else {
-                                format!("[{n}]")
-                            }
-                        })
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    out.push((
-                        format!("/mcp__{}__{}", s.server.id, command_name(&p.name)),
-                        format!("[MCP server `{}`] {}", s.server.id, p.description),
-                        hint,
-                    ));
-                }
-            }
-        }
-        out
     }
 
     fn set(&self, server: &str, state: SlotState) {
@@ -216,20 +205,27 @@ impl McpHub {
     }
 
     /// Servers whose tool list changed since the last look (they said
-    /// so): their tools listed again. Taken at a stage boundary.
-    pub async fn changed_tools(&self) -> Vec<(String, Vec<Tool>)> {
+    /// so): their link and tools listed again. Taken at a stage boundary,
+    /// so it never reconnects a lost server (the next call does).
+    pub async fn changed_tools(&self) -> Vec<(Arc<McpLink>, Vec<Tool>)> {
+        let links: Vec<Arc<McpLink>> = self
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(|s| match &s.state {
+                SlotState::Connected { link, .. } => Some(link.clone()),
+                _ => None,
+            })
+            .collect();
         let mut out = Vec::new();
-        for s in self.slots() {
-            let SlotState::Connected { link, .. } = &s.state else {
-                continue;
-            };
-            let Ok(conn) = link.connection().await else {
-                continue;
-            };
-            if conn.notices.take_tools_changed()
+        for link in links {
+            let conn = link.current().await;
+            if !conn.is_lost()
+                && conn.notices.take_tools_changed()
                 && let Ok(tools) = conn.tools().await
             {
-                out.push((s.server.id.clone(), tools));
+                out.push((link, tools));
             }
         }
         out
@@ -355,20 +351,6 @@ impl Drop for McpHub {
             h.abort();
         }
     }
-}
-
-/// A prompt's name as a command name (`[A-Za-z0-9_-]`).
-fn command_name(prompt: &str) -> String {
-    prompt
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 /// Start the session's servers, each in a task of its own: the hub (its

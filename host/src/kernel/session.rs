@@ -355,10 +355,8 @@ impl Session {
                 message: w,
             });
         }
-        for (server, listed) in self.mcp.changed_tools().await {
-            let Some(link) = self.mcp.link(&server) else {
-                continue;
-            };
+        for (link, listed) in self.mcp.changed_tools().await {
+            let server = link.id().to_string();
             let before = self.roster.tools.remove_mcp(&server);
             let (tools, warnings) = super::mcp_hub::tool_specs(&link, listed);
             let kept = self.keeps_mcp(tools);

@@ -137,9 +137,17 @@ fn bounded_events(
     resp: reqwest::Response,
     max: usize,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
+    bounded_sse(resp.bytes_stream(), max)
+}
+
+fn bounded_sse<S, E>(stream: S, max: usize) -> BoxStream<'static, Result<Sse, SseError>>
+where
+    S: futures::Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let mut pending = 0usize;
     let mut newline = false;
-    let bytes = resp.bytes_stream().map(move |chunk| {
+    let bytes = stream.map(move |chunk| {
         let chunk: Bytes = chunk.map_err(std::io::Error::other)?;
         for &b in chunk.iter() {
             if b == b'\r' {
@@ -348,5 +356,44 @@ impl StreamableHttpClient for McpHttp {
             ));
         }
         Ok(bounded_events(resp, max_sse_event_size.min(MAX_EVENT)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunks(
+        parts: &[&str],
+    ) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + use<> {
+        let owned: Vec<Result<Bytes, std::io::Error>> = parts
+            .iter()
+            .map(|p| Ok(Bytes::from(p.to_string())))
+            .collect();
+        futures::stream::iter(owned)
+    }
+
+    /// Many small events pass; one event that never ends (a server making
+    /// the client buffer without end) fails once it passes the bound, even
+    /// cut into small chunks.
+    #[tokio::test]
+    async fn an_endless_event_is_refused_at_the_bound() {
+        let fine: Vec<String> = (0..50).map(|i| format!("data: {i}\n\n")).collect();
+        let parts: Vec<&str> = fine.iter().map(String::as_str).collect();
+        let events: Vec<_> = bounded_sse(chunks(&parts), 64).collect().await;
+        assert_eq!(events.len(), 50);
+        assert!(events.iter().all(Result::is_ok));
+
+        let long = "x".repeat(40);
+        let parts = [
+            "data: ",
+            long.as_str(),
+            long.as_str(),
+            long.as_str(),
+            "\n\n",
+        ];
+        let events: Vec<_> = bounded_sse(chunks(&parts), 64).collect().await;
+        assert!(events.iter().any(Result::is_err), "{events:?}");
+        assert!(!events.iter().any(|e| e.is_ok()), "{events:?}");
     }
 }

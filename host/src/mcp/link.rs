@@ -88,6 +88,11 @@ impl McpLink {
         Ok(self.conn.read().await.clone())
     }
 
+    /// The connection as it is (lost or not), without reconnecting.
+    pub async fn current(&self) -> Arc<McpConnection> {
+        self.conn.read().await.clone()
+    }
+
     /// Whether the connection is lost now (without waiting or
     /// reconnecting; a reconnection under way counts as lost).
     pub fn lost_now(&self) -> bool {

@@ -19,8 +19,15 @@ const MAX_NAME: usize = 64;
 /// The session-wide name of `tool` of `server`; `None` when it would be
 /// longer than providers accept. Other characters become `_`.
 pub fn tool_name(server: &str, tool: &str) -> Option<String> {
-    let clean: String = tool
-        .chars()
+    let clean = clean_name(tool);
+    let name = format!("mcp__{server}__{clean}");
+    (name.len() <= MAX_NAME && !clean.is_empty()).then_some(name)
+}
+
+/// A server's name for a tool or prompt in the characters providers and
+/// command names accept (`[A-Za-z0-9_-]`; others become `_`).
+pub fn clean_name(name: &str) -> String {
+    name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
                 c
@@ -28,9 +35,7 @@ pub fn tool_name(server: &str, tool: &str) -> Option<String> {
                 '_'
             }
         })
-        .collect();
-    let name = format!("mcp__{server}__{clean}");
-    (name.len() <= MAX_NAME && !clean.is_empty()).then_some(name)
+        .collect()
 }
 
 /// What came back from a call, in stud's terms.
