@@ -3,6 +3,7 @@
 //! a pseudo-terminal, or `stud -p "/cmd"`).
 
 use crate::common;
+use common::stream::events;
 
 use std::process::Output;
 
@@ -17,13 +18,6 @@ fn out(o: &Output) -> String {
 
 fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn events(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v.get("event").is_some())
-        .collect()
 }
 
 fn env_with(turns: Value, settings: Value) -> StudEnv {

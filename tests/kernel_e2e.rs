@@ -520,7 +520,7 @@ fn unknown_tools_and_bad_arguments_become_error_results() {
     let (_, result) = events(&out);
     let text = result["result"].as_str().unwrap();
     assert!(
-        text.contains("error [not-found]: unknown tool `nope`; available tools: ask-user, bash, edit, glob, grep, list, multi-edit, read, web-fetch, write"),
+        text.contains("error [not-found]: unknown tool `nope`; available tools: ask-user, bash, edit, glob, grep, list, multi-edit, read, task, web-fetch, write"),
         "{text}"
     );
     assert!(

@@ -3,6 +3,7 @@
 //! mismatch, secrets kept out of session files.
 
 use crate::common;
+use common::stream::events;
 
 use std::path::Path;
 
@@ -38,13 +39,6 @@ impl Env {
         assert_eq!(ids.len(), 1, "{ids:?}");
         ids[0].clone()
     }
-}
-
-fn events(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v.get("event").is_some())
-        .collect()
 }
 
 fn event<'a>(evs: &'a [Value], name: &str) -> &'a Value {

@@ -4,30 +4,13 @@
 //! on real files.
 
 use crate::common;
+use common::stream::{events, named, result};
 
 use std::time::Duration;
 
 use common::StudEnv;
 use serde_json::{Value, json};
 use stud_protocol::events::KernelEvent;
-
-fn events(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v.get("event").is_some())
-        .collect()
-}
-
-fn result(text: &str) -> Value {
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v["type"] == "result")
-        .unwrap_or_else(|| panic!("no result line in {text}"))
-}
-
-fn named<'a>(evs: &'a [Value], name: &str) -> Vec<&'a Value> {
-    evs.iter().filter(|e| e["event"] == name).collect()
-}
 
 fn tool(id: &str, name: &str, arguments: Value) -> Value {
     json!({"id": id, "name": name, "arguments": arguments})

@@ -23,8 +23,8 @@ pub struct Reply {
     pub stall_after: Option<usize>,
     /// Wait this long before answering (a slow server).
     pub delay: Option<Duration>,
-    /// Answer only once this file exists (at most 20 s): a reply that
-    /// waits for something else in the test to have happened.
+    /// Answer only once this file exists (at most 20 s, then 504): a
+    /// reply that waits for something else in the test to have happened.
     pub once_exists: Option<std::path::PathBuf>,
 }
 
@@ -140,6 +140,11 @@ impl TestServer {
         format!("http://{}", self.addr)
     }
 
+    /// The live list of requests (for a watcher thread).
+    pub fn requests_handle(&self) -> Arc<Mutex<Vec<Received>>> {
+        self.received.clone()
+    }
+
     pub fn requests(&self) -> Vec<Received> {
         self.received.lock().unwrap().clone()
     }
@@ -186,12 +191,17 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, queue: &Mutex<VecDeque<R
     if let Some(d) = reply.delay {
         std::thread::sleep(d);
     }
+    let mut reply = reply;
     if let Some(path) = &reply.once_exists {
-        for _ in 0..1000 {
-            if path.exists() {
-                break;
-            }
+        let mut waited = 0;
+        while !path.exists() && waited < 1000 {
             std::thread::sleep(Duration::from_millis(20));
+            waited += 1;
+        }
+        if !path.exists() {
+            // What the test waited for never happened: say so, rather
+            // than answer as if it had.
+            reply = Reply::new(504, format!("waited 20 s for {}", path.display()));
         }
     }
     let mut out = stream;

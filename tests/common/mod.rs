@@ -4,6 +4,7 @@
 pub mod http;
 pub mod npm;
 pub mod pty;
+pub mod stream;
 mod stud_env;
 
 // Not every test file uses every helper.

@@ -1,6 +1,7 @@
 //! `stud session list|show|delete`: sessions kept by the active session
 //! store (only the store extensions are loaded).
 
+use crate::kernel::agents::{is_child_id, is_child_of};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -78,17 +79,23 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
         let (store, here) = store().await?;
         match cmd {
             SessionCommand::List { json } => {
-                let mut sessions = store.store_list().await?;
+                let all = store.store_list().await?;
+                let children = |id: &str| all.iter().filter(|c| is_child_of(&c.session_id, id)).count();
+                let mut sessions: Vec<_> = all.iter().filter(|s| !is_child_id(&s.session_id)).collect();
                 sessions.sort_by_key(|s| (s.project_root != here, std::cmp::Reverse(s.updated_ms)));
                 if json {
                     let items: Vec<Value> = sessions
                         .iter()
-                        .map(|s| serde_json::json!({"session_id": s.session_id, "project_root": s.project_root, "created_ms": s.created_ms, "updated_ms": s.updated_ms, "title": s.title}))
+                        .map(|s| serde_json::json!({"session_id": s.session_id, "project_root": s.project_root, "created_ms": s.created_ms, "updated_ms": s.updated_ms, "title": s.title, "agents": children(&s.session_id)}))
                         .collect();
                     println!("{}", serde_json::to_string_pretty(&items)?);
                 } else {
                     for s in &sessions {
-                        outln!("{}  {}  {}", s.session_id, s.project_root, s.title);
+                        let agents = match children(&s.session_id) {
+                            0 => String::new(),
+                            n => format!("  (+{n} agent session{})", if n == 1 { "" } else { "s" }),
+                        };
+                        outln!("{}  {}  {}{agents}", s.session_id, s.project_root, s.title);
                     }
                     if sessions.is_empty() {
                         outln!("(no sessions)");
@@ -108,6 +115,9 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
                     for line in super::session_show::readable(&manifest, &data.records) {
                         outln!("{line}");
                     }
+                    for line in agent_tree(&store, &id).await? {
+                        outln!("{line}");
+                    }
                 }
             }
             SessionCommand::Delete { id } => {
@@ -117,4 +127,48 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The child sessions under `id`, depth first, one line each, indented
+/// by depth (`stud session show`).
+async fn agent_tree(store: &crate::runtime::Extension, id: &str) -> anyhow::Result<Vec<String>> {
+    let all = store.store_list().await?;
+    let mut lines = Vec::new();
+    let mut stack: Vec<(String, usize)> = children_of(&all, id)
+        .into_iter()
+        .rev()
+        .map(|c| (c, 1))
+        .collect();
+    while let Some((child, depth)) = stack.pop() {
+        let manifest: Value = match store.store_read(&child).await {
+            Ok(d) => serde_json::from_str(&d.manifest).unwrap_or(Value::Null),
+            Err(_) => Value::Null,
+        };
+        if lines.is_empty() {
+            lines.push(String::new());
+            lines.push("agents:".into());
+        }
+        lines.push(format!(
+            "{}{}",
+            "  ".repeat(depth),
+            super::session_show::agent_line(&child, &manifest)
+        ));
+        for c in children_of(&all, &child).into_iter().rev() {
+            stack.push((c, depth + 1));
+        }
+    }
+    Ok(lines)
+}
+
+fn children_of(
+    all: &[crate::runtime::bindings::stud::extension::session_store_types::SessionSummary],
+    id: &str,
+) -> Vec<String> {
+    let mut c: Vec<_> = all
+        .iter()
+        .filter(|s| is_child_of(&s.session_id, id))
+        .map(|s| (s.created_ms, s.session_id.clone()))
+        .collect();
+    c.sort();
+    c.into_iter().map(|(_, id)| id).collect()
 }

@@ -58,6 +58,23 @@ pub fn readable(manifest: &Value, records: &[String]) -> Vec<String> {
     out
 }
 
+/// One child session in the tree: its agent path, id, the call it
+/// answered, and what it spent.
+pub fn agent_line(id: &str, manifest: &Value) -> String {
+    let usage = &manifest["usage"];
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    format!(
+        "{}  {id}  (call {}): {} message(s); tokens in {}, out {}; cost ${:.4}; {}",
+        manifest["agent"]["path"].as_str().unwrap_or("?"),
+        manifest["parent"]["call_id"].as_str().unwrap_or("?"),
+        n(&manifest["messages"]),
+        n(&usage["input_tokens"]),
+        n(&usage["output_tokens"]),
+        manifest["cost_usd"].as_f64().unwrap_or(0.0),
+        manifest["title"].as_str().unwrap_or("")
+    )
+}
+
 fn message_lines(m: &Message, out: &mut Vec<String>) {
     out.push(format!("{}:", role_str(m.role)));
     for part in &m.content {

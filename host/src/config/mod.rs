@@ -7,6 +7,6 @@ mod settings;
 
 pub use layers::{Layered, ProjectLayer};
 pub use settings::{
-    Budget, CompactionSettings, NetworkSettings, Price, ProcessSandbox, Profile,
+    AgentSettings, Budget, CompactionSettings, NetworkSettings, Price, ProcessSandbox, Profile,
     ResponseLimitSettings, Retries, SandboxMode, SecretRef, Settings, SettingsError,
 };

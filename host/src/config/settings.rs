@@ -74,6 +74,9 @@ pub struct Settings {
     pub pricing: HashMap<String, Price>,
     #[serde(default)]
     pub budget: Budget,
+    /// Delegation to child sessions (the `task` tool).
+    #[serde(default)]
+    pub agents: AgentSettings,
     #[serde(default)]
     pub compaction: CompactionSettings,
     /// MCP servers by id (`mcp::config` reads and checks the entries).
@@ -127,6 +130,23 @@ pub struct Price {
     pub cache_read: f64,
     #[serde(default)]
     pub cache_write: f64,
+}
+
+/// `agents`: how far delegation may go.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AgentSettings {
+    /// Offer the `task` tool (default true).
+    pub enabled: Option<bool>,
+    /// Sessions in a chain, the main one included (default 2: children
+    /// may not start grandchildren).
+    pub max_depth: Option<u32>,
+    /// Part of the parent's remaining cost budget one child may spend
+    /// (0..1, default 0.5).
+    pub budget_share: Option<f64>,
+    /// A child's bound on provider requests when its definition sets none
+    /// (default 25; never more than the parent's).
+    pub max_iterations: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

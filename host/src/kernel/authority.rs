@@ -205,6 +205,8 @@ pub struct Authority {
     /// dialog's choice only approves the call.
     settings_file: Option<PathBuf>,
     bus: Bus,
+    /// A child session's agent path, shown with every question it asks.
+    agent: Option<String>,
 }
 
 /// The approval answer (the `value` of an accepted `approve`) that asks
@@ -219,7 +221,39 @@ impl Authority {
             approved: Mutex::default(),
             settings_file: None,
             bus,
+            agent: None,
         }
+    }
+
+    /// The authority of a child session at `path`: `mode` if it is
+    /// stricter than this one's, else this one's; the allowlist as it is
+    /// now; none of this session's approvals (the child's calls are asked
+    /// again, labelled with its path).
+    pub fn child(&self, mode: Mode, path: &str, bus: Bus) -> Authority {
+        Authority {
+            mode: self.mode.stricter(mode),
+            allowlist: Mutex::new(
+                self.allowlist
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+            ),
+            approved: Mutex::default(),
+            settings_file: self.settings_file.clone(),
+            bus,
+            agent: Some(path.to_string()),
+        }
+    }
+
+    /// A `task` call: approved here, because starting a child changes
+    /// nothing and every call the child makes is decided on its own.
+    pub fn approve_delegation(&self, p: &Proposal<'_>) {
+        self.audit(
+            p,
+            &Decision::Approve,
+            "mode",
+            "delegation: each call of the agent passes the authority stack itself",
+        );
     }
 
     /// Where "add to allowlist" writes (the global settings file).
@@ -298,10 +332,14 @@ impl Authority {
                 }
             }
         }
+        let description = match &self.agent {
+            Some(path) => format!("[agent {path}] {}", p.description),
+            None => p.description.clone(),
+        };
         let ask = InteractionKind::Approve(Approval {
             tool: p.tool.to_string(),
             approval_key: p.key.to_string(),
-            description: p.description.clone(),
+            description,
         });
         match interactions.request(ask).await {
             Answer::Halt => (

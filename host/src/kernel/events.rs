@@ -242,6 +242,16 @@ struct BusInner {
 #[derive(Clone, Default)]
 pub struct Bus {
     inner: Arc<BusInner>,
+    /// A child session's handle: its events say whose they are.
+    scope: Option<Arc<AgentScope>>,
+}
+
+/// What a child session's events carry: the agent path (`main/reviewer`),
+/// in every payload as `agent`, and the child's own current turn (a child
+/// turn runs while the parent's is open).
+struct AgentScope {
+    path: String,
+    turn: Mutex<Option<String>>,
 }
 
 impl Bus {
@@ -301,9 +311,30 @@ impl Bus {
         sub
     }
 
+    /// A handle for a child session at `path` (`main/reviewer`): the same
+    /// subscribers and numbering, its events tagged with the path.
+    pub fn scoped(&self, path: &str) -> Bus {
+        Bus {
+            inner: self.inner.clone(),
+            scope: Some(Arc::new(AgentScope {
+                path: path.to_string(),
+                turn: Mutex::new(None),
+            })),
+        }
+    }
+
+    /// The agent path of a child session's handle; `None` for the main one.
+    pub fn agent_path(&self) -> Option<&str> {
+        self.scope.as_ref().map(|s| s.path.as_str())
+    }
+
     /// The turn later events belong to.
     pub fn set_turn(&self, turn: Option<String>) {
-        *self.inner.turn.lock().unwrap_or_else(|p| p.into_inner()) = turn;
+        let slot = match &self.scope {
+            Some(scope) => &scope.turn,
+            None => &self.inner.turn,
+        };
+        *slot.lock().unwrap_or_else(|p| p.into_inner()) = turn;
     }
 
     /// Secret values to cut from every later event.
@@ -355,6 +386,16 @@ impl Bus {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .value(&mut payload);
+        if let Some(scope) = &self.scope
+            && let Value::Object(map) = &mut payload
+        {
+            map.insert("agent".into(), Value::String(scope.path.clone()));
+        }
+        let turn_slot = match &self.scope {
+            Some(scope) => &scope.turn,
+            None => &self.inner.turn,
+        };
+        let turn_id = turn_slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let subs = self
             .inner
             .subscribers
@@ -368,12 +409,7 @@ impl Bus {
         let ev = Event {
             seq: *last,
             name: name.to_string(),
-            turn_id: self
-                .inner
-                .turn
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
+            turn_id,
             timestamp_ms: now_ms(),
             payload,
             authoritative,

@@ -6,6 +6,8 @@
 
 use std::collections::BTreeSet;
 
+use super::agents::TASK_TOOL;
+
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Profile, Settings};
@@ -118,11 +120,12 @@ impl ExtensionSet {
             ("", None, self.choice.disable.iter().collect()),
         ];
         for (what, kind, ids) in lists {
-            // MCP tools are named, not installed: checked when servers start.
-            for id in ids
-                .into_iter()
-                .filter(|id| !(what == "tool " && id.starts_with("mcp__")))
-            {
+            // MCP tools are named, not installed: checked when servers
+            // start; `task` is the kernel's.
+            for id in ids.into_iter().filter(|id| {
+                !((what == "tool " && id.starts_with("mcp__"))
+                    || (what != "hook " && what != "ui " && id.as_str() == TASK_TOOL))
+            }) {
                 let present = found.iter().any(|d| {
                     d.manifest.id.as_str() == id && kind.is_none_or(|k| d.manifest.kind == k)
                 });
@@ -159,6 +162,17 @@ impl ExtensionSet {
             Kind::Ui => self.choice.ui.as_ref().is_none_or(|u| u == id),
             _ => true,
         }
+    }
+
+    /// Whether the session offers the kernel's `task` tool: unless a
+    /// `tools` list leaves it out or it is disabled.
+    pub fn keeps_task(&self) -> bool {
+        !self.choice.disable.iter().any(|d| d == TASK_TOOL)
+            && self
+                .choice
+                .tools
+                .as_ref()
+                .is_none_or(|l| l.iter().any(|t| t == TASK_TOOL))
     }
 
     /// Whether the session offers MCP tool `name`: with a `tools` list,

@@ -55,6 +55,7 @@ pub enum SlotOutcome {
     Denied { by: ExtensionId, error: ExtError },
 }
 
+#[derive(Clone)]
 struct Observer {
     tx: mpsc::Sender<(HookSlot, Value)>,
     dropped: Arc<AtomicU64>,
@@ -67,7 +68,7 @@ pub struct HookRunner {
     bus: Bus,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct SlotHooks {
     guards: Vec<Arc<Extension>>,
     transforms: Vec<Arc<Extension>>,
@@ -108,6 +109,18 @@ impl HookRunner {
             }
         }
         runner
+    }
+
+    /// The same hooks for a child session, its events on `bus`: every
+    /// guard and transform applies to the child as to its parent; observer
+    /// events go to the parent's observer tasks, which the parent owns.
+    pub fn shared(&self, bus: Bus) -> Self {
+        HookRunner {
+            slots: self.slots.clone(),
+            observers: self.observers.clone(),
+            tasks: Vec::new(),
+            bus,
+        }
     }
 
     fn spawn_observer(&mut self, ext: Arc<Extension>) -> Observer {

@@ -2,6 +2,8 @@
 //! loading, subscribers (UIs, loggers), interactors, authority. The CLI and
 //! the benchmarks start sessions through here.
 
+use super::agents::{AgentCatalog, task_spec};
+use super::tools::ToolRunner;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -368,6 +370,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let (mut session, tool_warnings) =
         Session::start(&exts, config, authority, interactions, bus.clone()).await?;
     warnings.extend(tool_warnings);
+    warnings.extend(offer_agents(&mut session, &opts, &settings, set.as_ref()));
     if !opts.no_tools {
         let (hub, mcp_warnings) = super::mcp_hub::start(
             &opts.home,
@@ -485,6 +488,32 @@ impl Launched {
             let _ = logger.logger_flush().await;
         }
     }
+}
+
+/// Load the agent definitions and offer `task` (unless tools are off,
+/// `agents.enabled` is false or the extension set leaves it out).
+fn offer_agents(
+    session: &mut Session,
+    opts: &LaunchOptions,
+    settings: &Settings,
+    set: Option<&ExtensionSet>,
+) -> Vec<String> {
+    let (catalog, mut warnings) =
+        AgentCatalog::load(opts.home.root(), &opts.project, &settings.agents);
+    session.agents = Arc::new(catalog);
+    let wanted = !opts.no_tools
+        && settings.agents.enabled != Some(false)
+        && set.is_none_or(|s| s.keeps_task())
+        && !session.agents.is_empty();
+    if wanted
+        && let Err(e) = session
+            .roster
+            .tools
+            .add_kernel_tool(ToolRunner::Task, task_spec(&session.agents))
+    {
+        warnings.push(e);
+    }
+    warnings
 }
 
 pub(crate) fn wit_event(ev: &super::Event) -> wit::Event {

@@ -3,6 +3,7 @@
 //! protocol. Extensions attach only through the runtime's typed calls.
 
 pub(crate) mod act;
+pub mod agents;
 pub mod authority;
 pub mod capabilities;
 pub mod commands;

@@ -109,7 +109,7 @@ async fn latest(store: &Extension, project_root: &str) -> Result<Option<String>,
         .store_list()
         .await?
         .into_iter()
-        .filter(|s| s.project_root == project_root)
+        .filter(|s| s.project_root == project_root && !super::agents::is_child_id(&s.session_id))
         .max_by_key(|s| s.updated_ms)
         .map(|s| s.session_id))
 }

@@ -127,6 +127,20 @@ impl Roster {
         find_model(&self.models, model, self.provider_id())
     }
 
+    /// A child session's roster: the same provider, hooks, context
+    /// providers and state machines, the tools given, the model named.
+    pub(crate) fn child(&self, tools: ToolTable, model: String, bus: Bus) -> Roster {
+        Roster {
+            provider: self.provider.clone(),
+            model,
+            models: self.models.clone(),
+            tools,
+            hooks: self.hooks.shared(bus),
+            context_providers: self.context_providers.clone(),
+            state_machines: self.state_machines.clone(),
+        }
+    }
+
     /// The extension serving tool `name`.
     pub fn tool_extension(&self, name: &str) -> Option<Arc<Extension>> {
         self.tools

@@ -32,6 +32,7 @@ pub const DEFAULT_TOOL_PARALLELISM: usize = 4;
 /// Default `runtime.toolOutputLimit` (bytes).
 pub const DEFAULT_TOOL_OUTPUT_LIMIT: usize = 64 * 1024;
 
+#[derive(Clone)]
 pub struct SessionConfig {
     pub provider: String,
     pub model: Option<String>,
@@ -85,6 +86,12 @@ pub struct Session {
     pub steering: super::steering::Steering,
     /// The session's MCP servers.
     pub(crate) mcp: Arc<super::mcp_hub::McpHub>,
+    /// The agents `task` can start.
+    pub(crate) agents: Arc<super::agents::AgentCatalog>,
+    /// Where it sits in a delegation tree (`main` unless it is a child).
+    pub(crate) lineage: super::agents::Lineage,
+    /// What its children spent in the running turn, charged at its end.
+    pub(crate) child_spend: std::sync::Mutex<super::agents::ChildSpend>,
 }
 
 impl Session {
@@ -120,6 +127,9 @@ impl Session {
             extension_set: None,
             steering: Default::default(),
             mcp: Default::default(),
+            agents: Default::default(),
+            lineage: Default::default(),
+            child_spend: Default::default(),
         };
         Ok((session, warnings))
     }

@@ -13,11 +13,13 @@ use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::provider_types::ToolDefinition;
 use crate::runtime::bindings::stud::extension::tool_types::ToolSpec;
 
-/// What runs a tool: a tool component, or a tool of an MCP server.
+/// What runs a tool: a tool component, a tool of an MCP server, or the
+/// kernel's `task` (delegation to a child session).
 #[derive(Clone)]
 pub enum ToolRunner {
     Component(Arc<Extension>),
     Mcp(Arc<McpTool>),
+    Task,
 }
 
 impl ToolRunner {
@@ -26,13 +28,14 @@ impl ToolRunner {
         match self {
             ToolRunner::Component(ext) => ext.id().to_string(),
             ToolRunner::Mcp(t) => format!("mcp:{}", t.server),
+            ToolRunner::Task => "kernel".to_string(),
         }
     }
 
     pub fn component(&self) -> Option<&Arc<Extension>> {
         match self {
             ToolRunner::Component(ext) => Some(ext),
-            ToolRunner::Mcp(_) => None,
+            ToolRunner::Mcp(_) | ToolRunner::Task => None,
         }
     }
 }
@@ -67,7 +70,7 @@ impl ToolEntry {
 
 #[derive(Default)]
 pub struct ToolTable {
-    tools: BTreeMap<String, ToolEntry>,
+    tools: BTreeMap<String, Arc<ToolEntry>>,
 }
 
 impl ToolTable {
@@ -119,11 +122,11 @@ impl ToolTable {
             };
             table.tools.insert(
                 spec.name.clone(),
-                ToolEntry {
+                Arc::new(ToolEntry {
                     runner: ToolRunner::Component(ext.clone()),
                     spec,
                     validator,
-                },
+                }),
             );
         }
         (table, warnings)
@@ -158,11 +161,11 @@ impl ToolTable {
             };
             self.tools.insert(
                 spec.name.clone(),
-                ToolEntry {
+                Arc::new(ToolEntry {
                     runner: ToolRunner::Mcp(tool),
                     spec,
                     validator,
-                },
+                }),
             );
         }
         warnings
@@ -215,7 +218,43 @@ impl ToolTable {
     }
 
     pub fn get(&self, name: &str) -> Option<&ToolEntry> {
-        self.tools.get(name)
+        self.tools.get(name).map(|e| &**e)
+    }
+
+    /// The tools `keep` keeps, sharing their entries (a child session's
+    /// table: never more than this one).
+    pub fn narrowed(&self, keep: impl Fn(&str) -> bool) -> ToolTable {
+        ToolTable {
+            tools: self
+                .tools
+                .iter()
+                .filter(|(name, _)| keep(name))
+                .map(|(n, e)| (n.clone(), e.clone()))
+                .collect(),
+        }
+    }
+
+    /// Serve `name` with a tool the kernel runs itself (`task`); replaces
+    /// nothing: a component's tool of that name keeps it.
+    pub fn add_kernel_tool(&mut self, runner: ToolRunner, spec: ToolSpec) -> Result<(), String> {
+        if let Some(existing) = self.tools.get(&spec.name) {
+            return Err(format!(
+                "the kernel's `{}` tool left out: `{}` already provides a tool of that name",
+                spec.name,
+                existing.runner.owner()
+            ));
+        }
+        let schema: Value = serde_json::from_str(&spec.parameters).map_err(|e| e.to_string())?;
+        let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
+        self.tools.insert(
+            spec.name.clone(),
+            Arc::new(ToolEntry {
+                runner,
+                spec,
+                validator,
+            }),
+        );
+        Ok(())
     }
 
     pub fn len(&self) -> usize {

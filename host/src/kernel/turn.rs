@@ -74,8 +74,13 @@ impl Session {
     /// `budget-exceeded` once the session (with this turn's `usage`) has
     /// cost its budget.
     pub(crate) fn check_budget(&self, usage: &Usage) -> Result<(), TurnStatus> {
+        let children = self
+            .child_spend
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .cost_usd;
         self.ledger
-            .check_budget(&self.roster.model, usage)
+            .check_budget(&self.roster.model, usage, children)
             .map_err(|e| {
                 self.bus.record(KernelEvent::BudgetExceeded {
                     spent_usd: e.spent,
@@ -131,7 +136,10 @@ impl Session {
         iterations: u32,
         usage: Usage,
     ) -> TurnOutcome {
-        let turn_cost = self.ledger.charge(&self.roster.model, &usage);
+        let children = self.take_child_spend();
+        self.ledger.charge_child(&children.usage, children.cost_usd);
+        // The turn's cost includes its children's (rolled up).
+        let turn_cost = self.ledger.charge(&self.roster.model, &usage) + children.cost_usd;
         self.conversation.warned_this_turn = false;
         let message = match &status {
             TurnStatus::Failed { message, .. } => message.clone(),

@@ -71,13 +71,25 @@ impl UsageLedger {
         spent
     }
 
+    /// Add what a child session spent (already priced on its model).
+    pub fn charge_child(&mut self, usage: &Usage, cost_usd: f64) {
+        add_usage(&mut self.usage, usage);
+        self.cost_usd += cost_usd;
+    }
+
     /// Refused once the session, with `pending` (this turn's usage, not
     /// charged yet) on `model`, has cost its budget.
-    pub fn check_budget(&self, model: &str, pending: &Usage) -> Result<(), BudgetExceeded> {
+    /// `children`: what child sessions spent this turn (USD).
+    pub fn check_budget(
+        &self,
+        model: &str,
+        pending: &Usage,
+        children: f64,
+    ) -> Result<(), BudgetExceeded> {
         let Some(budget) = self.max_cost_usd else {
             return Ok(());
         };
-        let spent = self.cost_usd + self.cost_of(model, pending);
+        let spent = self.cost_usd + self.cost_of(model, pending) + children;
         if spent < budget {
             return Ok(());
         }

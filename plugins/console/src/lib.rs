@@ -24,11 +24,46 @@ struct Console {
 
 impl Ui for Console {
     fn on_event(&mut self, event: Event) {
+        let agent = KernelEvent::agent_path(&event.payload);
         // An extension's own event, or one this console is too old for.
         let Some(Ok(event)) = KernelEvent::from_wire_text(&event.name, &event.payload) else {
             return;
         };
+        if let Some(path) = agent {
+            self.agent_event(&path, event);
+            return;
+        }
         match event {
+            KernelEvent::AgentStarted {
+                path, description, ..
+            } => {
+                self.newline();
+                terminal::write(&format!(
+                    "[agent {}] {}\n",
+                    safe(&path),
+                    clip(&safe(&description))
+                ));
+            }
+            KernelEvent::AgentFinished {
+                path,
+                status,
+                code,
+                duration_ms,
+                ..
+            } => {
+                self.newline();
+                let why = if code.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", safe(&code))
+                };
+                terminal::write(&format!(
+                    "[agent {}] {}{why} after {:.1} s\n",
+                    safe(&path),
+                    safe(&status),
+                    duration_ms as f64 / 1000.0
+                ));
+            }
             KernelEvent::ProviderTokens { delta } => {
                 self.mid_line = !delta.ends_with('\n');
                 terminal::write(&safe(&delta));
@@ -157,7 +192,14 @@ impl Ui for Console {
                 } else {
                     format!(" `{}`", safe(&a.approval_key))
                 };
-                yes_no(&format!("Allow {}{key}? [y/N] ", safe(&a.tool)))
+                // A subagent's question says whose it is.
+                let whose = a
+                    .description
+                    .strip_prefix("[agent ")
+                    .and_then(|r| r.split_once("] "))
+                    .map(|(path, _)| format!("[agent {}] ", safe(path)))
+                    .unwrap_or_default();
+                yes_no(&format!("{whose}Allow {}{key}? [y/N] ", safe(&a.tool)))
             }
             InteractionKind::Confirm(prompt) => yes_no(&format!("{} [y/N] ", safe(&prompt))),
             InteractionKind::Ask(prompt) => {
@@ -198,6 +240,35 @@ impl Ui for Console {
 }
 
 impl Console {
+    /// A subagent's work, one line per call, under its path; its text
+    /// is its parent's business (it comes back as the `task` result).
+    fn agent_event(&mut self, path: &str, event: KernelEvent) {
+        let line = match event {
+            KernelEvent::ToolProposed {
+                tool, arguments, ..
+            } => format!("> {}({})", safe(&tool), clip(&safe(&arguments.to_string()))),
+            KernelEvent::ToolFailed { code, message, .. } => {
+                format!("! {}: {}", safe(&code), clip(&safe(&message)))
+            }
+            KernelEvent::ApprovalDecided {
+                decision, reason, ..
+            } if decision == "deny" => format!("! denied: {}", clip(&safe(&reason))),
+            KernelEvent::AgentStarted {
+                path: child,
+                description,
+                ..
+            } => format!("[agent {}] {}", safe(&child), clip(&safe(&description))),
+            KernelEvent::AgentFinished {
+                path: child,
+                status,
+                ..
+            } => format!("[agent {}] {}", safe(&child), safe(&status)),
+            _ => return,
+        };
+        self.newline();
+        terminal::write(&format!("  [{}] {line}\n", safe(path)));
+    }
+
     fn newline(&mut self) {
         if self.mid_line {
             terminal::write("\n");

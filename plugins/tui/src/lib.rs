@@ -250,6 +250,11 @@ fn textarea_input(k: &Key) -> Option<tui_textarea::Input> {
 
 impl Ui for Tui {
     fn on_event(&mut self, event: Event) {
+        // A subagent's own events: its work shows as the `task` call's
+        // entry and result, not as turns of this conversation.
+        if KernelEvent::agent_path(&event.payload).is_some() {
+            return;
+        }
         let Some(Ok(event)) = KernelEvent::from_wire_text(&event.name, &event.payload) else {
             return;
         };

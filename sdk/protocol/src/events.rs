@@ -108,6 +108,18 @@ impl KernelEvent {
     /// [`from_wire`](Self::from_wire) for a payload still in its JSON
     /// text, as the WIT `event` record carries it (parsed once, not
     /// copied).
+    /// The agent path a child session's event carries in its payload
+    /// (`main/reviewer`); `None` for the main session's own events. UIs
+    /// use it to indent or fold a subagent's work.
+    pub fn agent_path(payload: &str) -> Option<String> {
+        // Cheap test first: most events are the main session's.
+        if !payload.contains("\"agent\"") {
+            return None;
+        }
+        let v: Value = serde_json::from_str(payload).ok()?;
+        v.get("agent")?.as_str().map(str::to_string)
+    }
+
     pub fn from_wire_text(
         name: &str,
         payload: &str,
@@ -411,6 +423,32 @@ catalogue! {
     /// A resource named in the input (`@server:uri`) was read and
     /// attached, marked untrusted; `truncated` when it passed the bound.
     McpResourceAttached = "mcp.resource_attached" { server: String, uri: String, chars: u64, truncated: bool },
+    /// A `task` call started a child session (`path`: `main/reviewer`).
+    AgentStarted = "agent.started" {
+        path: String,
+        /// The agent definition's name.
+        name: String,
+        session_id: String,
+        parent_session_id: String,
+        call_id: String,
+        description: String,
+        tools: Vec<String>,
+        mode: String,
+        model: String,
+    },
+    /// A child session ended; its usage and cost are rolled up into the
+    /// parent's. `status` is a turn status (`ok`, `error`, `cancelled`,
+    /// `halted`); `code` says why it failed.
+    AgentFinished = "agent.finished" {
+        path: String,
+        session_id: String,
+        status: String,
+        code: String,
+        iterations: u64,
+        usage: Usage,
+        cost_usd: f64,
+        duration_ms: u64,
+    },
     /// A stage's completion tool was called with valid arguments.
     StageCompletion = "stage.completion" { call_id: String, tool: String, arguments: Value },
     WorkflowAttached = "workflow.attached" {

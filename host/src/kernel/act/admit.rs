@@ -7,9 +7,9 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::run_tool::run_tool;
 use super::stage_gate::{StageAuthority, StageDecision};
 use super::tool_result::error_result;
+use crate::kernel::agents::Delegated;
 use crate::kernel::authority::{Decision, Proposal};
 use crate::kernel::payloads::call_json;
 use crate::kernel::session::Session;
@@ -45,7 +45,10 @@ impl Session {
             }),
             Admit::Run(entry, call) => {
                 let started = Instant::now();
-                let ran = run_tool(&entry.runner, &call, cancel).await;
+                let ran = match self.run_admitted(&entry.runner, &call, None, cancel).await {
+                    Delegated::Ran(ran) => ran,
+                    Delegated::Halted(halt) => return Err(halt),
+                };
                 Ok(self.tool_result(&call, ran, started).await)
             }
         }
@@ -59,6 +62,13 @@ impl Session {
         stage: Option<&StageAuthority>,
     ) -> Admit<'a> {
         let Some(entry) = self.roster.tools.get(&call.name) else {
+            if call.name == crate::kernel::agents::TASK_TOOL && self.lineage.parent.is_some() {
+                let msg = format!(
+                    "`task` is not available to agent `{}`: it is at the depth limit of {} sessions (settings `agents.maxDepth`) or its definition does not list `task`; do the work yourself",
+                    self.lineage.path, self.agents.max_depth
+                );
+                return Admit::Refuse(self.refuse(call, "not-found", &msg));
+            }
             let msg = format!(
                 "unknown tool `{}`; available tools: {}",
                 call.name,
@@ -125,6 +135,7 @@ impl Session {
         };
         let key = match &entry.runner {
             ToolRunner::Mcp(tool) => tool.approval_key(&call.arguments),
+            ToolRunner::Task => task_key(&call.arguments),
             ToolRunner::Component(ext) => match ext.tool_approval_key(&call.arguments).await {
                 Ok(k) => k,
                 // The tool refused the arguments (a path outside the
@@ -164,6 +175,8 @@ impl Session {
             {
                 return Admit::Refuse(self.refuse(&call, code, &reason));
             }
+        } else if matches!(entry.runner, ToolRunner::Task) {
+            self.authority.approve_delegation(&proposal);
         } else {
             match self.authority.decide(&proposal, &self.interactions).await {
                 Decision::Approve => {}
@@ -204,4 +217,12 @@ impl Session {
         });
         error_result(call, code, message)
     }
+}
+
+/// A `task` call's approval key: the agent it starts.
+fn task_key(arguments: &str) -> String {
+    serde_json::from_str::<Value>(arguments)
+        .ok()
+        .and_then(|v| v["agent"].as_str().map(str::to_string))
+        .unwrap_or_default()
 }

@@ -24,6 +24,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use lane::{Lane, MainLane, StageLane};
+pub(crate) use run_tool::Ran;
 pub(crate) use stage_gate::StageAuthority;
 
 use super::compaction::{raw_estimate, tools_json_len};

@@ -2,10 +2,14 @@
 //! (cancelled through its instance) or an MCP server's tool (the request
 //! is abandoned when the turn is cancelled). Both end as a [`Ran`].
 
+use std::collections::BTreeSet;
+
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::cancel::{call_error_code, cancellable};
+use crate::kernel::agents::Delegated;
+use crate::kernel::session::Session;
 use crate::kernel::tools::ToolRunner;
 use crate::mcp::tool::{McpOutcome, McpPart};
 use crate::runtime::CallError;
@@ -88,18 +92,25 @@ impl Ran {
     }
 }
 
-pub(crate) async fn run_tool(
-    runner: &ToolRunner,
-    call: &ToolCall,
-    cancel: &CancellationToken,
-) -> Ran {
-    match runner {
-        ToolRunner::Component(ext) => Ran::of_component(
-            cancellable(cancel, ext, ext.tool_invoke(&call.id, &call.arguments)).await,
-        ),
-        ToolRunner::Mcp(tool) => tokio::select! {
-            out = tool.run(&call.arguments) => Ran::of_mcp(&tool.server, &tool.remote, out),
-            _ = cancel.cancelled() => Ran::Cancelled,
-        },
+impl Session {
+    /// Run an admitted call. `envelope`: the tools of the stage it was
+    /// made in (a `task` child never gets more).
+    pub(crate) async fn run_admitted(
+        &self,
+        runner: &ToolRunner,
+        call: &ToolCall,
+        envelope: Option<&BTreeSet<String>>,
+        cancel: &CancellationToken,
+    ) -> Delegated {
+        Delegated::Ran(match runner {
+            ToolRunner::Component(ext) => Ran::of_component(
+                cancellable(cancel, ext, ext.tool_invoke(&call.id, &call.arguments)).await,
+            ),
+            ToolRunner::Mcp(tool) => tokio::select! {
+                out = tool.run(&call.arguments) => Ran::of_mcp(&tool.server, &tool.remote, out),
+                _ = cancel.cancelled() => Ran::Cancelled,
+            },
+            ToolRunner::Task => return self.run_task(call, envelope, cancel).await,
+        })
     }
 }

@@ -2,6 +2,7 @@
 //! approved ones concurrently, append the results in call order. In a
 //! stage, a valid call of the completion tool ends the Act.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,9 +11,10 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::admit::Admit;
-use super::run_tool::run_tool;
+use super::run_tool::Ran;
 use super::tool_result::error_result;
 use super::{ActSpec, Completion, Lane};
+use crate::kernel::agents::Delegated;
 use crate::kernel::payloads::call_json;
 use crate::kernel::session::Session;
 use crate::kernel::tools::ToolRunner;
@@ -105,8 +107,13 @@ impl Session {
                 }
             }
         }
-        for (i, result) in self.run_calls(runnable, cancel).await {
+        let envelope = spec.stage.as_ref().and_then(|s| s.allowed.as_ref());
+        let (ran, halted) = self.run_calls(runnable, envelope, cancel).await;
+        for (i, result) in ran {
             results[i] = Some(result);
+        }
+        if let Some(halt) = halted {
+            return Err(halt);
         }
         let results = results
             .into_iter()
@@ -174,15 +181,22 @@ impl Session {
 
     /// Run approved calls concurrently (at most `tool_parallelism` at
     /// once), each under a cancellation token of its own below the Act's.
+    /// A `task` call runs a child session; a child that needed a person in
+    /// a headless run halts the batch (the other calls are cancelled) and
+    /// the turn.
     async fn run_calls(
         &self,
         runnable: Vec<Runnable>,
+        envelope: Option<&BTreeSet<String>>,
         cancel: &CancellationToken,
-    ) -> Vec<(usize, ToolResult)> {
+    ) -> (Vec<(usize, ToolResult)>, Option<TurnStatus>) {
         let permits = Arc::new(Semaphore::new(self.config.tool_parallelism.max(1)));
+        let batch = cancel.child_token();
+        let halted: std::sync::Mutex<Option<TurnStatus>> = std::sync::Mutex::new(None);
         let runs = runnable.into_iter().map(|(i, runner, call)| {
             let permits = permits.clone();
-            let token = cancel.child_token();
+            let token = batch.child_token();
+            let (batch, halted) = (&batch, &halted);
             async move {
                 let _permit = permits.acquire_owned().await;
                 let started = Instant::now();
@@ -190,10 +204,24 @@ impl Session {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
                 });
-                let ran = run_tool(&runner, &call, &token).await;
+                let ran = match self.run_admitted(&runner, &call, envelope, &token).await {
+                    Delegated::Ran(ran) => ran,
+                    Delegated::Halted(halt) => {
+                        halted
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get_or_insert(halt);
+                        batch.cancel();
+                        Ran::Cancelled
+                    }
+                };
                 (i, self.tool_result(&call, ran, started).await)
             }
         });
-        futures::future::join_all(runs).await
+        let results = futures::future::join_all(runs).await;
+        (
+            results,
+            halted.into_inner().unwrap_or_else(|p| p.into_inner()),
+        )
     }
 }
