@@ -553,3 +553,81 @@ fn an_agent_with_a_state_machine_runs_its_task_as_a_workflow() {
     let finished = named(&evs, "agent.finished");
     assert_eq!(finished[0]["payload"]["status"], "ok", "{finished:?}");
 }
+
+/// A definition may make its child stricter than the parent, never
+/// looser: `mode: ask` under a yolo parent asks (headless: exit 3), and
+/// `mode: yolo` under an ask parent still asks. (`--mode yolo`, not
+/// `--yolo`: headless, `--yolo` also answers every question yes.)
+#[test]
+fn a_definition_can_tighten_the_mode_but_never_loosen_it() {
+    for (front, flags) in [
+        ("mode: ask\n", vec!["--mode", "yolo"]),
+        ("mode: yolo\n", vec![]),
+    ] {
+        let env = StudEnv::new();
+        agent(&env, "worker", front);
+        script(
+            &env,
+            json!([
+                {"text": "", "tool_calls": [task("t", "worker", "make a file")]},
+                {"text": "never"}
+            ]),
+            &[(
+                "worker",
+                json!([
+                    {"text": "", "tool_calls": [tool("w", "bash", json!({"command": "touch ran"}))]},
+                    {"text": "done"}
+                ]),
+            )],
+            json!({}),
+        );
+        let (out, evs, _) = run(&env, &flags);
+        assert_eq!(out.status.code(), Some(3), "{front}");
+        assert!(!env.project.path().join("ran").exists(), "{front}");
+        let started = named(&evs, "agent.started");
+        assert_eq!(started[0]["payload"]["mode"], "ask", "{front}");
+    }
+}
+
+/// A child's cost share is a budget of its own: reaching it stops the
+/// child with a typed error before its next request, and the parent goes
+/// on with that error as the call's result.
+#[test]
+fn a_child_that_spends_its_budget_stops_with_a_typed_error() {
+    let env = StudEnv::new();
+    // One dollar per million tokens: the child's first request costs far
+    // more than its cap.
+    agent(&env, "spender", "maxCostUsd: 0.000001\n");
+    script(
+        &env,
+        json!([
+            {"text": "", "tool_calls": [task("t", "spender", "spend")]},
+            {"text": "parent got: {{tool_results}}"}
+        ]),
+        &[(
+            "spender",
+            json!([
+                {"text": "", "tool_calls": [tool("r", "read", json!({"path": "nothing.txt"}))]},
+                {"text": "never reached"}
+            ]),
+        )],
+        json!({"pricing": {"scripted": {"input": 1.0, "output": 1.0}}}),
+    );
+    let (out, evs, res) = run(&env, &["--yolo"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(res["status"], "ok");
+    let failed = named(&evs, "tool.failed")
+        .into_iter()
+        .find(|e| e["payload"]["tool"] == "task")
+        .expect("the task call failed");
+    assert_eq!(failed["payload"]["code"], "agent-budget-exhausted");
+    let exceeded = named(&evs, "budget.exceeded");
+    assert_eq!(exceeded.len(), 1);
+    assert_eq!(exceeded[0]["payload"]["agent"], "main/spender");
+    let finished = named(&evs, "agent.finished");
+    assert_eq!(finished[0]["payload"]["iterations"], 1);
+}
