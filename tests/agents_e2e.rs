@@ -631,3 +631,71 @@ fn a_child_that_spends_its_budget_stops_with_a_typed_error() {
     let finished = named(&evs, "agent.finished");
     assert_eq!(finished[0]["payload"]["iterations"], 1);
 }
+
+/// A `task` call made in a workflow stage: the child gets only the tools
+/// of that stage's envelope (and its definition's).
+#[test]
+fn a_child_started_in_a_stage_gets_only_the_stage_tools() {
+    let env = StudEnv::new();
+    env.install("workflow");
+    env.file(
+        "script.json",
+        &json!({
+            "turns": [{"text": "no lane matched"}],
+            "lanes": {
+                "STAGE-a": {"turns": [
+                    {"text": "", "tool_calls": [task("t", "general", "look")]},
+                    {"text": "", "tool_calls": [tool("d", "done", json!({}))]}
+                ]},
+                "sub-agent of a coding assistant": {"turns": [{"text": "child ok"}]}
+            }
+        })
+        .to_string(),
+    );
+    env.scripted_settings(json!({"stateMachines": {"workflow": {
+        "entry": "a",
+        "stages": [{"id": "a", "allowedTools": ["task", "read"], "turnCap": 3}]
+    }}}));
+    let (out, evs, _) = run(&env, &["--sm", "workflow"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let started = named(&evs, "agent.started");
+    assert_eq!(started.len(), 1, "{evs:?}");
+    assert_eq!(started[0]["payload"]["tools"], json!(["read"]));
+    assert_eq!(named(&evs, "agent.finished")[0]["payload"]["status"], "ok");
+}
+
+/// `stud agents list` shows the agents of every scope with where each is
+/// defined, and names a file that was left out (exit 1).
+#[test]
+fn agents_list_shows_every_scope_and_names_a_bad_file() {
+    let env = StudEnv::new();
+    agent(&env, "alpha", "tools: [read]\n");
+    std::fs::write(env.home.path().join("agents/broken.md"), "no front matter").unwrap();
+    let dir = env.project.path().join(".stud/agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("local.md"),
+        "---\nname: local\ndescription: the project's own\n---\nYou help here.\n",
+    )
+    .unwrap();
+    env.ok(&["trust", "grant"]);
+    let out = env.command(&["agents", "list"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("general  (bundled)"), "{stdout}");
+    assert!(stdout.contains("alpha  ("), "{stdout}");
+    assert!(stdout.contains("tools: read;"), "{stdout}");
+    assert!(
+        stdout.contains("local  (") && stdout.contains(".stud/agents/local.md"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("broken.md") && stderr.contains("front matter"),
+        "{stderr}"
+    );
+}

@@ -27,6 +27,7 @@ macro_rules! errout {
     };
 }
 
+mod agents;
 mod config;
 mod ext;
 mod mcp;
@@ -76,6 +77,9 @@ enum Command {
     /// Kept sessions: list, show, delete.
     #[command(subcommand)]
     Session(session::SessionCommand),
+    /// Subagents the `task` tool can start: list.
+    #[command(subcommand)]
+    Agents(agents::AgentsCommand),
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -94,5 +98,6 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Mcp(cmd) => mcp::run(cmd),
         Command::Config(cmd) => config::run(cmd),
         Command::Session(cmd) => session::run(cmd),
+        Command::Agents(cmd) => agents::run(cmd),
     }
 }
