@@ -3,6 +3,7 @@
 
 mod common;
 
+mod acp_e2e;
 mod agents_e2e;
 mod authority_e2e;
 mod cli_ext;

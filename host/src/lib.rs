@@ -1,5 +1,6 @@
 //! stud: an agent runtime whose kernel is a WebAssembly plugin host.
 
+pub mod acp;
 pub mod atomic_write;
 pub mod cli;
 pub mod config;

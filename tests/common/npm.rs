@@ -9,6 +9,8 @@ use std::process::Command;
 /// The reference servers, pinned.
 pub const EVERYTHING: (&str, &str) = ("@modelcontextprotocol/server-everything", "2026.8.31");
 pub const FILESYSTEM: (&str, &str) = ("@modelcontextprotocol/server-filesystem", "2026.8.31");
+/// The official ACP TypeScript SDK, for the editor in `tests/fixtures/acp`.
+pub const ACP_SDK: (&str, &str) = ("@agentclientprotocol/sdk", "2.4.0");
 
 /// Where the packages live: `<target>/tmp/npm` (what `.ci/run` fills).
 pub fn prefix() -> PathBuf {
@@ -20,22 +22,23 @@ pub fn prefix() -> PathBuf {
 pub fn bin(bin: &str) -> PathBuf {
     let dir = prefix();
     let path = dir.join("node_modules").join(".bin").join(bin);
-    if path.exists() {
+    let sdk = dir.join("node_modules").join(ACP_SDK.0);
+    if path.exists() && sdk.exists() {
         return path;
     }
     std::fs::create_dir_all(&dir).expect("mkdir npm prefix");
     let lock = std::fs::File::create(dir.join(".install.lock")).expect("lock file");
     lock.lock().expect("lock the npm prefix");
-    if !path.exists() {
+    if !path.exists() || !sdk.exists() {
         let out = Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&dir)
-            .args([EVERYTHING, FILESYSTEM].map(|(p, v)| format!("{p}@{v}")))
+            .args([EVERYTHING, FILESYSTEM, ACP_SDK].map(|(p, v)| format!("{p}@{v}")))
             .output()
             .expect("run npm (node and npm must be installed)");
         assert!(
             out.status.success(),
-            "npm install of the MCP test servers failed:\n{}",
+            "npm install of the MCP test servers and the ACP SDK failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
@@ -89,17 +92,31 @@ impl Drop for EverythingHttp {
 /// installed packages so Node resolves the MCP SDK from there: the
 /// command and arguments of a stdio entry.
 pub fn dynamic_server() -> (String, Vec<String>) {
-    bin("mcp-server-everything");
-    let src =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp/dynamic.mjs");
-    let dest = prefix().join("dynamic.mjs");
-    // Once per test process; the rename keeps other processes from ever
-    // seeing half a file.
-    static PLACED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    PLACED.get_or_init(|| {
-        let tmp = prefix().join(format!("dynamic.{}.tmp", std::process::id()));
-        std::fs::copy(&src, &tmp).expect("copy the dynamic MCP server");
-        std::fs::rename(&tmp, &dest).expect("place the dynamic MCP server");
-    });
+    static PLACED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let dest = PLACED.get_or_init(|| place("mcp/dynamic.mjs", "dynamic.mjs"));
     ("node".into(), vec![dest.display().to_string()])
+}
+
+/// The test editor `tests/fixtures/acp/client.mjs`, placed beside the
+/// installed packages so Node resolves the ACP SDK from there.
+pub fn acp_client() -> PathBuf {
+    static PLACED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PLACED
+        .get_or_init(|| place("acp/client.mjs", "acp-client.mjs"))
+        .clone()
+}
+
+/// Copy fixture `from` to `name` beside the installed packages (once per
+/// test process; the rename keeps other processes from ever seeing half a
+/// file).
+fn place(from: &str, name: &str) -> PathBuf {
+    bin("mcp-server-everything");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures")
+        .join(from);
+    let dest = prefix().join(name);
+    let tmp = prefix().join(format!("{name}.{}.tmp", std::process::id()));
+    std::fs::copy(&src, &tmp).expect("copy the fixture");
+    std::fs::rename(&tmp, &dest).expect("place the fixture");
+    dest
 }

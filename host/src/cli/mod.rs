@@ -80,6 +80,8 @@ enum Command {
     /// Subagents the `task` tool can start: list.
     #[command(subcommand)]
     Agents(agents::AgentsCommand),
+    /// Serve an editor over the Agent Client Protocol (JSON-RPC on stdio).
+    Acp,
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -99,5 +101,6 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Config(cmd) => config::run(cmd),
         Command::Session(cmd) => session::run(cmd),
         Command::Agents(cmd) => agents::run(cmd),
+        Command::Acp => crate::acp::run(),
     }
 }

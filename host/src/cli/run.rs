@@ -131,6 +131,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     .then(ScreenSlot::default);
     let options = |resume: Option<ResumeTarget>| LaunchOptions {
         screen: screen_slot.clone(),
+        questions: None,
         home: home.clone(),
         cwd: cwd.clone(),
         project: project.clone(),

@@ -80,6 +80,9 @@ pub struct LaunchOptions {
     /// Where a full-screen UI may take the terminal (an interactive run on
     /// a terminal); `None`: line UIs only.
     pub screen: Option<ScreenSlot>,
+    /// Send every question here instead of to a UI (an editor over ACP
+    /// answers them); routed before anything can ask.
+    pub questions: Option<mpsc::UnboundedSender<super::interaction::Ask>>,
 }
 
 impl LaunchOptions {
@@ -108,6 +111,7 @@ impl LaunchOptions {
             state_machine: None,
             set: SetChoice::default(),
             screen: None,
+            questions: None,
         }
     }
 }
@@ -272,7 +276,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let mut subscribers = Vec::new();
     let mut ui_subscriptions = Vec::new();
     let mut controls = None;
-    let mut asks = None;
+    let mut asks = opts.questions.clone();
     let screen_ui = uis
         .iter()
         .find(|u| u.id().as_str() == interactor_id && u.ui_has_screen())

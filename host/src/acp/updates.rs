@@ -1,0 +1,235 @@
+//! Kernel events as ACP `session/update` payloads: streamed text and
+//! thoughts, tool calls and their updates. A subagent's events stay inside
+//! its `task` call and are not sent.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::kernel::Event;
+use stud_protocol::events::KernelEvent;
+
+/// The ACP tool kind of a stud tool, so editors pick the right icon.
+pub fn tool_kind(tool: &str) -> &'static str {
+    match tool {
+        "read" | "list" => "read",
+        "write" | "edit" | "multi-edit" => "edit",
+        "grep" | "glob" => "search",
+        "bash" => "execute",
+        "web-fetch" => "fetch",
+        "task" => "think",
+        _ => "other",
+    }
+}
+
+fn text(t: &str) -> Value {
+    json!({"type": "text", "text": t})
+}
+
+/// What the session's events said about its tool calls so far: their
+/// arguments (edits become diffs), which call a question is about.
+pub struct Calls {
+    cwd: PathBuf,
+    args: HashMap<String, (String, Value)>,
+    /// Proposed and not decided yet, in order: a question is about the
+    /// first of them (calls are decided one at a time, in order).
+    undecided: Vec<String>,
+    /// Question id -> the call it is about.
+    asked: HashMap<String, String>,
+}
+
+impl Calls {
+    pub fn new(cwd: PathBuf) -> Self {
+        Calls {
+            cwd,
+            args: HashMap::new(),
+            undecided: Vec::new(),
+            asked: HashMap::new(),
+        }
+    }
+
+    /// The call question `id` is about, once its event was seen.
+    pub fn asked(&self, id: &str) -> Option<(String, String, Value)> {
+        let call = self.asked.get(id)?;
+        let (tool, args) = self.args.get(call)?;
+        Some((call.clone(), tool.clone(), args.clone()))
+    }
+
+    /// Take in `ev`; the `update` object for it, if it is one an editor
+    /// shows.
+    pub fn update(&mut self, ev: &Event) -> Option<Value> {
+        if ev.payload.get("agent").is_some() {
+            return None;
+        }
+        ev.kind()?;
+        let event = KernelEvent::from_wire_text(&ev.name, &ev.payload.to_string())?.ok()?;
+        match &event {
+            KernelEvent::ToolProposed {
+                call_id,
+                tool,
+                arguments,
+            } => {
+                self.args
+                    .insert(call_id.clone(), (tool.clone(), arguments.clone()));
+                self.undecided.push(call_id.clone());
+            }
+            KernelEvent::ApprovalDecided { call_id, .. }
+            | KernelEvent::ToolFailed { call_id, .. } => {
+                self.undecided.retain(|c| c != call_id);
+            }
+            KernelEvent::InteractionRequested { id, kind } if kind.get("approve").is_some() => {
+                if let Some(first) = self.undecided.first() {
+                    self.asked.insert(id.clone(), first.clone());
+                }
+                return None;
+            }
+            _ => {}
+        }
+        let mut update = update_for(event)?;
+        let diff = match update["status"].as_str() {
+            Some("completed") => update["toolCallId"].as_str().and_then(|c| self.diff(c)),
+            _ => None,
+        };
+        if let Some(diff) = diff
+            && let Some(content) = update["content"].as_array_mut()
+        {
+            content.push(diff);
+        }
+        Some(update)
+    }
+
+    /// An edit's or a write's change as ACP diff content.
+    fn diff(&self, call: &str) -> Option<Value> {
+        let (tool, args) = self.args.get(call)?;
+        let path = self.cwd.join(args.get("path")?.as_str()?);
+        let (old, new) = match tool.as_str() {
+            "edit" => (
+                Value::from(args.get("old_string")?.as_str()?),
+                args.get("new_string")?.as_str()?,
+            ),
+            "write" => (Value::Null, args.get("content")?.as_str()?),
+            _ => return None,
+        };
+        Some(json!({"type": "diff", "path": path, "oldText": old, "newText": new}))
+    }
+}
+
+/// The `update` object for `event`, if it is one an editor shows.
+fn update_for(event: KernelEvent) -> Option<Value> {
+    Some(match event {
+        KernelEvent::ProviderTokens { delta } => {
+            json!({"sessionUpdate": "agent_message_chunk", "content": text(&delta)})
+        }
+        KernelEvent::ProviderReasoning { delta } => {
+            json!({"sessionUpdate": "agent_thought_chunk", "content": text(&delta)})
+        }
+        KernelEvent::ToolProposed {
+            call_id,
+            tool,
+            arguments,
+        } => {
+            let mut u = json!({
+                "sessionUpdate": "tool_call",
+                "toolCallId": call_id,
+                "title": title(&tool, &arguments),
+                "kind": tool_kind(&tool),
+                "status": "pending",
+                "rawInput": arguments,
+            });
+            if let Some(path) = arguments.get("path").and_then(Value::as_str) {
+                u["locations"] = json!([{"path": path}]);
+            }
+            u
+        }
+        KernelEvent::ToolStarted { call_id, .. } => {
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"})
+        }
+        KernelEvent::ToolSucceeded {
+            call_id, output, ..
+        } => json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": "completed",
+            "content": [{"type": "content", "content": text(&output)}],
+        }),
+        KernelEvent::ToolFailed {
+            call_id,
+            code,
+            message,
+            ..
+        } => json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": "failed",
+            "content": [{"type": "content", "content": text(&format!("{code}: {message}"))}],
+        }),
+        KernelEvent::ToolCancelled {
+            call_id, reason, ..
+        } => json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": "failed",
+            "content": [{"type": "content", "content": text(&format!("cancelled: {reason}"))}],
+        }),
+        _ => return None,
+    })
+}
+
+/// A short title: the tool and its main argument.
+fn title(tool: &str, args: &Value) -> String {
+    let main = ["path", "command", "pattern", "url", "description"]
+        .iter()
+        .find_map(|k| args.get(*k).and_then(Value::as_str));
+    match main {
+        Some(m) => {
+            let m: String = m.chars().take(80).collect();
+            format!("{tool} {m}")
+        }
+        None => tool.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(name: &str, payload: Value) -> Event {
+        Event {
+            seq: 1,
+            name: name.into(),
+            turn_id: None,
+            timestamp_ms: 0,
+            payload,
+            authoritative: true,
+        }
+    }
+
+    #[test]
+    fn a_question_is_about_the_first_undecided_call_and_edits_carry_diffs() {
+        let mut calls = Calls::new("/p".into());
+        for (id, tool) in [("a", "read"), ("b", "edit")] {
+            let args = json!({"path": "f.txt", "old_string": "x", "new_string": "y"});
+            let u = calls
+                .update(&ev(
+                    "tool.proposed",
+                    json!({"call_id": id, "tool": tool, "arguments": args}),
+                ))
+                .unwrap();
+            assert_eq!(u["locations"][0]["path"], "f.txt");
+        }
+        let decided = json!({"call_id": "a", "tool": "read", "key": "", "decision": "approve", "layer": "mode", "reason": ""});
+        assert!(calls.update(&ev("approval.decided", decided)).is_none());
+        let asked =
+            json!({"id": "i1", "kind": {"approve": "edit", "key": "f.txt", "description": ""}});
+        assert!(calls.update(&ev("interaction.requested", asked)).is_none());
+        assert_eq!(calls.asked("i1").unwrap().0, "b");
+        let done = json!({"call_id": "b", "tool": "edit", "output": "Edited", "details": null, "duration_ms": 1});
+        let u = calls.update(&ev("tool.succeeded", done)).unwrap();
+        assert_eq!(u["content"][1]["type"], "diff");
+        assert_eq!(u["content"][1]["path"], "/p/f.txt");
+        // A subagent's events stay inside its `task` call.
+        let child = json!({"delta": "x", "agent": "main/general"});
+        assert!(calls.update(&ev("provider.tokens", child)).is_none());
+    }
+}
