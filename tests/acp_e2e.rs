@@ -17,6 +17,11 @@ fn tool(id: &str, name: &str, arguments: Value) -> Value {
 /// Run the test editor with `prompts`; every message it received, in
 /// order.
 fn editor(env: &StudEnv, prompts: &[&str]) -> Vec<Value> {
+    editor_loading(env, None, prompts)
+}
+
+/// The same, loading session `load` instead of opening a new one.
+fn editor_loading(env: &StudEnv, load: Option<&str>, prompts: &[&str]) -> Vec<Value> {
     let out = Command::new("node")
         .arg(common::npm::acp_client())
         .env("STUD_BIN", env!("CARGO_BIN_EXE_stud"))
@@ -24,6 +29,7 @@ fn editor(env: &StudEnv, prompts: &[&str]) -> Vec<Value> {
         .env("STUD_CACHE_DIR", common::shared_cache())
         .env("PROJECT", env.project.path())
         .env("PROMPTS", json!(prompts).to_string())
+        .env("LOAD_SESSION", load.unwrap_or_default())
         .output()
         .expect("run node");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -122,4 +128,61 @@ fn an_editor_runs_turns_with_permission_diff_history_and_cancel() {
         "{}",
         log[stops[2]]
     );
+}
+
+/// `session/load` in a new agent process replays the kept conversation as
+/// updates before it answers, and the next prompt continues it.
+#[test]
+fn loading_a_session_after_a_restart_replays_its_history() {
+    let env = StudEnv::new();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [tool("r1", "read", json!({"path": "notes.txt"}))]},
+            {"text": "the notes say hello"},
+            {"text": "now {{messages}} messages"}
+        ]),
+        json!({}),
+    );
+    env.file("notes.txt", "hello\n");
+    let first = editor(&env, &["read the notes"]);
+    let id = first
+        .iter()
+        .find(|m| m["type"] == "session")
+        .and_then(|m| m["sessionId"].as_str())
+        .unwrap()
+        .to_string();
+    let log = editor_loading(&env, Some(&id), &["and then?"]);
+    let loaded = position(&log, |m| m["type"] == "loaded");
+    let replayed: Vec<(String, String)> = log[..loaded]
+        .iter()
+        .filter(|m| m["type"] == "update")
+        .map(|m| {
+            let u = &m["update"];
+            let what = u["content"]["text"]
+                .as_str()
+                .or(u["toolCallId"].as_str())
+                .unwrap_or_default();
+            (
+                u["sessionUpdate"].as_str().unwrap().to_string(),
+                what.to_string(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("user_message_chunk", "read the notes"),
+        ("tool_call", "r1"),
+        ("tool_call_update", "r1"),
+        ("agent_message_chunk", "the notes say hello"),
+    ];
+    assert_eq!(
+        replayed,
+        expected.map(|(a, b)| (a.to_string(), b.to_string())),
+        "{log:#?}"
+    );
+    let answer: String = log[loaded..]
+        .iter()
+        .filter(|m| m["update"]["sessionUpdate"] == "agent_message_chunk")
+        .map(|m| m["update"]["content"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(answer, "now 5 messages");
 }

@@ -2,6 +2,7 @@
 //! stdio, so editors (Zed, JetBrains, Neovim, Emacs) drive it. stdout
 //! carries only protocol frames; warnings go to stderr.
 
+mod replay;
 mod updates;
 mod worker;
 
@@ -40,8 +41,10 @@ fn sessions(
 
 async fn serve(home: StudHome) -> Result<(), Error> {
     let slot: Sessions = Default::default();
-    let (new_slot, prompt_slot, cancel_slot) = (slot.clone(), slot.clone(), slot);
-    let (new_home, prompt_home, cancel_home) = (home.clone(), home.clone(), home);
+    let (new_slot, prompt_slot, load_slot, cancel_slot) =
+        (slot.clone(), slot.clone(), slot.clone(), slot);
+    let (new_home, prompt_home, load_home, cancel_home) =
+        (home.clone(), home.clone(), home.clone(), home);
     Agent
         .v1()
         .name("stud")
@@ -53,7 +56,7 @@ async fn serve(home: StudHome) -> Result<(), Error> {
                 let response = json!({
                     "protocolVersion": 1,
                     "agentCapabilities": {
-                        "loadSession": false,
+                        "loadSession": true,
                         "promptCapabilities": {"embeddedContext": true, "image": false, "audio": false}
                     },
                     "agentInfo": {"name": "stud", "version": env!("CARGO_PKG_VERSION")},
@@ -77,15 +80,8 @@ async fn serve(home: StudHome) -> Result<(), Error> {
                     reply,
                 });
                 conn.spawn(async move {
-                    match answer.await {
-                        Ok(Ok(id)) => match serde_json::from_value(json!({"sessionId": id})) {
-                            Ok(r) => responder.respond(r),
-                            Err(e) => responder
-                                .respond_with_error(Error::internal_error().data(e.to_string())),
-                        },
-                        Ok(Err(e)) => responder.respond_with_error(Error::invalid_params().data(e)),
-                        Err(_) => responder.respond_with_error(Error::internal_error()),
-                    }
+                    let reply = answer.await.map(|r| r.map(|id| json!({"sessionId": id})));
+                    self::answer(responder, reply, Error::invalid_params)
                 })
             },
             agent_client_protocol::on_receive_request!(),
@@ -102,18 +98,26 @@ async fn serve(home: StudHome) -> Result<(), Error> {
                     reply,
                 });
                 conn.spawn(async move {
-                    match answer.await {
-                        Ok(Ok(stop)) => {
-                            match serde_json::from_value(json!({"stopReason": stop})) {
-                                Ok(r) => responder.respond(r),
-                                Err(e) => responder.respond_with_error(
-                                    Error::internal_error().data(e.to_string()),
-                                ),
-                            }
-                        }
-                        Ok(Err(e)) => responder.respond_with_error(Error::internal_error().data(e)),
-                        Err(_) => responder.respond_with_error(Error::internal_error()),
-                    }
+                    let reply = answer.await.map(|r| r.map(|stop| json!({"stopReason": stop})));
+                    self::answer(responder, reply, Error::internal_error)
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: schema::LoadSessionRequest,
+                        responder: Responder<schema::LoadSessionResponse>,
+                        conn: ConnectionTo<Client>| {
+                let tx = sessions(&load_slot, &load_home, &conn);
+                let (reply, answer) = oneshot::channel();
+                let _ = tx.send(Cmd::Load {
+                    session: request.session_id.to_string(),
+                    cwd: request.cwd.clone(),
+                    reply,
+                });
+                conn.spawn(async move {
+                    let reply = answer.await.map(|r| r.map(|()| json!({})));
+                    self::answer(responder, reply, Error::invalid_params)
                 })
             },
             agent_client_protocol::on_receive_request!(),
@@ -130,6 +134,23 @@ async fn serve(home: StudHome) -> Result<(), Error> {
         )
         .connect_to(Stdio::new())
         .await
+}
+
+/// Answer a request with the sessions' reply: `Ok` is the response's
+/// JSON, `Err` an error with stud's message (`refused` says which kind).
+fn answer<T: agent_client_protocol::JsonRpcResponse + serde::de::DeserializeOwned>(
+    responder: Responder<T>,
+    reply: Result<Result<Value, String>, oneshot::error::RecvError>,
+    refused: fn() -> Error,
+) -> Result<(), Error> {
+    match reply {
+        Ok(Ok(v)) => match serde_json::from_value(v) {
+            Ok(r) => responder.respond(r),
+            Err(e) => responder.respond_with_error(Error::internal_error().data(e.to_string())),
+        },
+        Ok(Err(e)) => responder.respond_with_error(refused().data(e)),
+        Err(_) => responder.respond_with_error(Error::internal_error()),
+    }
 }
 
 /// The prompt's text blocks, and embedded resources' text as context.

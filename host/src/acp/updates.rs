@@ -23,7 +23,7 @@ pub fn tool_kind(tool: &str) -> &'static str {
     }
 }
 
-fn text(t: &str) -> Value {
+pub(super) fn text(t: &str) -> Value {
     json!({"type": "text", "text": t})
 }
 
@@ -177,7 +177,7 @@ fn update_for(event: KernelEvent) -> Option<Value> {
 }
 
 /// A short title: the tool and its main argument.
-fn title(tool: &str, args: &Value) -> String {
+pub(super) fn title(tool: &str, args: &Value) -> String {
     let main = ["path", "command", "pattern", "url", "description"]
         .iter()
         .find_map(|k| args.get(*k).and_then(Value::as_str));

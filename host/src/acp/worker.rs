@@ -18,9 +18,11 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::replay::replay;
 use super::updates::Calls;
 use crate::extensions::trust::recorded_scope;
 use crate::kernel::interaction::Ask;
+use crate::kernel::persist::ResumeTarget;
 use crate::kernel::{LaunchOptions, Launched, Subscriber, TurnStatus, launch};
 use crate::paths::StudHome;
 use crate::runtime::bindings::stud::extension::interaction::{
@@ -40,6 +42,12 @@ pub enum Cmd {
     },
     Cancel {
         session: String,
+    },
+    /// Continue a kept session, its history sent as updates first.
+    Load {
+        session: String,
+        cwd: PathBuf,
+        reply: oneshot::Sender<Result<(), String>>,
     },
 }
 
@@ -64,10 +72,22 @@ pub fn spawn(home: StudHome, conn: ConnectionTo<Client>) -> mpsc::UnboundedSende
             while let Some(cmd) = rx.recv().await {
                 match cmd {
                     Cmd::New { cwd, reply } => {
-                        let r = start(&home, cwd, &conn).await.map(|(id, o)| {
+                        let r = start(&home, cwd, None, &conn).await.map(|(id, o)| {
                             open.insert(id.clone(), o);
                             id
                         });
+                        let _ = reply.send(r);
+                    }
+                    Cmd::Load {
+                        session,
+                        cwd,
+                        reply,
+                    } => {
+                        let r = start(&home, cwd, Some(session), &conn)
+                            .await
+                            .map(|(id, o)| {
+                                open.insert(id, o);
+                            });
                         let _ = reply.send(r);
                     }
                     Cmd::Prompt {
@@ -94,9 +114,12 @@ pub fn spawn(home: StudHome, conn: ConnectionTo<Client>) -> mpsc::UnboundedSende
     tx
 }
 
+/// Open a session in `cwd`: a new one, or `resume` (its history is sent
+/// as updates before this returns).
 async fn start(
     home: &StudHome,
     cwd: PathBuf,
+    resume: Option<String>,
     conn: &ConnectionTo<Client>,
 ) -> Result<(String, Open), String> {
     if !cwd.is_absolute() {
@@ -107,6 +130,7 @@ async fn start(
         headless: false,
         project: recorded_scope(home.root(), &cwd),
         questions: Some(ask_tx),
+        resume: resume.map(ResumeTarget::Id),
         ..LaunchOptions::headless(home.clone(), cwd.clone())
     };
     let calls = Arc::new(std::sync::Mutex::new(Calls::new(cwd.clone())));
@@ -115,6 +139,9 @@ async fn start(
         eprintln!("warning: {w}");
     }
     let id = launched.session.id.clone();
+    for update in replay(launched.session.history()) {
+        send_update(conn, &id, update);
+    }
     let sub = launched.bus.subscribe("acp", 1 << 16);
     tokio::spawn(forward_events(
         sub.clone(),
@@ -176,15 +203,19 @@ async fn forward_events(
     while let Some(ev) = sub.next().await {
         let update = calls.lock().unwrap_or_else(|p| p.into_inner()).update(&ev);
         if let Some(update) = update {
-            let note = json!({"sessionId": id, "update": update});
-            match serde_json::from_value::<schema::SessionNotification>(note) {
-                Ok(n) => {
-                    let _ = conn.send_notification(n);
-                }
-                Err(e) => eprintln!("acp: an update did not fit the schema: {e}"),
-            }
+            send_update(&conn, &id, update);
         }
         sub.ack();
+    }
+}
+
+fn send_update(conn: &ConnectionTo<Client>, id: &str, update: Value) {
+    let note = json!({"sessionId": id, "update": update});
+    match serde_json::from_value::<schema::SessionNotification>(note) {
+        Ok(n) => {
+            let _ = conn.send_notification(n);
+        }
+        Err(e) => eprintln!("acp: an update did not fit the schema: {e}"),
     }
 }
 
