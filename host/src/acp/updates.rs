@@ -62,8 +62,23 @@ impl Calls {
         if ev.payload.get("agent").is_some() {
             return None;
         }
-        ev.kind()?;
-        let event = KernelEvent::from_wire_text(&ev.name, &ev.payload.to_string())?.ok()?;
+        // Only the events an editor is shown or that say which call a
+        // question is about: no parsing for the rest.
+        if !matches!(
+            ev.name.as_str(),
+            "provider.tokens"
+                | "provider.reasoning"
+                | "tool.proposed"
+                | "tool.started"
+                | "tool.succeeded"
+                | "tool.failed"
+                | "tool.cancelled"
+                | "approval.decided"
+                | "interaction.requested"
+        ) {
+            return None;
+        }
+        let event = KernelEvent::from_wire(&ev.name, &ev.payload)?.ok()?;
         match &event {
             KernelEvent::ToolProposed {
                 call_id,
@@ -91,6 +106,13 @@ impl Calls {
             Some("completed") => update["toolCallId"].as_str().and_then(|c| self.diff(c)),
             _ => None,
         };
+        // A finished call's arguments are no longer needed.
+        if matches!(update["status"].as_str(), Some("completed" | "failed"))
+            && let Some(call) = update["toolCallId"].as_str()
+        {
+            self.args.remove(call);
+            self.asked.retain(|_, c| c != call);
+        }
         if let Some(diff) = diff
             && let Some(content) = update["content"].as_array_mut()
         {
