@@ -17,13 +17,25 @@ fn tool(id: &str, name: &str, arguments: Value) -> Value {
 /// Run the test editor with `prompts`; every message it received, in
 /// order.
 fn editor(env: &StudEnv, prompts: &[&str]) -> Vec<Value> {
-    editor_loading(env, None, prompts)
+    editor_with(env, None, prompts, &[])
 }
 
 /// The same, loading session `load` instead of opening a new one.
 fn editor_loading(env: &StudEnv, load: Option<&str>, prompts: &[&str]) -> Vec<Value> {
+    editor_with(env, load, prompts, &[])
+}
+
+/// The same, with the editor's knobs in `vars` (`FS_BUFFERS`, `MODE`,
+/// `PROBES`: see the client).
+fn editor_with(
+    env: &StudEnv,
+    load: Option<&str>,
+    prompts: &[&str],
+    vars: &[(&str, String)],
+) -> Vec<Value> {
     let out = Command::new("node")
         .arg(common::npm::acp_client())
+        .envs(vars.iter().map(|(k, v)| (k, v)))
         .env("STUD_BIN", env!("CARGO_BIN_EXE_stud"))
         .env("STUD_HOME", env.home.path())
         .env("STUD_CACHE_DIR", common::shared_cache())
@@ -185,4 +197,218 @@ fn loading_a_session_after_a_restart_replays_its_history() {
         .map(|m| m["update"]["content"]["text"].as_str().unwrap())
         .collect();
     assert_eq!(answer, "now 5 messages");
+}
+
+fn updates<'a>(log: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    log.iter()
+        .filter(|m| m["update"]["sessionUpdate"] == kind)
+        .map(|m| &m["update"])
+        .collect()
+}
+
+/// An editor that offers its file system holds an unsaved buffer: `read`
+/// shows the buffer, `edit` changes the buffer's text (its `old_string`
+/// is only in the buffer) and hands the result back to the editor, and
+/// the file on disk is left alone. A path out of the project never
+/// reaches the editor.
+#[test]
+fn with_the_editors_file_system_tools_see_unsaved_buffers() {
+    let env = StudEnv::new();
+    env.file("notes.txt", "hello world\n");
+    env.file("outside-marker.txt", "x");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [tool("r1", "read", json!({"path": "notes.txt"}))]},
+            {"text": "", "tool_calls": [tool("e1", "edit", json!({"path": "notes.txt", "old_string": "unsaved", "new_string": "edited"}))]},
+            {"text": "", "tool_calls": [tool("e2", "edit", json!({"path": "../escape.txt", "old_string": "a", "new_string": "b"}))]},
+            {"text": "done"}
+        ]),
+        json!({}),
+    );
+    let buffers = json!({"notes.txt": "hello unsaved buffer\n"}).to_string();
+    let log = editor_with(
+        &env,
+        None,
+        &["fix the notes"],
+        &[("FS_BUFFERS", buffers), ("MODE", "yolo".into())],
+    );
+    let done: Vec<&Value> = updates(&log, "tool_call_update")
+        .into_iter()
+        .filter(|u| u["status"] == "completed" || u["status"] == "failed")
+        .collect();
+    assert_eq!(done[0]["toolCallId"], "r1", "{log:#?}");
+    let shown = done[0]["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(shown.contains("hello unsaved buffer"), "{shown}");
+    assert_eq!(done[1]["toolCallId"], "e1");
+    assert_eq!(done[1]["status"], "completed", "{:#}", done[1]);
+    let writes: Vec<&Value> = log.iter().filter(|m| m["type"] == "fs-write").collect();
+    assert_eq!(writes.len(), 1, "{log:#?}");
+    assert_eq!(writes[0]["content"], "hello edited buffer\n");
+    assert_eq!(
+        writes[0]["path"].as_str().unwrap(),
+        env.project
+            .path()
+            .join("notes.txt")
+            .canonicalize()
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
+    assert_eq!(
+        env.read("notes.txt"),
+        "hello world\n",
+        "the disk is the editor's to save"
+    );
+    // The escape failed before the editor was asked anything about it.
+    assert_eq!(done[2]["toolCallId"], "e2");
+    assert_eq!(done[2]["status"], "failed");
+    assert!(
+        log.iter()
+            .filter(|m| m["type"] == "fs-read")
+            .all(|m| m["path"].as_str().unwrap().ends_with("notes.txt")),
+        "{log:#?}"
+    );
+    assert_eq!(log.last().unwrap()["stopReason"], "end_turn");
+}
+
+/// The mode is chosen at `session/new` and reported as the session's
+/// mode; `yolo` runs an edit without asking; switching later is refused
+/// with a typed error.
+#[test]
+fn the_mode_is_chosen_when_the_session_opens_and_fixed_after() {
+    let env = StudEnv::new();
+    env.file("notes.txt", "hello world\n");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [tool("e1", "edit", json!({"path": "notes.txt", "old_string": "world", "new_string": "yolo"}))]},
+            {"text": "done"}
+        ]),
+        json!({}),
+    );
+    let probes = json!([["session/set_mode", {"sessionId": "$SESSION", "modeId": "ask"}]]);
+    let log = editor_with(
+        &env,
+        None,
+        &["edit"],
+        &[("MODE", "yolo".into()), ("PROBES", probes.to_string())],
+    );
+    let opened = &log[position(&log, |m| m["type"] == "session")];
+    assert_eq!(opened["modes"]["currentModeId"], "yolo");
+    let ids: Vec<&str> = opened["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["ask", "allowlist", "yolo"]);
+    let probe = &log[position(&log, |m| m["type"] == "probe")];
+    assert_eq!(probe["error"]["code"], -32602, "{probe}");
+    assert_eq!(probe["error"]["data"]["code"], "mode-fixed");
+    assert!(!log.iter().any(|m| m["type"] == "permission"), "{log:#?}");
+    assert_eq!(env.read("notes.txt"), "hello yolo\n");
+    // An unknown mode is refused by name.
+    let log = editor_with(&env, None, &[], &[("MODE", "sudo".into())]);
+    let refused = &log[position(&log, |m| m["type"] == "error")];
+    assert_eq!(
+        refused["error"]["data"]["code"], "unknown-mode",
+        "{refused}"
+    );
+    assert_eq!(refused["error"]["data"]["field"], "_meta.stud.mode");
+}
+
+/// The session's slash commands are advertised after it opens; a prompt
+/// that starts with one runs it (the model is not asked), and a malformed
+/// one is a typed error.
+#[test]
+fn slash_commands_are_advertised_and_run() {
+    let env = StudEnv::new();
+    env.script(json!([{"text": "the model answered"}]), json!({}));
+    let log = editor(&env, &["/help", "/no!such", "hello"]);
+    let advertised = updates(&log, "available_commands_update");
+    assert_eq!(advertised.len(), 1, "{log:#?}");
+    let names: Vec<&str> = advertised[0]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"help") && names.contains(&"model"),
+        "{names:?}"
+    );
+    let stops: Vec<usize> = (0..log.len())
+        .filter(|i| log[*i]["type"] == "stop" || log[*i]["type"] == "error")
+        .collect();
+    let help: String = updates(&log[..stops[0]], "agent_message_chunk")
+        .iter()
+        .map(|u| u["content"]["text"].as_str().unwrap())
+        .collect();
+    assert!(help.contains("/model"), "{help}");
+    assert_eq!(log[stops[0]]["stopReason"], "end_turn");
+    assert_eq!(
+        log[stops[1]]["error"]["data"]["code"], "invalid-command",
+        "{:#}",
+        log[stops[1]]
+    );
+    // The model's first answer went to the first real prompt.
+    let answer: String = updates(&log[stops[1]..], "agent_message_chunk")
+        .iter()
+        .map(|u| u["content"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(answer, "the model answered");
+}
+
+/// What an editor (or whoever speaks for it) sends is checked: a relative
+/// folder, a session id that is a path, an unknown session; each is a
+/// JSON-RPC error naming the field, with stud's code.
+#[test]
+fn bad_requests_are_typed_errors() {
+    let env = StudEnv::new();
+    env.script(json!([]), json!({}));
+    let project = env.project.path().display().to_string();
+    let probes = json!([
+        ["session/new", {"cwd": "relative/dir", "mcpServers": []}],
+        ["session/load", {"sessionId": "../../etc", "cwd": project, "mcpServers": []}],
+        ["session/load", {"sessionId": "s0000", "cwd": project, "mcpServers": []}],
+        ["session/prompt", {"sessionId": "nope", "prompt": [{"type": "text", "text": "hi"}]}],
+    ]);
+    let log = editor_with(&env, None, &[], &[("PROBES", probes.to_string())]);
+    let errors: Vec<&Value> = log
+        .iter()
+        .filter(|m| m["type"] == "probe")
+        .map(|m| &m["error"])
+        .collect();
+    assert_eq!(errors.len(), 4, "{log:#?}");
+    assert_eq!(errors[0]["code"], -32602);
+    assert_eq!(errors[0]["data"]["code"], "cwd-not-absolute");
+    assert_eq!(errors[0]["data"]["field"], "cwd");
+    assert_eq!(errors[1]["data"]["code"], "not-a-session-id");
+    assert_eq!(errors[2]["code"], -32002, "{:#}", errors[2]);
+    assert_eq!(errors[3]["code"], -32002);
+    assert_eq!(errors[3]["data"]["code"], "session-not-found");
+}
+
+/// A folder the user never trusted cannot loosen stud by what its `.stud`
+/// says: its settings asking for `yolo` are not read, so an edit still
+/// asks the editor.
+#[test]
+fn an_untrusted_projects_settings_do_not_apply() {
+    let env = StudEnv::new();
+    env.file("notes.txt", "hello world\n");
+    std::fs::create_dir_all(env.project.path().join(".stud")).unwrap();
+    env.file(
+        ".stud/settings.json",
+        &json!({"securityMode": {"mode": "yolo"}}).to_string(),
+    );
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [tool("e1", "edit", json!({"path": "notes.txt", "old_string": "world", "new_string": "x"}))]},
+            {"text": "done"}
+        ]),
+        json!({}),
+    );
+    let log = editor(&env, &["edit"]);
+    let opened = &log[position(&log, |m| m["type"] == "session")];
+    assert_eq!(opened["modes"]["currentModeId"], "ask", "{opened}");
+    assert!(log.iter().any(|m| m["type"] == "permission"), "{log:#?}");
 }

@@ -41,6 +41,19 @@ pub fn replace_once(content: &str, old: &str, new: &str) -> Result<String, Error
     }
 }
 
+/// The note that ends a page of `read` output when lines remain after the
+/// `shown_end`-th of `total` (both 1-based counts), telling the model how
+/// to go on; `None` when the page reached the end.
+pub fn more_lines(total: u64, shown_end: u64) -> Option<String> {
+    (shown_end < total).then(|| {
+        format!(
+            "[{} more lines; call read with offset {} to continue]\n",
+            total - shown_end,
+            shown_end + 1
+        )
+    })
+}
+
 /// 1-based line number of byte offset `at`.
 pub fn line_of(content: &str, at: usize) -> usize {
     content[..at].matches('\n').count() + 1

@@ -2,11 +2,14 @@
 //! stdio, so editors (Zed, JetBrains, Neovim, Emacs) drive it. stdout
 //! carries only protocol frames; warnings go to stderr.
 
+mod editor_fs;
+mod failure;
 mod replay;
 mod updates;
 mod worker;
 
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
@@ -14,8 +17,10 @@ use agent_client_protocol::{Agent, Client, Error, Stdio};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::kernel::Mode;
 use crate::paths::StudHome;
-use worker::Cmd;
+pub use failure::{Failure, STUD_FAILED};
+use worker::{Cmd, Opened, Opening};
 
 /// Serve one editor until it closes stdin.
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -26,33 +31,129 @@ pub fn run() -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-type Sessions = std::sync::Arc<std::sync::OnceLock<mpsc::UnboundedSender<Cmd>>>;
+/// What the editor said it can do at `initialize`.
+#[derive(Clone, Copy, Default)]
+struct Offer {
+    /// Both `fs/read_text_file` and `fs/write_text_file`.
+    fs: bool,
+}
 
-/// The sessions' thread needs the connection; it starts with the first
-/// request that has one.
-fn sessions(
-    slot: &Sessions,
-    home: &StudHome,
-    conn: &ConnectionTo<Client>,
-) -> mpsc::UnboundedSender<Cmd> {
-    slot.get_or_init(|| worker::spawn(home.clone(), conn.clone()))
-        .clone()
+/// The connection's shared state: the sessions' thread (started with the
+/// first request that has a connection) and the editor's offer.
+#[derive(Clone)]
+struct Shared {
+    home: StudHome,
+    sessions: Arc<std::sync::OnceLock<mpsc::UnboundedSender<Cmd>>>,
+    offer: Arc<Mutex<Offer>>,
+}
+
+impl Shared {
+    fn sessions(&self, conn: &ConnectionTo<Client>) -> mpsc::UnboundedSender<Cmd> {
+        self.sessions
+            .get_or_init(|| worker::spawn(self.home.clone(), conn.clone()))
+            .clone()
+    }
+
+    fn offer(&self) -> Offer {
+        *self.offer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What `session/new` or `session/load` asked for.
+    fn opening(
+        &self,
+        cwd: std::path::PathBuf,
+        meta: Option<&serde_json::Map<String, Value>>,
+        resume: Option<String>,
+    ) -> Result<Opening, Failure> {
+        let mode = match meta.and_then(|m| m.get("stud")).and_then(|s| s.get("mode")) {
+            None => None,
+            Some(m) => Some(
+                m.as_str()
+                    .unwrap_or_default()
+                    .parse::<Mode>()
+                    .map_err(|e| Failure::invalid("_meta.stud.mode", "unknown-mode", e))?,
+            ),
+        };
+        Ok(Opening {
+            cwd,
+            mode,
+            fs: self.offer().fs,
+            resume,
+        })
+    }
+}
+
+/// The security modes as ACP session modes.
+fn modes(current: Mode) -> Value {
+    json!({
+        "currentModeId": current.as_str(),
+        "availableModes": [
+            {"id": "ask", "name": "Ask", "description": "Ask before every tool call that changes something"},
+            {"id": "allowlist", "name": "Allowlist", "description": "Run what the allowlist names; refuse the rest"},
+            {"id": "yolo", "name": "Yolo", "description": "Run every tool call without asking"},
+        ]
+    })
+}
+
+/// Open a session, answer the request with `response(opened)`, then tell
+/// the editor the session's slash commands.
+fn open<T: agent_client_protocol::JsonRpcResponse + serde::de::DeserializeOwned>(
+    shared: &Shared,
+    conn: ConnectionTo<Client>,
+    opening: Result<Opening, Failure>,
+    responder: Responder<T>,
+    response: fn(&Opened) -> Value,
+) -> Result<(), Error> {
+    let opening = match opening {
+        Ok(o) => o,
+        Err(f) => return responder.respond_with_error(f.into_error()),
+    };
+    let (reply, answer) = oneshot::channel();
+    let _ = shared.sessions(&conn).send(Cmd::Open { opening, reply });
+    let notify = conn.clone();
+    conn.spawn(async move {
+        let opened = match answer.await {
+            Ok(Ok(o)) => o,
+            Ok(Err(f)) => return responder.respond_with_error(f.into_error()),
+            Err(_) => return responder.respond_with_error(Error::internal_error()),
+        };
+        self::answer(responder, Ok(Ok(response(&opened))))?;
+        let note = json!({
+            "sessionId": opened.id,
+            "update": {"sessionUpdate": "available_commands_update", "availableCommands": opened.commands},
+        });
+        if let Ok(n) = serde_json::from_value::<schema::SessionNotification>(note) {
+            let _ = notify.send_notification(n);
+        }
+        Ok(())
+    })
 }
 
 async fn serve(home: StudHome) -> Result<(), Error> {
-    let slot: Sessions = Default::default();
-    let (new_slot, prompt_slot, load_slot, cancel_slot) =
-        (slot.clone(), slot.clone(), slot.clone(), slot);
-    let (new_home, prompt_home, load_home, cancel_home) =
-        (home.clone(), home.clone(), home.clone(), home);
+    let shared = Shared {
+        home,
+        sessions: Default::default(),
+        offer: Default::default(),
+    };
+    let (init, new, prompt, load, mode, cancel) = (
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared,
+    );
     Agent
         .v1()
         .name("stud")
         .on_receive_request(
-            async |request: schema::InitializeRequest,
-                   responder: Responder<schema::InitializeResponse>,
-                   _conn: ConnectionTo<Client>| {
-                let _ = request;
+            async move |request: schema::InitializeRequest,
+                        responder: Responder<schema::InitializeResponse>,
+                        _conn: ConnectionTo<Client>| {
+                let fs = &request.client_capabilities.fs;
+                *init.offer.lock().unwrap_or_else(|p| p.into_inner()) = Offer {
+                    fs: fs.read_text_file && fs.write_text_file,
+                };
                 let response = json!({
                     "protocolVersion": 1,
                     "agentCapabilities": {
@@ -62,10 +163,7 @@ async fn serve(home: StudHome) -> Result<(), Error> {
                     "agentInfo": {"name": "stud", "version": env!("CARGO_PKG_VERSION")},
                     "authMethods": []
                 });
-                match serde_json::from_value(response) {
-                    Ok(r) => responder.respond(r),
-                    Err(e) => responder.respond_with_error(Error::internal_error().data(e.to_string())),
-                }
+                answer(responder, Ok(Ok(response)))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -73,33 +171,9 @@ async fn serve(home: StudHome) -> Result<(), Error> {
             async move |request: schema::NewSessionRequest,
                         responder: Responder<schema::NewSessionResponse>,
                         conn: ConnectionTo<Client>| {
-                let tx = sessions(&new_slot, &new_home, &conn);
-                let (reply, answer) = oneshot::channel();
-                let _ = tx.send(Cmd::New {
-                    cwd: request.cwd.clone(),
-                    reply,
-                });
-                conn.spawn(async move {
-                    let reply = answer.await.map(|r| r.map(|id| json!({"sessionId": id})));
-                    self::answer(responder, reply, Error::invalid_params)
-                })
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: schema::PromptRequest,
-                        responder: Responder<schema::PromptResponse>,
-                        conn: ConnectionTo<Client>| {
-                let tx = sessions(&prompt_slot, &prompt_home, &conn);
-                let (reply, answer) = oneshot::channel();
-                let _ = tx.send(Cmd::Prompt {
-                    session: request.session_id.to_string(),
-                    text: prompt_text(&request.prompt),
-                    reply,
-                });
-                conn.spawn(async move {
-                    let reply = answer.await.map(|r| r.map(|stop| json!({"stopReason": stop})));
-                    self::answer(responder, reply, Error::internal_error)
+                let opening = new.opening(request.cwd.clone(), request.meta.as_ref(), None);
+                open(&new, conn, opening, responder, |o| {
+                    json!({"sessionId": o.id, "modes": modes(o.mode)})
                 })
             },
             agent_client_protocol::on_receive_request!(),
@@ -108,24 +182,52 @@ async fn serve(home: StudHome) -> Result<(), Error> {
             async move |request: schema::LoadSessionRequest,
                         responder: Responder<schema::LoadSessionResponse>,
                         conn: ConnectionTo<Client>| {
-                let tx = sessions(&load_slot, &load_home, &conn);
+                let opening = load.opening(
+                    request.cwd.clone(),
+                    request.meta.as_ref(),
+                    Some(request.session_id.to_string()),
+                );
+                open(&load, conn, opening, responder, |o| json!({"modes": modes(o.mode)}))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: schema::PromptRequest,
+                        responder: Responder<schema::PromptResponse>,
+                        conn: ConnectionTo<Client>| {
                 let (reply, answer) = oneshot::channel();
-                let _ = tx.send(Cmd::Load {
+                let _ = prompt.sessions(&conn).send(Cmd::Prompt {
                     session: request.session_id.to_string(),
-                    cwd: request.cwd.clone(),
+                    text: prompt_text(&request.prompt),
+                    reply,
+                });
+                conn.spawn(async move {
+                    let reply = answer.await.map(|r| r.map(|stop| json!({"stopReason": stop})));
+                    self::answer(responder, reply)
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: schema::SetSessionModeRequest,
+                        responder: Responder<schema::SetSessionModeResponse>,
+                        conn: ConnectionTo<Client>| {
+                let (reply, answer) = oneshot::channel();
+                let _ = mode.sessions(&conn).send(Cmd::SetMode {
+                    session: request.session_id.to_string(),
+                    mode: request.mode_id.to_string(),
                     reply,
                 });
                 conn.spawn(async move {
                     let reply = answer.await.map(|r| r.map(|()| json!({})));
-                    self::answer(responder, reply, Error::invalid_params)
+                    self::answer(responder, reply)
                 })
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
             async move |n: schema::CancelNotification, conn: ConnectionTo<Client>| {
-                let tx = sessions(&cancel_slot, &cancel_home, &conn);
-                let _ = tx.send(Cmd::Cancel {
+                let _ = cancel.sessions(&conn).send(Cmd::Cancel {
                     session: n.session_id.to_string(),
                 });
                 Ok(())
@@ -137,18 +239,17 @@ async fn serve(home: StudHome) -> Result<(), Error> {
 }
 
 /// Answer a request with the sessions' reply: `Ok` is the response's
-/// JSON, `Err` an error with stud's message (`refused` says which kind).
+/// JSON, `Err` the failure as a typed JSON-RPC error.
 fn answer<T: agent_client_protocol::JsonRpcResponse + serde::de::DeserializeOwned>(
     responder: Responder<T>,
-    reply: Result<Result<Value, String>, oneshot::error::RecvError>,
-    refused: fn() -> Error,
+    reply: Result<Result<Value, Failure>, oneshot::error::RecvError>,
 ) -> Result<(), Error> {
     match reply {
         Ok(Ok(v)) => match serde_json::from_value(v) {
             Ok(r) => responder.respond(r),
             Err(e) => responder.respond_with_error(Error::internal_error().data(e.to_string())),
         },
-        Ok(Err(e)) => responder.respond_with_error(refused().data(e)),
+        Ok(Err(f)) => responder.respond_with_error(f.into_error()),
         Err(_) => responder.respond_with_error(Error::internal_error()),
     }
 }

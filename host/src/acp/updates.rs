@@ -102,6 +102,10 @@ impl Calls {
             _ => {}
         }
         let mut update = update_for(event)?;
+        // ACP locations are absolute paths.
+        if let Some(path) = update["locations"][0]["path"].as_str() {
+            update["locations"][0]["path"] = json!(self.cwd.join(path));
+        }
         let diff = match update["status"].as_str() {
             Some("completed") => update["toolCallId"].as_str().and_then(|c| self.diff(c)),
             _ => None,
@@ -238,7 +242,7 @@ mod tests {
                     json!({"call_id": id, "tool": tool, "arguments": args}),
                 ))
                 .unwrap();
-            assert_eq!(u["locations"][0]["path"], "f.txt");
+            assert_eq!(u["locations"][0]["path"], "/p/f.txt");
         }
         let decided = json!({"call_id": "a", "tool": "read", "key": "", "decision": "approve", "layer": "mode", "reason": ""});
         assert!(calls.update(&ev("approval.decided", decided)).is_none());

@@ -18,42 +18,67 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::editor_fs::AcpFiles;
+use super::failure::Failure;
 use super::replay::replay;
-use super::updates::Calls;
+use super::updates::{Calls, text};
 use crate::extensions::trust::recorded_scope;
+use crate::kernel::commands::{After, Input, classify};
 use crate::kernel::interaction::Ask;
 use crate::kernel::persist::ResumeTarget;
-use crate::kernel::{LaunchOptions, Launched, Subscriber, TurnStatus, launch};
+use crate::kernel::{LaunchOptions, Launched, Mode, Subscriber, TurnStatus, launch};
 use crate::paths::StudHome;
 use crate::runtime::bindings::stud::extension::interaction::{
     InteractionKind, InteractionResponse, InteractionStatus,
 };
 
+/// What the editor asked for when it opened a session.
+pub struct Opening {
+    pub cwd: PathBuf,
+    /// The security mode, fixed for the session's life (`_meta.stud.mode`
+    /// of `session/new`; settings decide when absent).
+    pub mode: Option<Mode>,
+    /// The editor serves `fs/read_text_file` and `fs/write_text_file`.
+    pub fs: bool,
+    /// Continue this kept session (`session/load`).
+    pub resume: Option<String>,
+}
+
+/// A session now open.
+pub struct Opened {
+    pub id: String,
+    pub mode: Mode,
+    /// Its slash commands, as ACP `AvailableCommand`s.
+    pub commands: Vec<Value>,
+}
+
+type Turn = (String, oneshot::Sender<Result<schema::StopReason, Failure>>);
+
 /// What the connection asks of the sessions.
 pub enum Cmd {
-    New {
-        cwd: PathBuf,
-        reply: oneshot::Sender<Result<String, String>>,
+    Open {
+        opening: Opening,
+        reply: oneshot::Sender<Result<Opened, Failure>>,
     },
     Prompt {
         session: String,
         text: String,
-        reply: oneshot::Sender<Result<schema::StopReason, String>>,
+        reply: oneshot::Sender<Result<schema::StopReason, Failure>>,
+    },
+    SetMode {
+        session: String,
+        mode: String,
+        reply: oneshot::Sender<Result<(), Failure>>,
     },
     Cancel {
         session: String,
     },
-    /// Continue a kept session, its history sent as updates first.
-    Load {
-        session: String,
-        cwd: PathBuf,
-        reply: oneshot::Sender<Result<(), String>>,
-    },
 }
 
 struct Open {
-    turns: mpsc::UnboundedSender<(String, oneshot::Sender<Result<schema::StopReason, String>>)>,
+    turns: mpsc::UnboundedSender<Turn>,
     cancel: Rc<RefCell<CancellationToken>>,
+    mode: Mode,
 }
 
 /// Start the sessions' thread; commands go to the returned sender.
@@ -71,23 +96,11 @@ pub fn spawn(home: StudHome, conn: ConnectionTo<Client>) -> mpsc::UnboundedSende
             let mut open: HashMap<String, Open> = HashMap::new();
             while let Some(cmd) = rx.recv().await {
                 match cmd {
-                    Cmd::New { cwd, reply } => {
-                        let r = start(&home, cwd, None, &conn).await.map(|(id, o)| {
-                            open.insert(id.clone(), o);
-                            id
+                    Cmd::Open { opening, reply } => {
+                        let r = start(&home, opening, &conn).await.map(|(opened, o)| {
+                            open.insert(opened.id.clone(), o);
+                            opened
                         });
-                        let _ = reply.send(r);
-                    }
-                    Cmd::Load {
-                        session,
-                        cwd,
-                        reply,
-                    } => {
-                        let r = start(&home, cwd, Some(session), &conn)
-                            .await
-                            .map(|(id, o)| {
-                                open.insert(id, o);
-                            });
                         let _ = reply.send(r);
                     }
                     Cmd::Prompt {
@@ -99,9 +112,28 @@ pub fn spawn(home: StudHome, conn: ConnectionTo<Client>) -> mpsc::UnboundedSende
                             let _ = o.turns.send((text, reply));
                         }
                         None => {
-                            let _ = reply.send(Err(format!("no session `{session}`")));
+                            let _ = reply.send(Err(Failure::NoSession(session)));
                         }
                     },
+                    Cmd::SetMode {
+                        session,
+                        mode,
+                        reply,
+                    } => {
+                        let r = match open.get(&session) {
+                            None => Err(Failure::NoSession(session)),
+                            Some(o) if o.mode.as_str() == mode => Ok(()),
+                            Some(o) => Err(Failure::invalid(
+                                "modeId",
+                                "mode-fixed",
+                                format!(
+                                    "this session runs in `{}` mode, chosen when it was opened; open a new session (with `_meta.stud.mode` = `{mode}`) for another",
+                                    o.mode.as_str()
+                                ),
+                            )),
+                        };
+                        let _ = reply.send(r);
+                    }
                     Cmd::Cancel { session } => {
                         if let Some(o) = open.get(&session) {
                             o.cancel.borrow().cancel();
@@ -114,31 +146,73 @@ pub fn spawn(home: StudHome, conn: ConnectionTo<Client>) -> mpsc::UnboundedSende
     tx
 }
 
-/// Open a session in `cwd`: a new one, or `resume` (its history is sent
-/// as updates before this returns).
+/// Open a session: a new one, or a kept one (its history is sent as
+/// updates before this returns).
 async fn start(
     home: &StudHome,
-    cwd: PathBuf,
-    resume: Option<String>,
+    opening: Opening,
     conn: &ConnectionTo<Client>,
-) -> Result<(String, Open), String> {
+) -> Result<(Opened, Open), Failure> {
+    let Opening {
+        cwd,
+        mode,
+        fs,
+        resume,
+    } = opening;
     if !cwd.is_absolute() {
-        return Err(format!("cwd `{}` is not an absolute path", cwd.display()));
+        return Err(Failure::invalid(
+            "cwd",
+            "cwd-not-absolute",
+            format!(
+                "`{}` is not an absolute path; send the project folder's absolute path",
+                cwd.display()
+            ),
+        ));
+    }
+    if !cwd.is_dir() {
+        return Err(Failure::invalid(
+            "cwd",
+            "cwd-not-a-folder",
+            format!("`{}` is not a folder", cwd.display()),
+        ));
+    }
+    if let Some(id) = &resume
+        && !is_session_id(id)
+    {
+        return Err(Failure::invalid(
+            "sessionId",
+            "not-a-session-id",
+            format!("`{id}` is not a session id (letters, digits, - and _)"),
+        ));
     }
     let (ask_tx, ask_rx) = mpsc::unbounded_channel::<Ask>();
+    let files = fs.then(|| Arc::new(AcpFiles::new(conn.clone())));
     let opts = LaunchOptions {
         headless: false,
         project: recorded_scope(home.root(), &cwd),
         questions: Some(ask_tx),
-        resume: resume.map(ResumeTarget::Id),
+        resume: resume.clone().map(ResumeTarget::Id),
+        mode,
+        editor_files: files
+            .clone()
+            .map(|f| f as Arc<dyn crate::kernel::editor_files::EditorFiles>),
         ..LaunchOptions::headless(home.clone(), cwd.clone())
     };
     let calls = Arc::new(std::sync::Mutex::new(Calls::new(cwd.clone())));
-    let launched = launch(opts).await.map_err(|e| e.to_string())?;
+    let launched = launch(opts).await.map_err(|e| {
+        let message = e.to_string();
+        match resume {
+            Some(id) if message.contains("no session") => Failure::NoSession(id),
+            _ => Failure::failed("launch-failed", message),
+        }
+    })?;
     for w in &launched.warnings {
         eprintln!("warning: {w}");
     }
     let id = launched.session.id.clone();
+    if let Some(f) = &files {
+        let _ = f.session.set(id.clone());
+    }
     for update in replay(launched.session.history()) {
         send_update(conn, &id, update);
     }
@@ -150,25 +224,94 @@ async fn start(
         calls.clone(),
     ));
     tokio::spawn(answer_questions(ask_rx, id.clone(), conn.clone(), calls));
+    let mode = launched.session.authority.mode();
+    let commands = available_commands(&launched);
     let (turns, turns_rx) = mpsc::unbounded_channel();
     let cancel = Rc::new(RefCell::new(CancellationToken::new()));
-    tokio::task::spawn_local(run_turns(launched, turns_rx, cancel.clone(), sub));
-    Ok((id, Open { turns, cancel }))
+    tokio::task::spawn_local(run_turns(
+        launched,
+        turns_rx,
+        cancel.clone(),
+        sub,
+        conn.clone(),
+    ));
+    Ok((
+        Opened { id, mode, commands },
+        Open {
+            turns,
+            cancel,
+            mode,
+        },
+    ))
+}
+
+/// The session's slash commands as ACP `AvailableCommand`s (names without
+/// the slash, as editors show them after one).
+fn available_commands(launched: &Launched) -> Vec<Value> {
+    launched
+        .commands
+        .catalogue()
+        .entries()
+        .iter()
+        .map(|e| {
+            let mut c = json!({
+                "name": e.name.to_string().trim_start_matches('/'),
+                "description": e.description,
+            });
+            if let Some(hint) = &e.argument_hint {
+                c["input"] = json!({"hint": hint});
+            }
+            c
+        })
+        .collect()
+}
+
+/// What session stores accept as an id: an id from the editor never
+/// names a path.
+fn is_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 async fn run_turns(
     mut launched: Launched,
-    mut turns: mpsc::UnboundedReceiver<(
-        String,
-        oneshot::Sender<Result<schema::StopReason, String>>,
-    )>,
+    mut turns: mpsc::UnboundedReceiver<Turn>,
     cancel: Rc<RefCell<CancellationToken>>,
     sub: Arc<Subscriber>,
+    conn: ConnectionTo<Client>,
 ) {
-    while let Some((text, reply)) = turns.recv().await {
-        let token = CancellationToken::new();
-        *cancel.borrow_mut() = token.clone();
-        let outcome = launched.session.run_turn(&text, &token).await;
+    while let Some((line, reply)) = turns.recv().await {
+        let stop = match classify(&line) {
+            Input::Prompt(prompt) => {
+                let token = CancellationToken::new();
+                *cancel.borrow_mut() = token.clone();
+                let outcome = launched.session.run_turn(&prompt, &token).await;
+                stop_reason(outcome.status)
+            }
+            Input::Command { name, args } => {
+                let done = launched
+                    .commands
+                    .dispatch(&name, args, &mut launched.session, false)
+                    .await;
+                let mut shown = done.text;
+                if done.after != After::Continue {
+                    shown.push_str(&format!(
+                        "\n({name} ends or switches sessions in a terminal; in an editor, open or close the session there)"
+                    ));
+                }
+                let id = launched.session.id.clone();
+                send_update(
+                    &conn,
+                    &id,
+                    json!({"sessionUpdate": "agent_message_chunk", "content": text(&shown)}),
+                );
+                Ok(schema::StopReason::EndTurn)
+            }
+            Input::Invalid(why) => Err(Failure::invalid("prompt", "invalid-command", why)),
+        };
         // Every update of the turn reaches the editor before its answer.
         for _ in 0..500 {
             if sub.is_idle() {
@@ -176,20 +319,24 @@ async fn run_turns(
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        let stop = match outcome.status {
-            TurnStatus::Completed => Ok(schema::StopReason::EndTurn),
-            TurnStatus::Cancelled => Ok(schema::StopReason::Cancelled),
-            TurnStatus::Failed { code, .. } if code == "loop-bound-exceeded" => {
-                Ok(schema::StopReason::MaxTurnRequests)
-            }
-            TurnStatus::Failed { code, message } => Err(format!("{code}: {message}")),
-            TurnStatus::Halted { tool, key } => Err(format!(
-                "approval needed for {tool} `{key}` and nobody could answer"
-            )),
-        };
         let _ = reply.send(stop);
     }
     launched.shutdown().await;
+}
+
+fn stop_reason(status: TurnStatus) -> Result<schema::StopReason, Failure> {
+    match status {
+        TurnStatus::Completed => Ok(schema::StopReason::EndTurn),
+        TurnStatus::Cancelled => Ok(schema::StopReason::Cancelled),
+        TurnStatus::Failed { code, .. } if code == "loop-bound-exceeded" => {
+            Ok(schema::StopReason::MaxTurnRequests)
+        }
+        TurnStatus::Failed { code, message } => Err(Failure::failed(code, message)),
+        TurnStatus::Halted { tool, key } => Err(Failure::failed(
+            "approval-unanswered",
+            format!("approval needed for {tool} `{key}` and nobody could answer"),
+        )),
+    }
 }
 
 type SharedCalls = Arc<std::sync::Mutex<Calls>>;
@@ -219,8 +366,9 @@ fn send_update(conn: &ConnectionTo<Client>, id: &str, update: Value) {
     }
 }
 
-/// Approvals become `session/request_permission`; other questions (a
-/// confirmation, free text) are declined: an editor has no dialog for them.
+/// Approvals and confirmations (trusting an MCP server) become
+/// `session/request_permission`; other questions (a choice, free text)
+/// are declined: ACP has no dialog for them.
 async fn answer_questions(
     mut asks: mpsc::UnboundedReceiver<Ask>,
     id: String,
@@ -233,6 +381,9 @@ async fn answer_questions(
             InteractionKind::Approve(a) => {
                 let call = about(&calls, &correlation_id).await;
                 permission(&conn, &id, &correlation_id, a, call).await
+            }
+            InteractionKind::Confirm(question) => {
+                confirm(&conn, &id, &correlation_id, question).await
             }
             _ => (InteractionStatus::Rejected, None),
         };
@@ -295,5 +446,39 @@ async fn permission(
         Some("allow-once") => (InteractionStatus::Accepted, Some("once".into())),
         Some("allow-always") => (InteractionStatus::Accepted, None),
         _ => (InteractionStatus::Rejected, None),
+    }
+}
+
+/// A yes/no question as a permission request with no tool call behind it.
+async fn confirm(
+    conn: &ConnectionTo<Client>,
+    id: &str,
+    correlation_id: &str,
+    question: &str,
+) -> (InteractionStatus, Option<String>) {
+    let request = json!({
+        "sessionId": id,
+        "toolCall": {
+            "toolCallId": correlation_id,
+            "title": question.lines().next().unwrap_or(question),
+            "kind": "other",
+            "content": [{"type": "content", "content": text(question)}],
+        },
+        "options": [
+            {"optionId": "yes", "name": "Yes", "kind": "allow_once"},
+            {"optionId": "no", "name": "No", "kind": "reject_once"},
+        ]
+    });
+    let Ok(request) = serde_json::from_value::<schema::RequestPermissionRequest>(request) else {
+        return (InteractionStatus::Rejected, None);
+    };
+    match conn.send_request(request).block_task().await {
+        Ok(r) => {
+            match serde_json::to_value(r).unwrap_or(Value::Null)["outcome"]["optionId"].as_str() {
+                Some("yes") => (InteractionStatus::Accepted, None),
+                _ => (InteractionStatus::Rejected, None),
+            }
+        }
+        Err(_) => (InteractionStatus::Rejected, None),
     }
 }

@@ -132,6 +132,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     let options = |resume: Option<ResumeTarget>| LaunchOptions {
         screen: screen_slot.clone(),
         questions: None,
+        editor_files: None,
         home: home.clone(),
         cwd: cwd.clone(),
         project: project.clone(),

@@ -83,6 +83,8 @@ pub struct LaunchOptions {
     /// Send every question here instead of to a UI (an editor over ACP
     /// answers them); routed before anything can ask.
     pub questions: Option<mpsc::UnboundedSender<super::interaction::Ask>>,
+    /// An editor's file system: `read`, `write` and `edit` go through it.
+    pub editor_files: Option<std::sync::Arc<dyn super::editor_files::EditorFiles>>,
 }
 
 impl LaunchOptions {
@@ -112,6 +114,7 @@ impl LaunchOptions {
             set: SetChoice::default(),
             screen: None,
             questions: None,
+            editor_files: None,
         }
     }
 }
@@ -374,6 +377,13 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let (mut session, tool_warnings) =
         Session::start(&exts, config, authority, interactions, bus.clone()).await?;
     warnings.extend(tool_warnings);
+    session.editor = opts
+        .editor_files
+        .clone()
+        .map(|files| super::editor_files::EditorRoute {
+            files,
+            project: project_dir(&opts.cwd),
+        });
     warnings.extend(offer_agents(&mut session, &opts, &settings, set.as_ref()));
     if !opts.no_tools {
         let (hub, mcp_warnings) = super::mcp_hub::start(

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod compaction;
 pub mod context;
 pub mod conversation;
+pub mod editor_files;
 pub mod events;
 pub mod extension_set;
 pub mod hooks;

@@ -92,6 +92,9 @@ pub struct Session {
     pub(crate) lineage: super::agents::Lineage,
     /// What its children spent in the running turn, charged at its end.
     pub(crate) child_spend: std::sync::Mutex<super::agents::ChildSpend>,
+    /// Inside an editor that offers its files: where `read`, `write` and
+    /// `edit` go instead of the disk.
+    pub(crate) editor: Option<super::editor_files::EditorRoute>,
 }
 
 impl Session {
@@ -130,6 +133,7 @@ impl Session {
             agents: Default::default(),
             lineage: Default::default(),
             child_spend: Default::default(),
+            editor: None,
         };
         Ok((session, warnings))
     }

@@ -94,13 +94,7 @@ impl Tool for Read {
             total += 1;
         }
         let shown_end = (offset - 1 + limit).min(total);
-        if shown_end < total {
-            out.push_str(&format!(
-                "[{} more lines; call read with offset {} to continue]\n",
-                total - shown_end,
-                shown_end + 1
-            ));
-        }
+        out.push_str(&stud_sdk::text::more_lines(total, shown_end).unwrap_or_default());
         Ok(ToolOutput::text(out)
             .with_details(json!({"path": rel, "lines": total, "bytes": meta.len()})))
     }

@@ -10,6 +10,7 @@ mod admit;
 mod assemble;
 mod cancel;
 mod compose;
+mod editor_tool;
 mod lane;
 mod render;
 mod run_tool;

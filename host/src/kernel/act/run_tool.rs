@@ -8,6 +8,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::cancel::{call_error_code, cancellable};
+use super::editor_tool::{self, EditorOp};
 use crate::kernel::agents::Delegated;
 use crate::kernel::session::Session;
 use crate::kernel::tools::ToolRunner;
@@ -103,9 +104,15 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Delegated {
         Delegated::Ran(match runner {
-            ToolRunner::Component(ext) => Ran::of_component(
-                cancellable(cancel, ext, ext.tool_invoke(&call.id, &call.arguments)).await,
-            ),
+            ToolRunner::Component(ext) => match (&self.editor, EditorOp::of(ext)) {
+                (Some(route), Some(op)) => tokio::select! {
+                    ran = editor_tool::run(route, ext, op, &call.arguments) => ran,
+                    _ = cancel.cancelled() => Ran::Cancelled,
+                },
+                _ => Ran::of_component(
+                    cancellable(cancel, ext, ext.tool_invoke(&call.id, &call.arguments)).await,
+                ),
+            },
             ToolRunner::Mcp(tool) => tokio::select! {
                 out = tool.run(&call.arguments) => Ran::of_mcp(&tool.server, &tool.remote, out),
                 _ = cancel.cancelled() => Ran::Cancelled,

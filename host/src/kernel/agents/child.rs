@@ -120,6 +120,7 @@ impl Session {
             agents: self.agents.clone(),
             lineage,
             child_spend: Default::default(),
+            editor: self.editor.clone(),
         })
     }
 
