@@ -50,10 +50,15 @@ fn editor_with(
         "the editor failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    stdout
+    let log: Vec<Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+        .collect();
+    // The agent ends its sessions and exits once the editor closes its
+    // input.
+    let exit = log.iter().find(|m| m["type"] == "exit");
+    assert_eq!(exit.map(|m| &m["code"]), Some(&json!(0)), "{log:#?}");
+    log
 }
 
 fn position(log: &[Value], what: impl Fn(&Value) -> bool) -> usize {
@@ -268,7 +273,8 @@ fn with_the_editors_file_system_tools_see_unsaved_buffers() {
             .all(|m| m["path"].as_str().unwrap().ends_with("notes.txt")),
         "{log:#?}"
     );
-    assert_eq!(log.last().unwrap()["stopReason"], "end_turn");
+    let stop = log.iter().rev().find(|m| m["type"] == "stop").unwrap();
+    assert_eq!(stop["stopReason"], "end_turn");
 }
 
 /// The mode is chosen at `session/new` and reported as the session's
@@ -411,4 +417,60 @@ fn an_untrusted_projects_settings_do_not_apply() {
     let opened = &log[position(&log, |m| m["type"] == "session")];
     assert_eq!(opened["modes"]["currentModeId"], "ask", "{opened}");
     assert!(log.iter().any(|m| m["type"] == "permission"), "{log:#?}");
+}
+
+/// An MCP server the editor passes is used like a configured one, under
+/// the same trust rules: the first session asks (as a permission request)
+/// before starting it, the model's call of its tool runs, and the next
+/// session in that project starts it without asking again.
+#[test]
+fn mcp_servers_from_the_editor_are_trusted_once_then_used() {
+    let env = StudEnv::new();
+    let echo = |id: &str| json!({"text": "", "tool_calls": [tool(id, "mcp__everything__echo", json!({"message": "via the editor"}))]});
+    env.script(
+        json!([echo("m1"), {"text": "echoed"}, echo("m2"), {"text": "again"}]),
+        json!({}),
+    );
+    let servers = json!([{
+        "name": "everything",
+        "command": common::npm::bin("mcp-server-everything"),
+        "args": ["stdio"],
+        "env": []
+    }])
+    .to_string();
+    let vars = [("MCP_SERVERS", servers), ("MODE", "yolo".to_string())];
+    let log = editor_with(&env, None, &["echo"], &vars);
+    let asked: Vec<&Value> = log.iter().filter(|m| m["type"] == "permission").collect();
+    assert_eq!(asked.len(), 1, "{log:#?}");
+    let title = asked[0]["params"]["toolCall"]["title"].as_str().unwrap();
+    assert!(
+        title.contains("MCP server `everything`") && title.contains("editor"),
+        "{title}"
+    );
+    let done = updates(&log, "tool_call_update")
+        .into_iter()
+        .find(|u| u["status"] == "completed")
+        .unwrap_or_else(|| panic!("{log:#?}"))
+        .clone();
+    assert!(
+        done["content"].to_string().contains("via the editor"),
+        "{done}"
+    );
+    let log = editor_with(&env, None, &["echo again"], &vars);
+    assert!(!log.iter().any(|m| m["type"] == "permission"), "{log:#?}");
+    assert!(
+        updates(&log, "tool_call_update")
+            .iter()
+            .any(|u| u["status"] == "completed"),
+        "{log:#?}"
+    );
+    // A transport stud does not speak is refused by name.
+    let sse =
+        json!([{"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}]);
+    let log = editor_with(&env, None, &[], &[("MCP_SERVERS", sse.to_string())]);
+    let refused = &log[position(&log, |m| m["type"] == "error")];
+    assert_eq!(
+        refused["error"]["data"]["code"], "mcp-transport-unsupported",
+        "{refused}"
+    );
 }

@@ -4,6 +4,7 @@
 
 mod editor_fs;
 mod failure;
+mod mcp_servers;
 mod replay;
 mod updates;
 mod worker;
@@ -26,8 +27,14 @@ use worker::{Cmd, Opened, Opening};
 pub fn run() -> anyhow::Result<ExitCode> {
     let home = StudHome::resolve()?;
     let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(serve(home))
-        .map_err(|e| anyhow::anyhow!("acp: {e}"))?;
+    let shared = Shared {
+        home,
+        sessions: Default::default(),
+        offer: Default::default(),
+    };
+    let served = rt.block_on(serve(shared.clone()));
+    rt.block_on(shared.shutdown());
+    served.map_err(|e| anyhow::anyhow!("acp: {e}"))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -54,6 +61,18 @@ impl Shared {
             .clone()
     }
 
+    /// End every session before the process exits, so their MCP servers
+    /// and other children do not outlive the editor's connection.
+    async fn shutdown(&self) {
+        let Some(tx) = self.sessions.get() else {
+            return;
+        };
+        let (done, ended) = oneshot::channel();
+        if tx.send(Cmd::Shutdown { done }).is_ok() {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), ended).await;
+        }
+    }
+
     fn offer(&self) -> Offer {
         *self.offer.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -62,6 +81,7 @@ impl Shared {
     fn opening(
         &self,
         cwd: std::path::PathBuf,
+        mcp: &[schema::McpServer],
         meta: Option<&serde_json::Map<String, Value>>,
         resume: Option<String>,
     ) -> Result<Opening, Failure> {
@@ -74,8 +94,11 @@ impl Shared {
                     .map_err(|e| Failure::invalid("_meta.stud.mode", "unknown-mode", e))?,
             ),
         };
+        let mcp =
+            mcp_servers::editor_servers(mcp, &crate::extensions::registry::project_dir(&cwd))?;
         Ok(Opening {
             cwd,
+            mcp,
             mode,
             fs: self.offer().fs,
             resume,
@@ -125,16 +148,12 @@ fn open<T: agent_client_protocol::JsonRpcResponse + serde::de::DeserializeOwned>
         if let Ok(n) = serde_json::from_value::<schema::SessionNotification>(note) {
             let _ = notify.send_notification(n);
         }
+        let _ = opened.announced.send(());
         Ok(())
     })
 }
 
-async fn serve(home: StudHome) -> Result<(), Error> {
-    let shared = Shared {
-        home,
-        sessions: Default::default(),
-        offer: Default::default(),
-    };
+async fn serve(shared: Shared) -> Result<(), Error> {
     let (init, new, prompt, load, mode, cancel) = (
         shared.clone(),
         shared.clone(),
@@ -171,7 +190,12 @@ async fn serve(home: StudHome) -> Result<(), Error> {
             async move |request: schema::NewSessionRequest,
                         responder: Responder<schema::NewSessionResponse>,
                         conn: ConnectionTo<Client>| {
-                let opening = new.opening(request.cwd.clone(), request.meta.as_ref(), None);
+                let opening = new.opening(
+                    request.cwd.clone(),
+                    &request.mcp_servers,
+                    request.meta.as_ref(),
+                    None,
+                );
                 open(&new, conn, opening, responder, |o| {
                     json!({"sessionId": o.id, "modes": modes(o.mode)})
                 })
@@ -184,6 +208,7 @@ async fn serve(home: StudHome) -> Result<(), Error> {
                         conn: ConnectionTo<Client>| {
                 let opening = load.opening(
                     request.cwd.clone(),
+                    &request.mcp_servers,
                     request.meta.as_ref(),
                     Some(request.session_id.to_string()),
                 );

@@ -35,6 +35,8 @@ use crate::runtime::bindings::stud::extension::interaction::{
 /// What the editor asked for when it opened a session.
 pub struct Opening {
     pub cwd: PathBuf,
+    /// MCP servers the editor passed.
+    pub mcp: Vec<crate::mcp::McpServer>,
     /// The security mode, fixed for the session's life (`_meta.stud.mode`
     /// of `session/new`; settings decide when absent).
     pub mode: Option<Mode>,
@@ -50,6 +52,9 @@ pub struct Opened {
     pub mode: Mode,
     /// Its slash commands, as ACP `AvailableCommand`s.
     pub commands: Vec<Value>,
+    /// Fired once the editor was told the session exists: only then may
+    /// it be asked things about it (trusting its MCP servers).
+    pub announced: oneshot::Sender<()>,
 }
 
 type Turn = (String, oneshot::Sender<Result<schema::StopReason, Failure>>);
@@ -73,10 +78,18 @@ pub enum Cmd {
     Cancel {
         session: String,
     },
+    /// The editor went away: end every session (its MCP servers and
+    /// components stop, its record is kept), then answer.
+    Shutdown {
+        done: oneshot::Sender<()>,
+    },
 }
 
 struct Open {
     turns: mpsc::UnboundedSender<Turn>,
+    /// The session's turn loop; it ends (and shuts the session down) once
+    /// `turns` is dropped.
+    ended: tokio::task::JoinHandle<()>,
     cancel: Rc<RefCell<CancellationToken>>,
     mode: Mode,
 }
@@ -94,6 +107,7 @@ pub fn spawn(home: StudHome, conn: ConnectionTo<Client>) -> mpsc::UnboundedSende
         let local = tokio::task::LocalSet::new();
         local.block_on(&rt, async move {
             let mut open: HashMap<String, Open> = HashMap::new();
+            let mut done = None;
             while let Some(cmd) = rx.recv().await {
                 match cmd {
                     Cmd::Open { opening, reply } => {
@@ -139,7 +153,19 @@ pub fn spawn(home: StudHome, conn: ConnectionTo<Client>) -> mpsc::UnboundedSende
                             o.cancel.borrow().cancel();
                         }
                     }
+                    Cmd::Shutdown { done: d } => {
+                        done = Some(d);
+                        break;
+                    }
                 }
+            }
+            for (_, o) in open.drain() {
+                o.cancel.borrow().cancel();
+                drop(o.turns);
+                let _ = o.ended.await;
+            }
+            if let Some(d) = done {
+                let _ = d.send(());
             }
         });
     });
@@ -155,6 +181,7 @@ async fn start(
 ) -> Result<(Opened, Open), Failure> {
     let Opening {
         cwd,
+        mcp,
         mode,
         fs,
         resume,
@@ -193,6 +220,8 @@ async fn start(
         questions: Some(ask_tx),
         resume: resume.clone().map(ResumeTarget::Id),
         mode,
+        editor_mcp: mcp,
+        settle_mcp: true,
         editor_files: files
             .clone()
             .map(|f| f as Arc<dyn crate::kernel::editor_files::EditorFiles>),
@@ -228,17 +257,24 @@ async fn start(
     let commands = available_commands(&launched);
     let (turns, turns_rx) = mpsc::unbounded_channel();
     let cancel = Rc::new(RefCell::new(CancellationToken::new()));
-    tokio::task::spawn_local(run_turns(
+    let (announced, known) = oneshot::channel();
+    let ended = tokio::task::spawn_local(run_turns(
         launched,
         turns_rx,
         cancel.clone(),
         sub,
-        conn.clone(),
+        (conn.clone(), home.clone(), known),
     ));
     Ok((
-        Opened { id, mode, commands },
+        Opened {
+            id,
+            mode,
+            commands,
+            announced,
+        },
         Open {
             turns,
+            ended,
             cancel,
             mode,
         },
@@ -281,8 +317,12 @@ async fn run_turns(
     mut turns: mpsc::UnboundedReceiver<Turn>,
     cancel: Rc<RefCell<CancellationToken>>,
     sub: Arc<Subscriber>,
-    conn: ConnectionTo<Client>,
+    (conn, home, known): (ConnectionTo<Client>, StudHome, oneshot::Receiver<()>),
 ) {
+    // Prompts wait here until the editor's servers are decided.
+    if known.await.is_ok() {
+        super::mcp_servers::trust_in_editor(&mut launched, &home, &conn).await;
+    }
     while let Some((line, reply)) = turns.recv().await {
         let stop = match classify(&line) {
             Input::Prompt(prompt) => {
@@ -450,7 +490,7 @@ async fn permission(
 }
 
 /// A yes/no question as a permission request with no tool call behind it.
-async fn confirm(
+pub(super) async fn confirm(
     conn: &ConnectionTo<Client>,
     id: &str,
     correlation_id: &str,

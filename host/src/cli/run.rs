@@ -133,6 +133,8 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         screen: screen_slot.clone(),
         questions: None,
         editor_files: None,
+        editor_mcp: Vec::new(),
+        settle_mcp: false,
         home: home.clone(),
         cwd: cwd.clone(),
         project: project.clone(),

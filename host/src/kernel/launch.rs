@@ -85,6 +85,13 @@ pub struct LaunchOptions {
     pub questions: Option<mpsc::UnboundedSender<super::interaction::Ask>>,
     /// An editor's file system: `read`, `write` and `edit` go through it.
     pub editor_files: Option<std::sync::Arc<dyn super::editor_files::EditorFiles>>,
+    /// MCP servers an editor passed (`McpScope::Editor`), started under
+    /// the same trust rules as configured ones.
+    pub editor_mcp: Vec<crate::mcp::McpServer>,
+    /// Wait for MCP servers to start before the session is handed over,
+    /// as a headless run does (an editor opening a session shows it
+    /// loading; its first prompt then has the servers' tools).
+    pub settle_mcp: bool,
 }
 
 impl LaunchOptions {
@@ -115,6 +122,8 @@ impl LaunchOptions {
             screen: None,
             questions: None,
             editor_files: None,
+            editor_mcp: Vec::new(),
+            settle_mcp: false,
         }
     }
 }
@@ -392,6 +401,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             &opts.cwd,
             &bus,
             Some(&session.interactions),
+            &opts.editor_mcp,
         )
         .await;
         warnings.extend(mcp_warnings);
@@ -400,7 +410,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         // timeout): a script expects their tools in its first request. An
         // interactive session goes on; tools join at the first stage
         // boundary after their server is up.
-        if session.interactions.is_headless() {
+        if session.interactions.is_headless() || opts.settle_mcp {
             let (mcp, started_warnings) = hub.settle().await;
             warnings.extend(started_warnings);
             warnings.extend(session.add_mcp_tools(mcp));

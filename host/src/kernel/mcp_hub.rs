@@ -303,6 +303,32 @@ impl McpHub {
         }
     }
 
+    /// Start `server`, left out as untrusted, now that it is trusted;
+    /// its tools, to join the session.
+    pub async fn start_trusted(&self, server: &str) -> Result<NewTools, String> {
+        let slot = self
+            .slots()
+            .into_iter()
+            .find(|s| s.server.id == server)
+            .ok_or_else(|| format!("no MCP server `{server}` is configured"))?;
+        let (Some(home), Some(bus)) = (&self.home, &self.bus) else {
+            return Err("this session has no MCP servers".into());
+        };
+        if !matches!(slot.state, SlotState::NotStarted(_)) {
+            return Err(format!("MCP server `{server}` was started already"));
+        }
+        match one(home, &slot.server, &self.cwd, bus).await {
+            Ok(started) => {
+                self.set(server, started.state.clone());
+                Ok(started.tools)
+            }
+            Err(e) => {
+                self.set(server, SlotState::Failed(e.clone()));
+                Err(e)
+            }
+        }
+    }
+
     /// Start `server` again (`/mcp reconnect`): a connected one gets a new
     /// connection, a failed one a new start. Returns its tools when it was
     /// not connected before (they join the session), and what happened.
@@ -363,8 +389,10 @@ pub async fn start(
     cwd: &Path,
     bus: &Bus,
     ask: Option<&Interactions>,
+    editor: &[crate::mcp::McpServer],
 ) -> (McpHub, Vec<String>) {
-    let servers = McpServers::discover(home, project, cwd);
+    let mut servers = McpServers::discover(home, project, cwd);
+    servers.add(editor);
     let mut warnings: Vec<String> = servers.errors.iter().map(ToString::to_string).collect();
     warnings.extend(servers.notes.iter().cloned());
     let trust = McpTrust::new(home.root());
@@ -384,6 +412,10 @@ pub async fn start(
         };
         let allowed = match status {
             McpTrustStatus::Trusted => true,
+            // An editor's server is asked about in the editor once the
+            // session is open there (`start_trusted`); it cannot be asked
+            // before the editor knows the session.
+            _ if matches!(s.scope, crate::mcp::McpScope::Editor(_)) => false,
             _ => match ask {
                 Some(i) if !i.is_headless() => ask_trust(i, &trust, s, &status).await,
                 _ => false,
@@ -445,6 +477,22 @@ pub async fn start(
     (hub, warnings)
 }
 
+/// What the person is asked before a server not trusted yet starts.
+pub fn trust_question(s: &McpServer, status: &McpTrustStatus) -> String {
+    let what = match &s.transport {
+        Transport::Stdio { .. } => "run this command as you, in this project",
+        Transport::Http { .. } => "connect to this URL",
+    };
+    format!(
+        "MCP server `{}` is {} ({} scope). Trust it and {what}?\n  {}\nfrom {}",
+        s.id,
+        status.as_str(),
+        s.scope.as_str(),
+        s.describe(),
+        s.file.display()
+    )
+}
+
 /// Ask the person whether to start a server not trusted yet; a yes is
 /// kept (`stud mcp revoke` takes it back).
 async fn ask_trust(
@@ -453,19 +501,10 @@ async fn ask_trust(
     s: &McpServer,
     status: &McpTrustStatus,
 ) -> bool {
-    let what = match &s.transport {
-        Transport::Stdio { .. } => "run this command as you, in this project",
-        Transport::Http { .. } => "connect to this URL",
-    };
-    let question = format!(
-        "MCP server `{}` is {} ({} scope). Trust it and {what}?\n  {}\nfrom {}",
-        s.id,
-        status.as_str(),
-        s.scope.as_str(),
-        s.describe(),
-        s.file.display()
-    );
-    match i.request(InteractionKind::Confirm(question)).await {
+    match i
+        .request(InteractionKind::Confirm(trust_question(s, status)))
+        .await
+    {
         Answer::Response(r) if r.status == InteractionStatus::Accepted => trust.grant(s).is_ok(),
         _ => false,
     }

@@ -18,6 +18,9 @@ pub enum McpScope {
     Global,
     /// A trusted project's settings or `.mcp.json`, for that project root.
     Project(PathBuf),
+    /// Passed by an editor (ACP `session/new`) for a session in that
+    /// project root; trusted apart from any configured server.
+    Editor(PathBuf),
 }
 
 impl McpScope {
@@ -25,6 +28,7 @@ impl McpScope {
         match self {
             McpScope::Global => "global",
             McpScope::Project(_) => "project",
+            McpScope::Editor(_) => "editor",
         }
     }
 }
@@ -165,6 +169,7 @@ impl McpServer {
         let scope = match &self.scope {
             McpScope::Global => "global".to_string(),
             McpScope::Project(root) => format!("project:{}", root.display()),
+            McpScope::Editor(root) => format!("editor:{}", root.display()),
         };
         let canonical = serde_json::json!({
             "id": self.id,

@@ -70,6 +70,16 @@ impl McpServers {
         found
     }
 
+    /// Add the servers an editor passed; they replace configured ones of
+    /// the same id (the editor's choice for this session is the latest).
+    pub fn add(&mut self, servers: &[McpServer]) {
+        for s in servers {
+            self.servers.retain(|old| old.id != s.id);
+            self.servers.push(s.clone());
+        }
+        self.servers.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+
     fn read(&mut self, file: &Path, scope: &McpScope) {
         let Some(servers) = read_servers(file, &mut self.errors) else {
             return;

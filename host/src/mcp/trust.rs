@@ -70,6 +70,7 @@ fn scope_key(server: &McpServer) -> String {
     match &server.scope {
         super::McpScope::Global => "global".into(),
         super::McpScope::Project(root) => root.display().to_string(),
+        super::McpScope::Editor(root) => format!("editor:{}", root.display()),
     }
 }
 
