@@ -474,3 +474,98 @@ fn mcp_servers_from_the_editor_are_trusted_once_then_used() {
         "{refused}"
     );
 }
+
+/// With a state machine attached, the editor is shown its stages as the
+/// plan when the session opens, and each stage's progress as it runs.
+#[test]
+fn a_state_machines_stages_are_the_plan() {
+    let env = StudEnv::new();
+    crate::workflow_e2e::configure(
+        &env,
+        json!({
+            "entry": "one",
+            "stages": [{"id": "one", "allowedTools": []}, {"id": "two", "allowedTools": []}],
+            "next": {"one": {"stages": ["two"]}}
+        }),
+        json!({
+            "one": [{"text": "", "tool_calls": [tool("a", "done", json!({"step": 1}))]}],
+            "two": [{"text": "", "tool_calls": [tool("b", "done", json!({"step": 2}))]}]
+        }),
+        json!({"active": {"stateMachine": "workflow"}}),
+    );
+    let log = editor(&env, &["build the thing"]);
+    let plans: Vec<Vec<(String, String)>> = updates(&log, "plan")
+        .iter()
+        .map(|u| {
+            u["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| {
+                    (
+                        e["content"].as_str().unwrap().to_string(),
+                        e["status"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let at = |one: &str, two: &str| {
+        vec![
+            ("stage one".to_string(), one.to_string()),
+            ("stage two".to_string(), two.to_string()),
+        ]
+    };
+    assert_eq!(plans.first(), Some(&at("pending", "pending")), "{log:#?}");
+    let step = |p: &Vec<(String, String)>| plans.iter().position(|q| q == p);
+    let started =
+        step(&at("in_progress", "pending")).unwrap_or_else(|| panic!("{plans:?}\n{log:#?}"));
+    let second = step(&at("completed", "in_progress")).expect("stage two started");
+    assert!(started < second);
+    assert_eq!(
+        plans.last(),
+        Some(&at("completed", "completed")),
+        "{plans:?}"
+    );
+    let opened = position(&log, |m| m["type"] == "session");
+    let first_plan = position(&log, |m| m["update"]["sessionUpdate"] == "plan");
+    assert!(
+        opened < first_plan,
+        "the plan comes after the editor knows the session"
+    );
+}
+
+/// An image in the prompt reaches the model with the text (the scripted
+/// model has vision and says what it got); an image type stud does not
+/// send is refused by name.
+#[test]
+fn prompt_images_reach_a_model_with_vision() {
+    let env = StudEnv::new();
+    env.script(json!([{"text": "saw {{images}}"}]), json!({}));
+    let png = "iVBORw0KGgoAAAANSUhEUg==";
+    let probes = json!([["session/prompt", {"sessionId": "$SESSION", "prompt": [
+        {"type": "text", "text": "look"},
+        {"type": "image", "mimeType": "text/html", "data": "PGI+"}
+    ]}]]);
+    let log = editor_with(
+        &env,
+        None,
+        &["what is this?"],
+        &[("IMAGE", png.into()), ("PROBES", probes.to_string())],
+    );
+    let init = &log[0]["init"]["agentCapabilities"]["promptCapabilities"];
+    assert_eq!(init["image"], true, "{init}");
+    let probe = &log[position(&log, |m| m["type"] == "probe")];
+    assert_eq!(
+        probe["error"]["data"]["code"], "image-type-unsupported",
+        "{probe}"
+    );
+    let answer: String = updates(&log, "agent_message_chunk")
+        .iter()
+        .map(|u| u["content"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        answer,
+        format!("saw image/png ({} base64 chars)", png.len())
+    );
+}

@@ -25,7 +25,9 @@ fn workflow_env(sm: Value, lanes: Value, extra: Value) -> StudEnv {
     env
 }
 
-fn configure(env: &StudEnv, sm: Value, lanes: Value, extra: Value) {
+/// Install the scriptable `workflow` state machine in `env` with `sm`'s
+/// stages; each stage's model turns come from its lane in `lanes`.
+pub(crate) fn configure(env: &StudEnv, sm: Value, lanes: Value, extra: Value) {
     env.install("workflow");
     let lanes: serde_json::Map<String, Value> = lanes
         .as_object()

@@ -87,8 +87,8 @@ pub mod wit {
 pub mod prelude {
     pub use crate::host;
     pub use crate::wit::stud::extension::types::{
-        ContentPart, ErrorClass, Event, HookKind, HookSlot, Message, Phase, ResultPart, Role,
-        Stage, ToolCall, Usage,
+        ContentPart, ErrorClass, Event, HookKind, HookSlot, Image, ImageSource, Message, Phase,
+        ResultPart, Role, Stage, ToolCall, Usage,
     };
     pub use crate::{
         Args, CallContext, Command, CommandArgs, CommandOutput, CommandSpec, ComposeContext,

@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::kernel::Mode;
 use crate::paths::StudHome;
+use crate::runtime::bindings::stud::extension::types::{Image, ImageSource};
 pub use failure::{Failure, STUD_FAILED};
 use worker::{Cmd, Opened, Opening};
 
@@ -177,7 +178,7 @@ async fn serve(shared: Shared) -> Result<(), Error> {
                     "protocolVersion": 1,
                     "agentCapabilities": {
                         "loadSession": true,
-                        "promptCapabilities": {"embeddedContext": true, "image": false, "audio": false}
+                        "promptCapabilities": {"embeddedContext": true, "image": true, "audio": false}
                     },
                     "agentInfo": {"name": "stud", "version": env!("CARGO_PKG_VERSION")},
                     "authMethods": []
@@ -220,10 +221,15 @@ async fn serve(shared: Shared) -> Result<(), Error> {
             async move |request: schema::PromptRequest,
                         responder: Responder<schema::PromptResponse>,
                         conn: ConnectionTo<Client>| {
+                let images = match prompt_images(&request.prompt) {
+                    Ok(images) => images,
+                    Err(f) => return responder.respond_with_error(f.into_error()),
+                };
                 let (reply, answer) = oneshot::channel();
                 let _ = prompt.sessions(&conn).send(Cmd::Prompt {
                     session: request.session_id.to_string(),
                     text: prompt_text(&request.prompt),
+                    images,
                     reply,
                 });
                 conn.spawn(async move {
@@ -277,6 +283,48 @@ fn answer<T: agent_client_protocol::JsonRpcResponse + serde::de::DeserializeOwne
         Ok(Err(f)) => responder.respond_with_error(f.into_error()),
         Err(_) => responder.respond_with_error(Error::internal_error()),
     }
+}
+
+/// Image types every vision model stud talks to takes.
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// The prompt's image blocks, for a model with vision (the session says
+/// so before the turn starts). Only inline data: stud fetches nothing a
+/// prompt points at.
+fn prompt_images(blocks: &[schema::ContentBlock]) -> Result<Vec<Image>, Failure> {
+    let mut out = Vec::new();
+    for (i, b) in blocks.iter().enumerate() {
+        let v = serde_json::to_value(b).unwrap_or(Value::Null);
+        if v["type"] != "image" {
+            continue;
+        }
+        let field = "prompt";
+        let media_type = v["mimeType"].as_str().unwrap_or_default();
+        if !IMAGE_TYPES.contains(&media_type) {
+            return Err(Failure::invalid(
+                field,
+                "image-type-unsupported",
+                format!(
+                    "block {i}: `{media_type}` is not an image type stud sends (use one of {})",
+                    IMAGE_TYPES.join(", ")
+                ),
+            ));
+        }
+        let data = v["data"].as_str().unwrap_or_default();
+        let base64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=');
+        if data.is_empty() || !data.chars().all(base64) {
+            return Err(Failure::invalid(
+                field,
+                "image-data-invalid",
+                format!("block {i}: `data` must be the image's bytes in base64"),
+            ));
+        }
+        out.push(Image {
+            media_type: media_type.to_string(),
+            source: ImageSource::Base64(data.to_string()),
+        });
+    }
+    Ok(out)
 }
 
 /// The prompt's text blocks, and embedded resources' text as context.

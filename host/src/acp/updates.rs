@@ -37,6 +37,9 @@ pub struct Calls {
     undecided: Vec<String>,
     /// Question id -> the call it is about.
     asked: HashMap<String, String>,
+    /// The attached state machine's stages and where each stands (ACP
+    /// plan statuses), in plan order.
+    plan: Vec<(String, &'static str)>,
 }
 
 impl Calls {
@@ -46,7 +49,35 @@ impl Calls {
             args: HashMap::new(),
             undecided: Vec::new(),
             asked: HashMap::new(),
+            plan: Vec::new(),
         }
+    }
+
+    /// Show `stages` as the plan, none started; the `plan` update.
+    pub fn start_plan(&mut self, stages: Vec<String>) -> Value {
+        self.plan = stages.into_iter().map(|s| (s, "pending")).collect();
+        self.plan_update()
+    }
+
+    fn plan_update(&self) -> Value {
+        let entries: Vec<Value> = self
+            .plan
+            .iter()
+            .map(|(stage, status)| {
+                json!({"content": format!("stage {stage}"), "priority": "medium", "status": status})
+            })
+            .collect();
+        json!({"sessionUpdate": "plan", "entries": entries})
+    }
+
+    /// Move `stage` to `status`; the `plan` update when that changed it.
+    fn mark(&mut self, stage: &str, status: &'static str) -> Option<Value> {
+        let entry = self.plan.iter_mut().find(|(s, _)| s == stage)?;
+        if entry.1 == status {
+            return None;
+        }
+        entry.1 = status;
+        Some(self.plan_update())
     }
 
     /// The call question `id` is about, once its event was seen.
@@ -75,6 +106,9 @@ impl Calls {
                 | "tool.cancelled"
                 | "approval.decided"
                 | "interaction.requested"
+                | "workflow.attached"
+                | "workflow.phase.pre"
+                | "workflow.stage.ended"
         ) {
             return None;
         }
@@ -92,6 +126,22 @@ impl Calls {
             KernelEvent::ApprovalDecided { call_id, .. }
             | KernelEvent::ToolFailed { call_id, .. } => {
                 self.undecided.retain(|c| c != call_id);
+            }
+            KernelEvent::WorkflowAttached { stages, entry, .. } => {
+                let rest = stages.iter().filter(|s| **s != *entry).cloned();
+                let order = std::iter::once(entry.clone()).chain(rest).collect();
+                return Some(self.start_plan(order));
+            }
+            KernelEvent::WorkflowPhasePre { at } => return self.mark(&at.stage_id, "in_progress"),
+            KernelEvent::WorkflowStageEnded {
+                stage_id, outcome, ..
+            } => {
+                let status = match outcome.as_str() {
+                    "ok" | "skip" => "completed",
+                    "retry" => "in_progress",
+                    _ => "pending",
+                };
+                return self.mark(stage_id, status);
             }
             KernelEvent::InteractionRequested { id, kind } if kind.get("approve").is_some() => {
                 if let Some(first) = self.undecided.first() {

@@ -31,6 +31,7 @@ use crate::paths::StudHome;
 use crate::runtime::bindings::stud::extension::interaction::{
     InteractionKind, InteractionResponse, InteractionStatus,
 };
+use crate::runtime::bindings::stud::extension::types::Image;
 
 /// What the editor asked for when it opened a session.
 pub struct Opening {
@@ -57,7 +58,11 @@ pub struct Opened {
     pub announced: oneshot::Sender<()>,
 }
 
-type Turn = (String, oneshot::Sender<Result<schema::StopReason, Failure>>);
+type Turn = (
+    String,
+    Vec<Image>,
+    oneshot::Sender<Result<schema::StopReason, Failure>>,
+);
 
 /// What the connection asks of the sessions.
 pub enum Cmd {
@@ -68,6 +73,8 @@ pub enum Cmd {
     Prompt {
         session: String,
         text: String,
+        /// Sent with the text (the session's model must have vision).
+        images: Vec<Image>,
         reply: oneshot::Sender<Result<schema::StopReason, Failure>>,
     },
     SetMode {
@@ -120,10 +127,11 @@ pub fn spawn(home: StudHome, conn: ConnectionTo<Client>) -> mpsc::UnboundedSende
                     Cmd::Prompt {
                         session,
                         text,
+                        images,
                         reply,
                     } => match open.get(&session) {
                         Some(o) => {
-                            let _ = o.turns.send((text, reply));
+                            let _ = o.turns.send((text, images, reply));
                         }
                         None => {
                             let _ = reply.send(Err(Failure::NoSession(session)));
@@ -245,6 +253,19 @@ async fn start(
     for update in replay(launched.session.history()) {
         send_update(conn, &id, update);
     }
+    // Attached while the session started, before anyone listened; shown
+    // once the editor knows the session.
+    let first: Vec<Value> = launched
+        .session
+        .workflow_stages()
+        .map(|stages| {
+            calls
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .start_plan(stages)
+        })
+        .into_iter()
+        .collect();
     let sub = launched.bus.subscribe("acp", 1 << 16);
     tokio::spawn(forward_events(
         sub.clone(),
@@ -263,7 +284,12 @@ async fn start(
         turns_rx,
         cancel.clone(),
         sub,
-        (conn.clone(), home.clone(), known),
+        Known {
+            conn: conn.clone(),
+            home: home.clone(),
+            known,
+            first,
+        },
     ));
     Ok((
         Opened {
@@ -312,25 +338,48 @@ fn is_session_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+/// What a session's turn loop does once the editor knows the session.
+struct Known {
+    conn: ConnectionTo<Client>,
+    home: StudHome,
+    /// Fires when the editor was told.
+    known: oneshot::Receiver<()>,
+    /// Updates to send then (the plan of a state machine attached at
+    /// start).
+    first: Vec<Value>,
+}
+
 async fn run_turns(
     mut launched: Launched,
     mut turns: mpsc::UnboundedReceiver<Turn>,
     cancel: Rc<RefCell<CancellationToken>>,
     sub: Arc<Subscriber>,
-    (conn, home, known): (ConnectionTo<Client>, StudHome, oneshot::Receiver<()>),
+    Known {
+        conn,
+        home,
+        known,
+        first,
+    }: Known,
 ) {
     // Prompts wait here until the editor's servers are decided.
     if known.await.is_ok() {
+        let id = launched.session.id.clone();
+        for update in first {
+            send_update(&conn, &id, update);
+        }
         super::mcp_servers::trust_in_editor(&mut launched, &home, &conn).await;
     }
-    while let Some((line, reply)) = turns.recv().await {
+    while let Some((line, images, reply)) = turns.recv().await {
         let stop = match classify(&line) {
-            Input::Prompt(prompt) => {
-                let token = CancellationToken::new();
-                *cancel.borrow_mut() = token.clone();
-                let outcome = launched.session.run_turn(&prompt, &token).await;
-                stop_reason(outcome.status)
-            }
+            Input::Prompt(prompt) => match launched.session.attach_images(images) {
+                Err(why) => Err(Failure::invalid("prompt", "model-without-vision", why)),
+                Ok(()) => {
+                    let token = CancellationToken::new();
+                    *cancel.borrow_mut() = token.clone();
+                    let outcome = launched.session.run_workflow(&prompt, &token).await;
+                    stop_reason(outcome.status)
+                }
+            },
             Input::Command { name, args } => {
                 let done = launched
                     .commands
@@ -379,6 +428,9 @@ fn stop_reason(status: TurnStatus) -> Result<schema::StopReason, Failure> {
     }
 }
 
+/// The most text one merged `agent_message_chunk` carries.
+const MERGED_CHUNK_BYTES: usize = 16 * 1024;
+
 type SharedCalls = Arc<std::sync::Mutex<Calls>>;
 
 async fn forward_events(
@@ -387,7 +439,9 @@ async fn forward_events(
     conn: ConnectionTo<Client>,
     calls: SharedCalls,
 ) {
-    while let Some(ev) = sub.next().await {
+    while let Some(mut ev) = sub.next().await {
+        // A burst of deltas queued behind this one goes out as one chunk.
+        sub.merge_queued_tokens(&mut ev, MERGED_CHUNK_BYTES);
         let update = calls.lock().unwrap_or_else(|p| p.into_inner()).update(&ev);
         if let Some(update) = update {
             send_update(&conn, &id, update);

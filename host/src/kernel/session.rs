@@ -95,9 +95,41 @@ pub struct Session {
     /// Inside an editor that offers its files: where `read`, `write` and
     /// `edit` go instead of the disk.
     pub(crate) editor: Option<super::editor_files::EditorRoute>,
+    /// Images that go with the next turn's input (an editor's prompt).
+    pub(crate) pending_images: Vec<crate::runtime::bindings::stud::extension::types::Image>,
 }
 
 impl Session {
+    /// Send `images` with the next turn's input. Refused, naming the
+    /// model, when the model is known to lack vision: the image would
+    /// stay in the history and fail every later request.
+    pub fn attach_images(
+        &mut self,
+        images: Vec<crate::runtime::bindings::stud::extension::types::Image>,
+    ) -> Result<(), String> {
+        if !images.is_empty()
+            && let Some(caps) = self.roster.capabilities()
+            && !caps.vision
+        {
+            return Err(format!(
+                "model `{}` of provider `{}` has no vision; pick a model with vision (/model) or send the prompt without images",
+                self.roster.model,
+                self.provider_id()
+            ));
+        }
+        self.pending_images = images;
+        Ok(())
+    }
+
+    /// The attached state machine's stages, its entry first (the rest
+    /// by name: which runs next is the machine's choice); `None` without
+    /// one.
+    pub fn workflow_stages(&self) -> Option<Vec<String>> {
+        let w = &self.workflow.as_ref()?.workflow;
+        let rest = w.stages.keys().filter(|k| **k != w.entry).cloned();
+        Some(std::iter::once(w.entry.clone()).chain(rest).collect())
+    }
+
     /// Arrange loaded extensions into a session. Returns warnings for tools
     /// that could not be added.
     pub async fn start(
@@ -134,6 +166,7 @@ impl Session {
             lineage: Default::default(),
             child_spend: Default::default(),
             editor: None,
+            pending_images: Vec::new(),
         };
         Ok((session, warnings))
     }

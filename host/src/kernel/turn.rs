@@ -222,9 +222,13 @@ impl Session {
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or(text);
+        let images = std::mem::take(&mut self.pending_images);
+        let content = std::iter::once(ContentPart::Text(text))
+            .chain(images.into_iter().map(ContentPart::Image))
+            .collect();
         self.append(Message {
             role: Role::User,
-            content: vec![ContentPart::Text(text)],
+            content,
         })
         .await;
         Ok(())

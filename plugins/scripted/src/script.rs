@@ -55,8 +55,9 @@ fn default_chunk() -> usize {
 #[serde(deny_unknown_fields)]
 pub struct Turn {
     /// Assistant text; `{{tool_results}}`, `{{last_user}}`, `{{system}}`
-    /// (the request's system prompt) and `{{messages}}` (how many messages
-    /// the request carried) are replaced.
+    /// (the request's system prompt), `{{messages}}` (how many messages
+    /// the request carried) and `{{images}}` (the images the person sent)
+    /// are replaced.
     #[serde(default)]
     pub text: String,
     #[serde(default)]
@@ -216,7 +217,22 @@ pub fn render(template: &str, request: &ProviderRequest) -> String {
         }
     }
     results.reverse();
+    // The images the person sent in the request (media type and size).
+    let images: Vec<String> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .flat_map(|m| m.content.iter())
+        .filter_map(|p| match p {
+            ContentPart::Image(i) => Some(match &i.source {
+                ImageSource::Base64(b) => format!("{} ({} base64 chars)", i.media_type, b.len()),
+                ImageSource::Url(u) => format!("{} at {u}", i.media_type),
+            }),
+            _ => None,
+        })
+        .collect();
     template
+        .replace("{{images}}", &images.join(", "))
         .replace("{{last_user}}", &last_user)
         .replace("{{tool_results}}", &results.join("\n"))
         .replace("{{system}}", request.system.as_deref().unwrap_or_default())

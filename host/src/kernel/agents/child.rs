@@ -121,6 +121,7 @@ impl Session {
             lineage,
             child_spend: Default::default(),
             editor: self.editor.clone(),
+            pending_images: Vec::new(),
         })
     }
 
