@@ -402,12 +402,8 @@ async fn run_turns(
             Input::Invalid(why) => Err(Failure::invalid("prompt", "invalid-command", why)),
         };
         // Every update of the turn reaches the editor before its answer.
-        for _ in 0..500 {
-            if sub.is_idle() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        // (Bounded: a stuck forwarder must not hold the answer forever.)
+        let _ = tokio::time::timeout(Duration::from_secs(2), sub.idle()).await;
         let _ = reply.send(stop);
     }
     launched.shutdown().await;

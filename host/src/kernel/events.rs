@@ -61,6 +61,9 @@ pub struct Subscriber {
     /// and queued, so every subscriber sees numbers only grow.
     order: Arc<Mutex<u64>>,
     notify: Notify,
+    /// Woken when the consumer acknowledged its last event and nothing is
+    /// queued (`idle`).
+    idle: Notify,
     closed: AtomicBool,
     /// Events handed out by `next` and not yet acknowledged.
     outstanding: AtomicU64,
@@ -74,6 +77,23 @@ impl Subscriber {
         let _ = self
             .outstanding
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        if self.is_idle() {
+            self.idle.notify_waiters();
+        }
+    }
+
+    /// Wait until nothing is queued and nothing is being handled: whoever
+    /// answers after a turn (an editor's prompt) knows every event of it
+    /// went out first.
+    pub async fn idle(&self) {
+        loop {
+            // Registered before the check, so an ack in between wakes it.
+            let woken = self.idle.notified();
+            if self.is_idle() {
+                return;
+            }
+            woken.await;
+        }
     }
 
     /// Nothing queued and nothing being handled.
@@ -299,6 +319,7 @@ impl Bus {
             last_notice: Mutex::new(None),
             order: self.inner.order.clone(),
             notify: Notify::new(),
+            idle: Notify::new(),
             closed: AtomicBool::new(false),
             outstanding: AtomicU64::new(0),
             skip,
@@ -555,6 +576,26 @@ mod tests {
         assert!(sub.is_idle());
         sub.ack();
         assert!(sub.is_idle(), "an extra ack does not underflow");
+        sub.idle().await;
+    }
+
+    #[tokio::test]
+    async fn idle_wakes_on_the_ack_that_makes_the_subscriber_idle() {
+        let bus = Bus::new();
+        let sub = bus.subscribe("ui", 8);
+        bus.publish_named("a", json!({}));
+        let _ = sub.next().await.unwrap();
+        let waiter = tokio::spawn({
+            let sub = sub.clone();
+            async move { sub.idle().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "still handling the event");
+        sub.ack();
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+            .await
+            .expect("woken by the ack")
+            .unwrap();
     }
 
     #[tokio::test]
