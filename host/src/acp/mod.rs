@@ -285,6 +285,11 @@ fn answer<T: agent_client_protocol::JsonRpcResponse + serde::de::DeserializeOwne
     }
 }
 
+/// The most base64 text one image may carry (about 15 MB of image; the
+/// providers' own limits are lower, and a prompt must not be able to
+/// make the session hold gigabytes).
+const MAX_IMAGE_BASE64: usize = 20 * 1024 * 1024;
+
 /// Image types every vision model stud talks to takes.
 const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
@@ -311,6 +316,16 @@ fn prompt_images(blocks: &[schema::ContentBlock]) -> Result<Vec<Image>, Failure>
             ));
         }
         let data = v["data"].as_str().unwrap_or_default();
+        if data.len() > MAX_IMAGE_BASE64 {
+            return Err(Failure::invalid(
+                field,
+                "image-too-large",
+                format!(
+                    "block {i}: the image is {} bytes of base64, over the {MAX_IMAGE_BASE64} stud sends; send a smaller one",
+                    data.len()
+                ),
+            ));
+        }
         let base64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=');
         if data.is_empty() || !data.chars().all(base64) {
             return Err(Failure::invalid(
@@ -350,4 +365,45 @@ fn prompt_text(blocks: &[schema::ContentBlock]) -> String {
         }
     }
     parts.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks(v: Value) -> Vec<schema::ContentBlock> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn code(r: Result<Vec<Image>, Failure>) -> String {
+        match r {
+            Err(Failure::Invalid { code, .. }) => code.to_string(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn images_are_checked_before_they_reach_a_session() {
+        let ok = prompt_images(&blocks(json!([
+            {"type": "text", "text": "see"},
+            {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
+        ])))
+        .unwrap();
+        assert_eq!(ok.len(), 1);
+        let img = |mime: &str, data: String| {
+            prompt_images(&blocks(
+                json!([{"type": "image", "mimeType": mime, "data": data}]),
+            ))
+        };
+        assert_eq!(
+            code(img("image/svg+xml", "PHN2Zz4=".into())),
+            "image-type-unsupported"
+        );
+        assert_eq!(
+            code(img("image/png", "not base64!".into())),
+            "image-data-invalid"
+        );
+        let huge = "A".repeat(MAX_IMAGE_BASE64 + 4);
+        assert_eq!(code(img("image/png", huge)), "image-too-large");
+    }
 }
