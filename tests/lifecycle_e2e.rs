@@ -168,6 +168,90 @@ fn install_from_a_folder_then_list_and_use_it() {
     assert!(again.contains("unchanged"), "{again}");
 }
 
+/// `stud ext pack` writes the same bytes for the same files, whatever
+/// their times on disk, prints the archive's sha256, and the archive
+/// installs and runs.
+#[test]
+fn pack_is_reproducible_and_its_archive_installs() {
+    let env = Env::new();
+    let dir = env.folder("counter");
+    std::fs::write(dir.join("README.md"), "# counter\n").unwrap();
+    let out_a = env.work.path().join("a.tar.gz");
+    let printed = env.ok(&[
+        "ext",
+        "pack",
+        dir.to_str().unwrap(),
+        "-o",
+        out_a.to_str().unwrap(),
+    ]);
+    // Touch every file (same content, new times) and pack again.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    for f in ["README.md", "extension.toml", "fixture_counter.wasm"] {
+        let bytes = std::fs::read(dir.join(f)).unwrap();
+        std::fs::write(dir.join(f), bytes).unwrap();
+    }
+    let out_b = env.work.path().join("b.tar.gz");
+    env.ok(&[
+        "ext",
+        "pack",
+        dir.to_str().unwrap(),
+        "-o",
+        out_b.to_str().unwrap(),
+    ]);
+    let (a, b) = (
+        std::fs::read(&out_a).unwrap(),
+        std::fs::read(&out_b).unwrap(),
+    );
+    assert!(a == b, "two packs of the same files differ");
+    assert!(
+        printed.contains(&format!("sha256 {}", sha256_hex(&out_a))),
+        "{printed}"
+    );
+    assert!(printed.contains("counter/README.md"), "{printed}");
+    env.ok(&["ext", "install", out_a.to_str().unwrap(), "--yes"]);
+    assert_eq!(env.session().0, "global answer: v1 count=1");
+}
+
+/// A crate folder installs with the component cargo built (its sources
+/// and `target/` are not copied); before it is built, the error names the
+/// paths looked at and the command that builds it.
+#[test]
+fn a_crate_folder_installs_its_built_component() {
+    let env = Env::new();
+    let dir = env.folder("counter");
+    std::fs::remove_file(dir.join("fixture_counter.wasm")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"fixture-counter\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    let out = env.run(&["ext", "install", dir.to_str().unwrap(), "--yes"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("target/wasm32-wasip2/release/fixture_counter.wasm")
+            && err.contains("cargo build --release --target wasm32-wasip2"),
+        "{err}"
+    );
+    assert!(
+        !err.contains(".install-"),
+        "no temporary folder in the message: {err}"
+    );
+    let built = dir.join("target/wasm32-wasip2/release");
+    std::fs::create_dir_all(&built).unwrap();
+    std::fs::copy(
+        common::wasm("fixture_counter.wasm"),
+        built.join("fixture_counter.wasm"),
+    )
+    .unwrap();
+    env.ok(&["ext", "install", dir.to_str().unwrap(), "--yes"]);
+    assert_eq!(env.session().0, "global answer: v1 count=1");
+    let stored = env.stored_component();
+    let folder = stored.parent().unwrap();
+    assert!(stored.is_file());
+    assert!(!folder.join("Cargo.toml").exists() && !folder.join("target").exists());
+}
+
 #[test]
 fn install_from_an_archive_and_a_loopback_url() {
     let env = Env::new();

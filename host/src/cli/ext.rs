@@ -70,6 +70,16 @@ pub enum ExtCommand {
     /// Everything about one extension: manifest, scope, digests, what it
     /// may do.
     Info { id: String },
+    /// Pack an extension folder (or a crate whose component is built) into
+    /// a reproducible .tar.gz and print its sha256: the same files give
+    /// the same bytes.
+    Pack {
+        /// The extension's folder (default: the current one).
+        dir: Option<std::path::PathBuf>,
+        /// Where to write it (default: `<id>-<version>.tar.gz` here).
+        #[arg(short, long)]
+        output: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -340,7 +350,35 @@ pub fn run(cmd: ExtCommand) -> anyhow::Result<ExitCode> {
         ExtCommand::Remove { id, scope } => remove_cmd(&home, &cwd, &id, scope),
         ExtCommand::Verify => verify_cmd(&home, &cwd),
         ExtCommand::Info { id } => info_cmd(&discovery, &id),
+        ExtCommand::Pack { dir, output } => pack_cmd(&cwd, dir, output),
     }
+}
+
+fn pack_cmd(
+    cwd: &std::path::Path,
+    dir: Option<std::path::PathBuf>,
+    output: Option<std::path::PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let dir = dir.unwrap_or_else(|| cwd.to_path_buf());
+    let packed = crate::extensions::pack::pack(&dir)?;
+    let out = output.unwrap_or_else(|| {
+        cwd.join(format!(
+            "{}-{}.tar.gz",
+            packed.manifest.id, packed.manifest.version
+        ))
+    });
+    crate::atomic_write::write_atomic(&out, &packed.bytes)
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    println!(
+        "packed `{}` {} into {} ({} bytes)\n  {}\nsha256 {}",
+        packed.manifest.id,
+        packed.manifest.version,
+        out.display(),
+        packed.bytes.len(),
+        packed.entries.join("\n  "),
+        packed.sha256.hex()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn list(discovery: &Discovery, as_json: bool) -> anyhow::Result<ExitCode> {

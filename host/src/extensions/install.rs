@@ -145,7 +145,7 @@ pub async fn install(
     // Nothing is unpacked, compiled or stored before the user said yes:
     // first only the manifest (and the component's digest) is read.
     let archive = match source {
-        Source::Folder(_) => None,
+        Source::Folder(dir) => crate_archive(dir)?,
         Source::Archive(path) => {
             let bytes = std::fs::read(path).map_err(io("read", path))?;
             check_sha(&Sha256Digest::of(&bytes), opts.expected_sha256.as_deref())?;
@@ -158,8 +158,8 @@ pub async fn install(
         }
     };
     let peeked = match (source, &archive) {
-        (Source::Folder(dir), _) => peek_folder(dir)?,
         (_, Some(bytes)) => peek_archive(bytes)?,
+        (Source::Folder(dir), None) => peek_folder(dir)?,
         (_, None) => return Err(InstallError::Invalid("no archive was read".into())),
     };
     let manifest = peeked.manifest.clone();
@@ -220,8 +220,8 @@ pub async fn install(
         .tempdir_in(&opts.root)
         .map_err(io("create a temporary folder in", &opts.root))?;
     match (source, &archive) {
-        (Source::Folder(dir), _) => copy_folder(dir, staging.path(), &mut Budget::default())?,
         (_, Some(bytes)) => unpack(bytes, staging.path())?,
+        (Source::Folder(dir), None) => copy_folder(dir, staging.path(), &mut Budget::default())?,
         (_, None) => return Err(InstallError::Invalid("no archive was read".into())),
     }
     let folder = manifest_folder(staging.path())?;
@@ -280,6 +280,24 @@ pub async fn install(
         component,
         capabilities,
     })
+}
+
+/// A crate folder whose component is where cargo built it (not at the
+/// manifest's path) is installed as what `stud ext pack` makes of it:
+/// the manifest, the built component and its README, not the crate's
+/// sources and `target/`. `None`: install the folder as it is.
+fn crate_archive(dir: &Path) -> Result<Option<Vec<u8>>, InstallError> {
+    let folder = manifest_folder(dir)?;
+    let Ok(manifest) = super::pack::read_manifest(&folder) else {
+        // `peek_folder` says what is wrong with it.
+        return Ok(None);
+    };
+    if folder.join(&manifest.component).is_file() || !folder.join("Cargo.toml").is_file() {
+        return Ok(None);
+    }
+    super::pack::pack(&folder)
+        .map(|p| Some(p.bytes))
+        .map_err(|e| InstallError::Invalid(e.to_string()))
 }
 
 /// What the consent question is about, read without unpacking anything.

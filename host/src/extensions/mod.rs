@@ -7,6 +7,7 @@ pub mod discovery;
 pub mod grants;
 pub mod install;
 pub mod lockfile;
+pub mod pack;
 pub mod registry;
 pub mod review;
 pub mod scope;
