@@ -252,6 +252,103 @@ fn a_crate_folder_installs_its_built_component() {
     assert!(!folder.join("Cargo.toml").exists() && !folder.join("target").exists());
 }
 
+/// Signed extensions: `ext keygen`, `ext pack --key`; with the key among
+/// `trustedPublishers` and `signaturePolicy: "trusted"`, the signed
+/// archive installs and records its publisher (`ext info` shows it). The
+/// same archive changed after signing is refused naming the publisher and
+/// the file; an unsigned one is refused by the policy; under the default
+/// policy a key nobody trusts installs, and the consent text says so.
+#[test]
+fn signed_archives_install_and_tampered_or_unsigned_ones_are_refused() {
+    let env = Env::new();
+    let keys = env.work.path().join("keys");
+    let made = env.ok(&["ext", "keygen", "-o", keys.to_str().unwrap()]);
+    let key = made
+        .split("\"key\": \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("{made}"))
+        .to_string();
+    let secret = keys.join("stud.key");
+    let policy = |policy: &str| {
+        env.scripted_settings(json!({
+            "trustedPublishers": [{"name": "Ada", "key": key}],
+            "signaturePolicy": policy
+        }));
+    };
+    policy("trusted");
+    let dir = env.folder("counter");
+    let signed = env.work.path().join("counter.tar.gz");
+    env.ok(&[
+        "ext",
+        "pack",
+        dir.to_str().unwrap(),
+        "-o",
+        signed.to_str().unwrap(),
+        "--key",
+        secret.to_str().unwrap(),
+    ]);
+    let sig = env.work.path().join("counter.tar.gz.minisig");
+    assert!(sig.is_file());
+    // Changed after signing (one byte of the component's data).
+    let tampered = env.work.path().join("tampered.tar.gz");
+    let mut bytes = std::fs::read(&signed).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(&tampered, &bytes).unwrap();
+    std::fs::copy(&sig, env.work.path().join("tampered.tar.gz.minisig")).unwrap();
+    let out = env.run(&["ext", "install", tampered.to_str().unwrap(), "--yes"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("signature of Ada")
+            && err.contains("tampered.tar.gz")
+            && err.contains("nothing was installed"),
+        "{err}"
+    );
+    // Unsigned, under the "trusted" policy.
+    let unsigned = env.work.path().join("unsigned.tar.gz");
+    env.ok(&[
+        "ext",
+        "pack",
+        dir.to_str().unwrap(),
+        "-o",
+        unsigned.to_str().unwrap(),
+    ]);
+    let out = env.run(&["ext", "install", unsigned.to_str().unwrap(), "--yes"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("unsigned") && err.contains("signaturePolicy"),
+        "{err}"
+    );
+    assert!(env.listed("counter").is_none());
+    // The signed one.
+    env.ok(&["ext", "install", signed.to_str().unwrap(), "--yes"]);
+    let info = env.ok(&["ext", "info", "counter"]);
+    assert!(info.contains("publisher: Ada (key "), "{info}");
+    assert_eq!(env.session().0, "global answer: v1 count=1");
+    // Another key under the default policy: installs, and says whose.
+    let other = env.work.path().join("other");
+    env.ok(&["ext", "keygen", "-o", other.to_str().unwrap()]);
+    env.ok(&["ext", "remove", "counter"]);
+    policy("any");
+    env.ok(&[
+        "ext",
+        "sign",
+        signed.to_str().unwrap(),
+        "--key",
+        other.join("stud.key").to_str().unwrap(),
+    ]);
+    let out = env.run(&["ext", "install", signed.to_str().unwrap()], "y\n");
+    let said =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("which no trusted publisher has"), "{said}");
+    let info = env.ok(&["ext", "info", "counter"]);
+    assert!(info.contains("publisher: none"), "{info}");
+}
+
 #[test]
 fn install_from_an_archive_and_a_loopback_url() {
     let env = Env::new();
@@ -676,7 +773,7 @@ fn install_asks_first_checks_the_contract_and_installs_into_a_project() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("Install `counter` 0.1.0 (tool)"),
+        stderr.contains("Install `counter` 0.1.0 (tool, unsigned)"),
         "{stderr}"
     );
     assert!(env.listed("counter").is_none());

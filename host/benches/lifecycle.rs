@@ -99,6 +99,7 @@ async fn install_time() {
             root: home.path().to_path_buf(),
             yes: true,
             expected_sha256: None,
+            signatures: Default::default(),
         };
         let source = Source::parse(&format!("{}/read.tar.gz", server.url())).expect("source");
         let t = Instant::now();
@@ -140,6 +141,7 @@ async fn verify_50() {
             root: home.path().to_path_buf(),
             yes: true,
             expected_sha256: None,
+            signatures: Default::default(),
         };
         install(&Source::Folder(dir), &opts, &runtime, &mut Yes)
             .await

@@ -57,6 +57,10 @@ pub enum ExtCommand {
         /// The archive must have this sha256.
         #[arg(long)]
         sha256: Option<String>,
+        /// The archive's minisign signature (default: `<archive>.minisig`
+        /// beside it, when there is one).
+        #[arg(long)]
+        signature: Option<std::path::PathBuf>,
     },
     /// Uninstall an extension from a scope.
     Remove {
@@ -79,6 +83,24 @@ pub enum ExtCommand {
         /// Where to write it (default: `<id>-<version>.tar.gz` here).
         #[arg(short, long)]
         output: Option<std::path::PathBuf>,
+        /// Sign it with this minisign secret key (writes `<archive>.minisig`).
+        #[arg(long)]
+        key: Option<std::path::PathBuf>,
+    },
+    /// Make a minisign key pair for signing extensions (`stud.pub` and
+    /// `stud.key`; encrypted when STUD_SIGNING_PASSWORD is set).
+    Keygen {
+        /// The folder to write them to (default: `~/.stud/keys`).
+        #[arg(short, long)]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Sign a file (an archive from `stud ext pack`) with a minisign secret
+    /// key; writes `<file>.minisig`.
+    Sign {
+        file: std::path::PathBuf,
+        /// The secret key (default: `~/.stud/keys/stud.key`).
+        #[arg(long)]
+        key: Option<std::path::PathBuf>,
     },
 }
 
@@ -138,9 +160,11 @@ async fn install_cmd(
     source: String,
     scope: InstallScope,
     yes: bool,
-    sha256: Option<String>,
+    (sha256, signature): (Option<String>, Option<std::path::PathBuf>),
 ) -> anyhow::Result<ExitCode> {
     let (scope, root) = scope_root(&home, &cwd, scope)?;
+    // Whose signatures count is the user's own decision: global settings.
+    let global = Settings::load(&home.settings_file())?;
     let source = Source::parse(&source)?;
     let runtime = Runtime::new(RuntimeOptions {
         cache: Some(home.compile_cache()),
@@ -151,6 +175,11 @@ async fn install_cmd(
         root,
         yes,
         expected_sha256: sha256,
+        signatures: crate::extensions::install::Signatures {
+            publishers: global.trusted_publishers,
+            policy: global.signature_policy,
+            file: signature,
+        },
     };
     let report = match install(&source, &opts, &runtime, &mut StdinConsent).await {
         Ok(r) => r,
@@ -306,7 +335,15 @@ fn info_cmd(discovery: &Discovery, id: &str) -> anyhow::Result<ExitCode> {
     );
     outln!("contract:  {}", m.contract);
     match &d.lock {
-        Some(l) => outln!("installed: from {} (pinned in extensions.lock)", l.source),
+        Some(l) => {
+            outln!("installed: from {} (pinned in extensions.lock)", l.source);
+            outln!(
+                "publisher: {}",
+                l.publisher
+                    .as_deref()
+                    .unwrap_or("none (not signed by a trusted publisher)")
+            );
+        }
         None if d.scope == Scope::Bundled => outln!("installed: bundled with stud"),
         None => outln!("installed: by hand (not pinned; `stud ext install` pins it)"),
     }
@@ -346,18 +383,53 @@ pub fn run(cmd: ExtCommand) -> anyhow::Result<ExitCode> {
             scope,
             yes,
             sha256,
-        } => rt()?.block_on(install_cmd(home, cwd, source, scope, yes, sha256)),
+            signature,
+        } => rt()?.block_on(install_cmd(
+            home,
+            cwd,
+            source,
+            scope,
+            yes,
+            (sha256, signature),
+        )),
         ExtCommand::Remove { id, scope } => remove_cmd(&home, &cwd, &id, scope),
         ExtCommand::Verify => verify_cmd(&home, &cwd),
         ExtCommand::Info { id } => info_cmd(&discovery, &id),
-        ExtCommand::Pack { dir, output } => pack_cmd(&cwd, dir, output),
+        ExtCommand::Pack { dir, output, key } => pack_cmd(&cwd, dir, output, key),
+        ExtCommand::Keygen { output } => keygen_cmd(&home, output),
+        ExtCommand::Sign { file, key } => {
+            let key = key.unwrap_or_else(|| default_key(&home));
+            let sig = crate::extensions::signing::sign(&file, &key, signing_password())?;
+            outln!("signed {} -> {}", file.display(), sig.display());
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+fn default_key(home: &StudHome) -> std::path::PathBuf {
+    home.root().join("keys").join("stud.key")
+}
+
+fn signing_password() -> Option<String> {
+    std::env::var(crate::extensions::signing::PASSWORD_VAR).ok()
+}
+
+fn keygen_cmd(home: &StudHome, output: Option<std::path::PathBuf>) -> anyhow::Result<ExitCode> {
+    let dir = output.unwrap_or_else(|| home.root().join("keys"));
+    let (key, id) = crate::extensions::signing::keygen(&dir, signing_password())?;
+    outln!(
+        "wrote {} and {} (key {id})\nTo trust it, add to ~/.stud/settings.json:\n  \"trustedPublishers\": [{{\"name\": \"<your name>\", \"key\": \"{key}\"}}]",
+        dir.join("stud.pub").display(),
+        dir.join("stud.key").display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn pack_cmd(
     cwd: &std::path::Path,
     dir: Option<std::path::PathBuf>,
     output: Option<std::path::PathBuf>,
+    key: Option<std::path::PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     let dir = dir.unwrap_or_else(|| cwd.to_path_buf());
     let packed = crate::extensions::pack::pack(&dir)?;
@@ -378,6 +450,10 @@ fn pack_cmd(
         packed.entries.join("\n  "),
         packed.sha256.hex()
     );
+    if let Some(key) = key {
+        let sig = crate::extensions::signing::sign(&out, &key, signing_password())?;
+        println!("signed: {}", sig.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -44,8 +44,12 @@ const BY_ID: &[&str] = &[
 ///
 /// Nor define profiles: `--profile NAME` must mean the user's own set, not
 /// one a repository wrote that leaves out the user's guards.
+///
+/// Nor say whose signatures count or whether unsigned extensions install.
 const GLOBAL_ONLY: &[&[&str]] = &[
     &["profiles"],
+    &["trustedPublishers"],
+    &["signaturePolicy"],
     &["runtime", "processSandbox"],
     &["secrets"],
     &["active", "interactor"],

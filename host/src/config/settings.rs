@@ -77,6 +77,12 @@ pub struct Settings {
     /// Delegation to child sessions (the `task` tool).
     #[serde(default)]
     pub agents: AgentSettings,
+    /// Whose extension signatures count (global settings only).
+    #[serde(default)]
+    pub trusted_publishers: Vec<crate::extensions::signing::TrustedPublisher>,
+    /// Whether unsigned extensions install (global settings only).
+    #[serde(default)]
+    pub signature_policy: crate::extensions::signing::SignaturePolicy,
     #[serde(default)]
     pub compaction: CompactionSettings,
     /// MCP servers by id (`mcp::config` reads and checks the entries).

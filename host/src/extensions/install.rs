@@ -46,6 +46,8 @@ pub enum InstallError {
     Download { url: String, message: String },
     #[error("the archive's sha256 is {actual}, not the expected {expected}; nothing was installed")]
     DigestMismatch { expected: String, actual: String },
+    #[error(transparent)]
+    Signature(#[from] super::signing::SigningError),
 }
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> InstallError + 'a {
@@ -111,6 +113,38 @@ pub struct InstallOptions {
     pub yes: bool,
     /// The archive must have this sha256 (URL and archive sources).
     pub expected_sha256: Option<String>,
+    /// Whose signatures count and what is required.
+    pub signatures: Signatures,
+}
+
+/// What install checks signatures against (from the global settings).
+#[derive(Debug, Clone, Default)]
+pub struct Signatures {
+    pub publishers: Vec<super::signing::TrustedPublisher>,
+    pub policy: super::signing::SignaturePolicy,
+    /// The `.minisig` to check (default: `<archive>.minisig` beside an
+    /// archive source, when there is one).
+    pub file: Option<PathBuf>,
+}
+
+/// The signature text of `source`, and the file it was read from.
+fn signature_of(
+    source: &Source,
+    opts: &Signatures,
+) -> Result<Option<(PathBuf, String)>, InstallError> {
+    let path = match (&opts.file, source) {
+        (Some(p), _) => p.clone(),
+        (None, Source::Archive(a)) => {
+            let beside = super::signing::signature_path(a);
+            if !beside.is_file() {
+                return Ok(None);
+            }
+            beside
+        }
+        (None, _) => return Ok(None),
+    };
+    let text = std::fs::read_to_string(&path).map_err(io("read", &path))?;
+    Ok(Some((path, text)))
 }
 
 /// What happened.
@@ -157,6 +191,18 @@ pub async fn install(
             Some(bytes)
         }
     };
+    // Who published it, checked before anything is shown or unpacked: a
+    // signature that does not match refuses the install outright.
+    let shown_file = PathBuf::from(source.describe());
+    let signed = super::signing::check(
+        archive.as_deref().unwrap_or_default(),
+        &shown_file,
+        signature_of(source, &opts.signatures)?
+            .as_ref()
+            .map(|(p, t)| (p.as_path(), t.as_str())),
+        &opts.signatures.publishers,
+        opts.signatures.policy,
+    )?;
     let peeked = match (source, &archive) {
         (_, Some(bytes)) => peek_archive(bytes)?,
         (Source::Folder(dir), None) => peek_folder(dir)?,
@@ -187,10 +233,11 @@ pub async fn install(
     let limits = describe_limits(&manifest);
     let question = match &previous {
         None => Some(format!(
-            "Install `{id}` {version} ({kind}) into the {scope} scope? It may:\n{}{}\n",
+            "Install `{id}` {version} ({kind}, {signed}) into the {scope} scope? It may:\n{}{}\n",
             bullet(&capabilities),
             limits_text(&limits),
             kind = manifest.kind,
+            signed = signed.describe(),
             scope = opts.scope
         )),
         Some(prev) => {
@@ -260,6 +307,12 @@ pub async fn install(
             manifest: manifest_digest.to_string(),
             installed_at: now_secs(),
             granted: Granted::of(&manifest.capabilities),
+            publisher: match &signed {
+                super::signing::Signed::By { publisher, key_id } => {
+                    Some(format!("{publisher} (key {key_id})"))
+                }
+                _ => None,
+            },
         },
     );
     lock.save(&opts.root)?;

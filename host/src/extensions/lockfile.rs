@@ -113,6 +113,9 @@ pub struct LockEntry {
     /// Unix seconds.
     pub installed_at: u64,
     pub granted: Granted,
+    /// The trusted publisher whose signature it carried, and the key id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<String>,
 }
 
 impl LockEntry {
@@ -198,6 +201,7 @@ mod tests {
                     manifest: "sha256:11".into(),
                     installed_at: 1,
                     granted: Granted::of(&caps),
+                    publisher: None,
                 },
             );
         }

@@ -11,6 +11,7 @@ pub mod pack;
 pub mod registry;
 pub mod review;
 pub mod scope;
+pub mod signing;
 pub mod trust;
 pub mod watch;
 
