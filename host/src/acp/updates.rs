@@ -53,9 +53,15 @@ impl Calls {
         }
     }
 
-    /// Show `stages` as the plan, none started; the `plan` update.
-    pub fn start_plan(&mut self, stages: Vec<String>) -> Value {
-        self.plan = stages.into_iter().map(|s| (s, "pending")).collect();
+    /// Show the stages as the plan, none started, `entry` first (the rest
+    /// by name: which runs next is the machine's choice); the `plan`
+    /// update.
+    pub fn start_plan(&mut self, entry: &str, stages: &[String]) -> Value {
+        let rest = stages.iter().filter(|s| *s != entry).map(String::as_str);
+        self.plan = std::iter::once(entry)
+            .chain(rest)
+            .map(|s| (s.to_string(), "pending"))
+            .collect();
         self.plan_update()
     }
 
@@ -128,9 +134,7 @@ impl Calls {
                 self.undecided.retain(|c| c != call_id);
             }
             KernelEvent::WorkflowAttached { stages, entry, .. } => {
-                let rest = stages.iter().filter(|s| **s != *entry).cloned();
-                let order = std::iter::once(entry.clone()).chain(rest).collect();
-                return Some(self.start_plan(order));
+                return Some(self.start_plan(entry, stages));
             }
             KernelEvent::WorkflowPhasePre { at } => return self.mark(&at.stage_id, "in_progress"),
             KernelEvent::WorkflowStageEnded {

@@ -258,11 +258,11 @@ async fn start(
     let first: Vec<Value> = launched
         .session
         .workflow_stages()
-        .map(|stages| {
+        .map(|(entry, stages)| {
             calls
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .start_plan(stages)
+                .start_plan(&entry, &stages)
         })
         .into_iter()
         .collect();
@@ -525,14 +525,7 @@ async fn permission(
             {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
         ]
     });
-    let Ok(request) = serde_json::from_value::<schema::RequestPermissionRequest>(request) else {
-        return (InteractionStatus::Rejected, None);
-    };
-    let answer = match conn.send_request(request).block_task().await {
-        Ok(r) => serde_json::to_value(r).unwrap_or(Value::Null),
-        Err(_) => Value::Null,
-    };
-    match answer["outcome"]["optionId"].as_str() {
+    match chosen(conn, request).await.as_deref() {
         Some("allow-once") => (InteractionStatus::Accepted, Some("once".into())),
         Some("allow-always") => (InteractionStatus::Accepted, None),
         _ => (InteractionStatus::Rejected, None),
@@ -559,16 +552,17 @@ pub(super) async fn confirm(
             {"optionId": "no", "name": "No", "kind": "reject_once"},
         ]
     });
-    let Ok(request) = serde_json::from_value::<schema::RequestPermissionRequest>(request) else {
-        return (InteractionStatus::Rejected, None);
-    };
-    match conn.send_request(request).block_task().await {
-        Ok(r) => {
-            match serde_json::to_value(r).unwrap_or(Value::Null)["outcome"]["optionId"].as_str() {
-                Some("yes") => (InteractionStatus::Accepted, None),
-                _ => (InteractionStatus::Rejected, None),
-            }
-        }
-        Err(_) => (InteractionStatus::Rejected, None),
+    match chosen(conn, request).await.as_deref() {
+        Some("yes") => (InteractionStatus::Accepted, None),
+        _ => (InteractionStatus::Rejected, None),
     }
+}
+
+/// Send a `session/request_permission`; the option the editor chose
+/// (`None`: it cancelled, failed, or the request did not fit the schema).
+async fn chosen(conn: &ConnectionTo<Client>, request: Value) -> Option<String> {
+    let request = serde_json::from_value::<schema::RequestPermissionRequest>(request).ok()?;
+    let answer = conn.send_request(request).block_task().await.ok()?;
+    let answer = serde_json::to_value(answer).ok()?;
+    answer["outcome"]["optionId"].as_str().map(str::to_string)
 }

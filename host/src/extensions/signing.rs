@@ -95,6 +95,11 @@ fn key_err(what: impl Into<String>) -> impl FnOnce(minisign::PError) -> SigningE
     }
 }
 
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SigningError + use<> {
+    let path = path.to_path_buf();
+    move |source| SigningError::Io { what, path, source }
+}
+
 /// minisign's key id: the key number as a 16-digit hex (as `minisign -V`
 /// prints it).
 fn key_id(keynum: &[u8]) -> String {
@@ -170,10 +175,6 @@ pub fn keygen(dir: &Path, password: Option<String>) -> Result<(String, String), 
     let KeyPair { pk, sk } =
         KeyPair::generate_encrypted_keypair(Some(password.unwrap_or_default()))
             .map_err(key_err("generate a key pair"))?;
-    let io = |what, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| SigningError::Io { what, path, source }
-    };
     std::fs::create_dir_all(dir).map_err(io("create", dir))?;
     let (pub_path, key_path) = (dir.join("stud.pub"), dir.join("stud.key"));
     if key_path.exists() {
@@ -212,10 +213,6 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Sign `file` with the secret key at `key` (its public key beside it as
 /// `.pub` is not needed); writes `<file>.minisig` and returns its path.
 pub fn sign(file: &Path, key: &Path, password: Option<String>) -> Result<PathBuf, SigningError> {
-    let io = |what, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| SigningError::Io { what, path, source }
-    };
     let text = std::fs::read_to_string(key).map_err(io("read", key))?;
     let sk = SecretKeyBox::from_string(&text)
         .and_then(|b| b.into_secret_key(Some(password.unwrap_or_default())))

@@ -311,22 +311,10 @@ impl McpHub {
             .into_iter()
             .find(|s| s.server.id == server)
             .ok_or_else(|| format!("no MCP server `{server}` is configured"))?;
-        let (Some(home), Some(bus)) = (&self.home, &self.bus) else {
-            return Err("this session has no MCP servers".into());
-        };
         if !matches!(slot.state, SlotState::NotStarted(_)) {
             return Err(format!("MCP server `{server}` was started already"));
         }
-        match one(home, &slot.server, &self.cwd, bus).await {
-            Ok(started) => {
-                self.set(server, started.state.clone());
-                Ok(started.tools)
-            }
-            Err(e) => {
-                self.set(server, SlotState::Failed(e.clone()));
-                Err(e)
-            }
-        }
+        self.start_slot(&slot).await
     }
 
     /// Start `server` again (`/mcp reconnect`): a connected one gets a new
@@ -345,20 +333,24 @@ impl McpHub {
             }
             SlotState::NotStarted(why) => Err(why),
             SlotState::Starting => Err(format!("MCP server `{server}` is still starting")),
-            SlotState::Failed(_) => {
-                let (Some(home), Some(bus)) = (&self.home, &self.bus) else {
-                    return Err("this session has no MCP servers".into());
-                };
-                match one(home, &slot.server, &self.cwd, bus).await {
-                    Ok(started) => {
-                        self.set(server, started.state.clone());
-                        Ok(Some(started.tools))
-                    }
-                    Err(e) => {
-                        self.set(server, SlotState::Failed(e.clone()));
-                        Err(e)
-                    }
-                }
+            SlotState::Failed(_) => self.start_slot(&slot).await.map(Some),
+        }
+    }
+
+    /// Start `slot`'s server now; its state follows what happened.
+    async fn start_slot(&self, slot: &Slot) -> Result<NewTools, String> {
+        let (Some(home), Some(bus)) = (&self.home, &self.bus) else {
+            return Err("this session has no MCP servers".into());
+        };
+        let id = &slot.server.id;
+        match one(home, &slot.server, &self.cwd, bus).await {
+            Ok(started) => {
+                self.set(id, started.state.clone());
+                Ok(started.tools)
+            }
+            Err(e) => {
+                self.set(id, SlotState::Failed(e.clone()));
+                Err(e)
             }
         }
     }

@@ -121,13 +121,11 @@ impl Session {
         Ok(())
     }
 
-    /// The attached state machine's stages, its entry first (the rest
-    /// by name: which runs next is the machine's choice); `None` without
-    /// one.
-    pub fn workflow_stages(&self) -> Option<Vec<String>> {
+    /// The attached state machine's entry stage and all its stages (as
+    /// `workflow.attached` names them); `None` without one.
+    pub fn workflow_stages(&self) -> Option<(String, Vec<String>)> {
         let w = &self.workflow.as_ref()?.workflow;
-        let rest = w.stages.keys().filter(|k| **k != w.entry).cloned();
-        Some(std::iter::once(w.entry.clone()).chain(rest).collect())
+        Some((w.entry.clone(), w.stages.keys().cloned().collect()))
     }
 
     /// Arrange loaded extensions into a session. Returns warnings for tools

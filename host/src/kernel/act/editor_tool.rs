@@ -24,6 +24,8 @@ pub(crate) enum EditorOp {
 /// The `read` tool's page size and the `write` tool's limit, as theirs.
 const DEFAULT_LIMIT: usize = 2000;
 const MAX_WRITE: usize = 4 * 1024 * 1024;
+/// The most the `read` tool shows of a file without offset or limit.
+const MAX_READ: usize = 256 * 1024;
 
 impl EditorOp {
     /// Only stud's own components are routed: a user's `read` does what
@@ -35,10 +37,11 @@ impl EditorOp {
             "edit" => EditorOp::Edit,
             _ => return None,
         };
+        // That very component, not another bundled one under its id.
         let digest = ext.digest.hex();
         crate::bundled::BUNDLED
             .iter()
-            .any(|b| b.sha256 == digest)
+            .any(|b| b.dir == ext.id().as_str() && b.sha256 == digest)
             .then_some(op)
     }
 }
@@ -135,6 +138,16 @@ fn numbered(rel: &str, content: &str, args: &Value) -> Ran {
             format!("`{rel}` looks binary; read only text files"),
         );
     }
+    let paged = args.get("offset").is_some() || args.get("limit").is_some();
+    if content.len() > MAX_READ && !paged {
+        return failed(
+            "invalid-input",
+            format!(
+                "`{rel}` is {} bytes (over {MAX_READ}); read it in parts with offset and limit",
+                content.len()
+            ),
+        );
+    }
     let offset = args["offset"].as_u64().unwrap_or(1).max(1) as usize;
     let limit = args["limit"]
         .as_u64()
@@ -179,6 +192,17 @@ mod tests {
             t,
             "     2\ttwo\n[1 more lines; call read with offset 3 to continue]\n"
         );
+    }
+
+    #[test]
+    fn a_large_buffer_is_read_in_parts() {
+        let big = "x\n".repeat(MAX_READ);
+        assert!(matches!(
+            numbered("a", &big, &json!({})),
+            Ran::Failed { .. }
+        ));
+        let t = text(numbered("a", &big, &json!({"limit": 1})));
+        assert!(t.starts_with("     1\tx\n"), "{t}");
     }
 
     #[test]
