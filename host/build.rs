@@ -34,6 +34,8 @@ fn main() {
         "sdk/macros/src",
         "sdk/Cargo.toml",
         "sdk/protocol",
+        "sdk/examples",
+        "sdk/templates",
         "plugins",
         "tests/fixtures",
     ] {
@@ -47,6 +49,7 @@ fn main() {
         build_workspace(&root.join("tests").join("fixtures"), &wasm_target_dir);
     }
 
+    fs::write(out_dir.join("sdk_kit.rs"), embed_sdk_kit(&root)).expect("write sdk_kit.rs");
     let bundled = embed_bundled(&root.join("plugins"), &wasm_out, &out_dir);
     fs::write(out_dir.join("bundled.rs"), bundled).expect("write bundled.rs");
     println!("cargo:rustc-env=STUD_WASM_OUT={}", wasm_out.display());
@@ -174,4 +177,67 @@ fn hex(bytes: &[u8]) -> String {
         let _ = write!(s, "{b:02x}");
         s
     })
+}
+
+/// The files `stud ext new` unpacks into the stud home so a new crate
+/// builds against exactly this SDK and WIT, offline: the SDK crates, the
+/// examples (the templates' code), the manifest templates, the WIT and the
+/// lockfile the bundled extensions are built with (it pins the SDK's
+/// dependencies to versions already in the cargo cache).
+fn embed_sdk_kit(root: &Path) -> String {
+    let mut files = Vec::new();
+    for dir in [
+        "sdk/src",
+        "sdk/macros/src",
+        "sdk/protocol/src",
+        "sdk/examples",
+        "sdk/templates",
+        "wit",
+    ] {
+        collect(root, &root.join(dir), &mut files);
+    }
+    for file in [
+        "sdk/Cargo.toml",
+        "sdk/macros/Cargo.toml",
+        "sdk/protocol/Cargo.toml",
+    ] {
+        files.push((file.to_string(), root.join(file)));
+    }
+    files.push((
+        "Cargo.lock".to_string(),
+        root.join("plugins").join("Cargo.lock"),
+    ));
+    files.sort();
+    let mut src = String::from(
+        "/// The SDK kit: (path in the kit, bytes).\npub static SDK_KIT: &[(&str, &[u8])] = &[\n",
+    );
+    for (rel, path) in files {
+        let _ = writeln!(
+            src,
+            "    ({rel:?}, include_bytes!({:?})),",
+            path.display().to_string()
+        );
+    }
+    src.push_str("];\n");
+    src
+}
+
+/// Every file under `dir`, named relative to `root` with `/`.
+fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(root, &path, out);
+        } else if let Ok(rel) = path.strip_prefix(root) {
+            let rel = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            out.push((rel, path));
+        }
+    }
 }

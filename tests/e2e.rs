@@ -5,6 +5,7 @@ mod common;
 
 mod acp_e2e;
 mod agents_e2e;
+mod authoring_e2e;
 mod authority_e2e;
 mod cli_ext;
 mod commands_e2e;

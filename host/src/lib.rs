@@ -27,3 +27,8 @@ pub mod bundled {
     }
     include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
 }
+
+/// The SDK, WIT and templates embedded for `stud ext new`.
+pub mod sdk_kit {
+    include!(concat!(env!("OUT_DIR"), "/sdk_kit.rs"));
+}

@@ -87,6 +87,25 @@ pub enum ExtCommand {
         #[arg(long)]
         key: Option<std::path::PathBuf>,
     },
+    /// Make a crate for a new extension in ./NAME: the SDK dependency (the
+    /// SDK of this stud, unpacked into ~/.stud/sdk), a working
+    /// implementation of the kind, extension.toml, a README and a test.
+    New {
+        /// The extension's id, crate name and (tools, commands) the name it
+        /// is called by.
+        name: String,
+        /// provider, tool, hook, ui, logger, context-provider,
+        /// state-machine, command or session-store.
+        #[arg(long, default_value = "tool")]
+        kind: Kind,
+    },
+    /// Build the crate for wasm32-wasip2 (installing the target if
+    /// missing), put the component where extension.toml says, run the
+    /// load checks and show its size, digest and what users will be asked.
+    Build {
+        /// The crate's folder (default: the current one).
+        dir: Option<std::path::PathBuf>,
+    },
     /// Make a minisign key pair for signing extensions (`stud.pub` and
     /// `stud.key`; encrypted when STUD_SIGNING_PASSWORD is set).
     Keygen {
@@ -397,6 +416,8 @@ pub fn run(cmd: ExtCommand) -> anyhow::Result<ExitCode> {
         ExtCommand::Info { id } => info_cmd(&discovery, &id),
         ExtCommand::Pack { dir, output, key } => pack_cmd(&cwd, dir, output, key),
         ExtCommand::Keygen { output } => keygen_cmd(&home, output),
+        ExtCommand::New { name, kind } => new_cmd(&home, &cwd, &name, kind),
+        ExtCommand::Build { dir } => build_cmd(&home, dir.unwrap_or_else(|| cwd.clone())),
         ExtCommand::Sign { file, key } => {
             let key = key.unwrap_or_else(|| default_key(&home));
             let sig = crate::extensions::signing::sign(&file, &key, signing_password())?;
@@ -404,6 +425,44 @@ pub fn run(cmd: ExtCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn new_cmd(
+    home: &StudHome,
+    cwd: &std::path::Path,
+    name: &str,
+    kind: Kind,
+) -> anyhow::Result<ExitCode> {
+    let made = crate::extensions::scaffold::new_crate(home.root(), cwd, name, kind)?;
+    outln!(
+        "created the {kind} extension `{name}` in {}\n  {}\nSDK: {} (contract {})\nNext: cd {name} && stud ext build && stud ext install .",
+        made.dir.display(),
+        made.files.join("\n  "),
+        made.kit.join("sdk").display(),
+        stud_sdk::CONTRACT_VERSION,
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn build_cmd(home: &StudHome, dir: std::path::PathBuf) -> anyhow::Result<ExitCode> {
+    let runtime = Runtime::new(RuntimeOptions {
+        cache: Some(home.compile_cache()),
+        pooling: false,
+    })?;
+    let built = crate::extensions::cargo_build::build(&dir, &runtime)?;
+    let m = &built.manifest;
+    outln!(
+        "built `{}` {} ({}): {}, {} bytes\nsha256 {}\nchecks: manifest, contract, imports against its capabilities, exports: ok ({})\nusers will be asked to let it:\n  - {}",
+        m.id,
+        m.version,
+        m.kind,
+        built.component.display(),
+        built.size,
+        built.sha256.hex(),
+        built.code_source.as_str(),
+        built.asks.join("\n  - ")
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn default_key(home: &StudHome) -> std::path::PathBuf {

@@ -335,17 +335,18 @@ pub async fn install(
     })
 }
 
-/// A crate folder whose component is where cargo built it (not at the
-/// manifest's path) is installed as what `stud ext pack` makes of it:
-/// the manifest, the built component and its README, not the crate's
-/// sources and `target/`. `None`: install the folder as it is.
+/// A crate folder is installed as what `stud ext pack` makes of it: the
+/// manifest, the built component (where `stud ext build` or cargo put it)
+/// and its README, not the crate's sources and `target/`. Install never
+/// builds: that would run the folder's build scripts, which is code.
+/// `None`: install the folder as it is.
 fn crate_archive(dir: &Path) -> Result<Option<Vec<u8>>, InstallError> {
     let folder = manifest_folder(dir)?;
-    let Ok(manifest) = super::pack::read_manifest(&folder) else {
+    let Ok(_) = super::pack::read_manifest(&folder) else {
         // `peek_folder` says what is wrong with it.
         return Ok(None);
     };
-    if folder.join(&manifest.component).is_file() || !folder.join("Cargo.toml").is_file() {
+    if !folder.join("Cargo.toml").is_file() {
         return Ok(None);
     }
     super::pack::pack(&folder)

@@ -1,6 +1,7 @@
 //! Finding extensions (bundled, global; project once trust exists) and
 //! loading them into the runtime.
 
+pub mod cargo_build;
 pub mod consent;
 pub mod deps;
 pub mod discovery;
@@ -10,6 +11,7 @@ pub mod lockfile;
 pub mod pack;
 pub mod registry;
 pub mod review;
+pub mod scaffold;
 pub mod scope;
 pub mod signing;
 pub mod trust;

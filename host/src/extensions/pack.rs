@@ -22,7 +22,7 @@ pub enum PackError {
     #[error("{0}")]
     Manifest(String),
     #[error(
-        "extension `{id}`: its component is not built: looked for {}; build it with `cargo build --release --target wasm32-wasip2` in {}",
+        "extension `{id}`: its component is not built: looked for {}; build it with `stud ext build` (or `cargo build --release --target wasm32-wasip2`) in {}",
         .looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" and "),
         .dir.display()
     )]
@@ -61,16 +61,17 @@ pub struct Packed {
 /// --target wasm32-wasip2` puts it.
 pub fn find_component(dir: &Path, manifest: &Manifest) -> Result<PathBuf, PackError> {
     let declared = dir.join(&manifest.component);
-    if declared.is_file() {
-        return Ok(declared);
+    let built = cargo_output(dir);
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    match (declared.is_file(), built.as_deref().filter(|b| b.is_file())) {
+        // Both: `cargo build` ran after `stud ext build`; the newer wins.
+        (true, Some(b)) if modified(b) > modified(&declared) => return Ok(b.to_path_buf()),
+        (true, _) => return Ok(declared),
+        (false, Some(b)) => return Ok(b.to_path_buf()),
+        (false, None) => {}
     }
     let mut looked = vec![declared];
-    if let Some(built) = cargo_output(dir) {
-        if built.is_file() {
-            return Ok(built);
-        }
-        looked.push(built);
-    }
+    looked.extend(built);
     Err(PackError::MissingComponent {
         id: manifest.id.to_string(),
         dir: dir.to_path_buf(),

@@ -1,0 +1,229 @@
+//! Writing an extension the way an author does, with the `stud` binary
+//! only: `stud ext new` in an empty folder, one line edited, `stud ext
+//! build` (a real cargo build for wasm32-wasip2 against the SDK unpacked
+//! from the binary), `stud ext install ./NAME`, and a session that uses it.
+//!
+//! The crates build into the workspace's warm `target/wasm` (the bundled
+//! extensions' target dir, same profile and lockfile), so only the SDK and
+//! the new crate compile: seconds instead of a minute each.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{StudEnv, call};
+use serde_json::{Value, json};
+
+/// The bundled extensions' cargo target dir.
+fn shared_target() -> PathBuf {
+    let out = common::wasm("");
+    out.ancestors()
+        .nth(2)
+        .expect("target/wasm/wasm32-wasip2/release")
+        .to_path_buf()
+}
+
+struct Author {
+    env: StudEnv,
+    /// The empty folder the author starts in.
+    work: tempfile::TempDir,
+}
+
+impl Author {
+    fn new() -> Self {
+        Author {
+            env: StudEnv::new(),
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `stud ARGS` in `cwd`, cargo pointed at the shared target dir.
+    fn stud_in(&self, cwd: &Path, args: &[&str]) -> Output {
+        self.env
+            .command(args)
+            .current_dir(cwd)
+            .env("CARGO_TARGET_DIR", shared_target())
+            .output()
+            .unwrap()
+    }
+
+    fn ok_in(&self, cwd: &Path, args: &[&str]) -> String {
+        let out = self.stud_in(cwd, args);
+        assert!(
+            out.status.success(),
+            "stud {args:?} failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `ext new`, replace `old` by `new` in src/lib.rs (exactly one line),
+    /// `ext build`, `ext install ./NAME`.
+    fn make(&self, kind: &str, name: &str, old: &str, new: &str) -> String {
+        let work = self.work.path();
+        let made = self.ok_in(work, &["ext", "new", "--kind", kind, name]);
+        assert!(made.contains("src/lib.rs"), "{made}");
+        let crate_dir = work.join(name);
+        let lib = crate_dir.join("src/lib.rs");
+        let text = std::fs::read_to_string(&lib).unwrap();
+        assert_eq!(text.matches(old).count(), 1, "{old} in\n{text}");
+        let edited = text.replace(old, new);
+        let changed = text
+            .lines()
+            .zip(edited.lines())
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(changed, 1, "one line edited");
+        std::fs::write(&lib, edited).unwrap();
+        let built = self.ok_in(&crate_dir, &["ext", "build"]);
+        assert!(
+            built.contains(&format!("built `{name}` 0.1.0 ({kind})")) && built.contains("sha256 "),
+            "{built}"
+        );
+        let path = format!("./{name}");
+        self.ok_in(work, &["ext", "install", &path, "--yes"]);
+        built
+    }
+
+    /// One headless turn with these scripted turns; the answer.
+    fn session(&self, turns: Value, prompt: &str) -> String {
+        self.env.script(turns, json!({}));
+        let out = self
+            .env
+            .run(&["run", "-p", "--output-format", "json", prompt], "");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let v: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        v["result"].as_str().unwrap_or_default().to_string()
+    }
+}
+
+#[test]
+fn a_new_tool_is_edited_built_installed_and_called_by_the_model() {
+    let a = Author::new();
+    let built = a.make(
+        "tool",
+        "shout",
+        "Ok(ToolOutput::text(text.to_uppercase()))",
+        "Ok(ToolOutput::text(format!(\"{}!!\", text.to_uppercase())))",
+    );
+    assert!(built.contains("nothing beyond its own memory"), "{built}");
+    // Only what pack takes is installed: no sources, no target/.
+    let listed = a.env.ok(&["ext", "info", "shout"]);
+    assert!(listed.contains("shout"), "{listed}");
+    let answer = a.session(
+        json!([
+            {"text": "", "tool_calls": [call("shout", json!({"text": "hi there"}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        "go",
+    );
+    assert!(answer.contains("HI THERE!!"), "{answer}");
+}
+
+#[test]
+fn a_new_guard_hook_is_edited_built_installed_and_denies_a_call() {
+    let a = Author::new();
+    a.make(
+        "hook",
+        "guard",
+        "const DEFAULT_WORDS: &[&str] = &[\"password\"];",
+        "const DEFAULT_WORDS: &[&str] = &[\"secret\"];",
+    );
+    a.env.file("secret-notes.txt", "the plan\n");
+    a.env.file("notes.txt", "open\n");
+    let answer = a.session(
+        json!([
+            {"text": "", "tool_calls": [
+                call("read", json!({"path": "secret-notes.txt"})),
+                call("read", json!({"path": "notes.txt"}))
+            ]},
+            {"text": "{{tool_results}}"}
+        ]),
+        "go",
+    );
+    assert!(
+        answer.contains("mention `secret`") && !answer.contains("the plan"),
+        "{answer}"
+    );
+    assert!(answer.contains("open"), "{answer}");
+}
+
+#[test]
+fn a_new_command_is_edited_built_installed_and_runs_without_the_model() {
+    let a = Author::new();
+    a.make(
+        "command",
+        "count",
+        "{words} words, {chars} characters",
+        "{words} words and {chars} characters",
+    );
+    a.env
+        .script(json!([{"text": "the model was asked"}]), json!({}));
+    let out = a.env.ok(&["-p", "/count one two three"]);
+    assert!(out.contains("3 words and 13 characters"), "{out}");
+    assert!(!out.contains("the model was asked"), "{out}");
+    let help = a.env.ok(&["-p", "/help"]);
+    assert!(help.contains("/count"), "{help}");
+}
+
+/// Before anything is built, install names the paths it looked at and
+/// the command that builds; a build error is cargo's, with the crate
+/// named; a bad name is refused before anything is written.
+#[test]
+fn unbuilt_broken_and_badly_named_crates_get_clear_errors() {
+    let a = Author::new();
+    let work = a.work.path();
+    a.ok_in(work, &["ext", "new", "--kind", "tool", "half"]);
+    let out = a.stud_in(work, &["ext", "install", "./half", "--yes"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("half.wasm") && err.contains("stud ext build"),
+        "{err}"
+    );
+    let lib = work.join("half/src/lib.rs");
+    let text = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(&lib, text.replace("fn spec(", "fn spec(oops")).unwrap();
+    let out = a.stud_in(&work.join("half"), &["ext", "build"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("cargo could not build") && err.contains("half"),
+        "{err}"
+    );
+    let out = a.stud_in(work, &["ext", "new", "Bad_Name"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("`Bad_Name`"), "{err}");
+    assert!(!work.join("Bad_Name").exists());
+    let out = a.stud_in(work, &["ext", "new", "--kind", "gadget", "x"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("gadget"), "{err}");
+}
+
+/// The other six kinds: each template builds and passes the checks a load
+/// makes (contract stamp, imports against capabilities, exports).
+#[test]
+fn every_other_kind_s_template_builds_and_passes_the_load_checks() {
+    let a = Author::new();
+    let work = a.work.path();
+    for kind in [
+        "provider",
+        "ui",
+        "logger",
+        "context-provider",
+        "state-machine",
+        "session-store",
+    ] {
+        let name = format!("my-{kind}");
+        a.ok_in(work, &["ext", "new", "--kind", kind, &name]);
+        let built = a.ok_in(&work.join(&name), &["ext", "build"]);
+        assert!(
+            built.contains(&format!("built `{name}` 0.1.0 ({kind})")) && built.contains(": ok ("),
+            "{built}"
+        );
+    }
+}
