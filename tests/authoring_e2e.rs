@@ -227,3 +227,122 @@ fn every_other_kind_s_template_builds_and_passes_the_load_checks() {
         );
     }
 }
+
+/// Everything `stud` printed so far, read on a thread.
+struct Screen(std::sync::Arc<std::sync::Mutex<String>>);
+
+impl Screen {
+    fn of(out: std::process::ChildStdout) -> Self {
+        use std::io::Read as _;
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = text.clone();
+        std::thread::spawn(move || {
+            let mut out = out;
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Screen(text)
+    }
+
+    fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Wait (at most 60 s) until `needle` has been printed `times` times.
+    fn wait_for(&self, needle: &str, times: usize) -> bool {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::time::Instant::now() < until {
+            if self.text().matches(needle).count() >= times {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        false
+    }
+}
+
+/// `stud ext dev` links the crate (built first): `ext list` marks it
+/// `dev` and unpinned, a running session uses it, and after the author
+/// edits and runs `stud ext build` again the same session swaps the new
+/// component in between turns. `--remove` unlinks it.
+#[test]
+fn a_dev_extension_is_marked_dev_and_reloaded_after_each_build() {
+    use std::io::Write as _;
+    let a = Author::new();
+    let work = a.work.path();
+    a.ok_in(work, &["ext", "new", "--kind", "tool", "shout"]);
+    let linked = a.ok_in(work, &["ext", "dev", "./shout"]);
+    assert!(linked.contains("linked `shout` 0.1.0 (tool)"), "{linked}");
+    let table = a.env.ok(&["ext", "list"]);
+    let row = table.lines().find(|l| l.starts_with("shout ")).unwrap();
+    assert!(row.contains(" dev "), "{row}");
+    let v: Value = serde_json::from_str(&a.env.ok(&["ext", "list", "--json"])).unwrap();
+    let entry = v["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == "shout")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (entry["dev"].clone(), entry["pinned"].clone()),
+        (json!(true), json!(false))
+    );
+
+    a.env.settings(json!({
+        "active": {"provider": "scripted"},
+        "providers": {"scripted": {"script": {"repeat": true, "turns": [
+            {"text": "", "tool_calls": [call("shout", json!({"text": "hi"}))]},
+            {"text": "said {{tool_results}}"}
+        ]}}}
+    }));
+    let mut child = a
+        .env
+        .command(&[])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let screen = Screen::of(child.stdout.take().unwrap());
+    stdin.write_all(b"one\n").unwrap();
+    assert!(screen.wait_for("said HI", 1), "{}", screen.text());
+
+    let lib = work.join("shout/src/lib.rs");
+    let text = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(
+        &lib,
+        text.replace(
+            "Ok(ToolOutput::text(text.to_uppercase()))",
+            "Ok(ToolOutput::text(format!(\"{}?\", text.to_uppercase())))",
+        ),
+    )
+    .unwrap();
+    a.ok_in(&work.join("shout"), &["ext", "build"]);
+    // Tools swap between turns, once compiled: ask until it answers anew.
+    let mut asked = 1;
+    while !screen.text().contains("said HI?") && asked < 30 {
+        stdin.write_all(b"again\n").unwrap();
+        asked += 1;
+        assert!(screen.wait_for("said HI", asked), "{}", screen.text());
+    }
+    let shown = screen.text();
+    assert!(shown.contains("said HI?"), "{shown}");
+    assert!(shown.contains("[reload] shout 0.1.0 is in use"), "{shown}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+
+    let out = a.ok_in(work, &["ext", "dev", "--remove", "shout"]);
+    assert!(out.contains("unlinked"), "{out}");
+    assert!(!a.env.ok(&["ext", "list"]).contains("shout "));
+    assert!(
+        work.join("shout/src/lib.rs").is_file(),
+        "the folder is left alone"
+    );
+}

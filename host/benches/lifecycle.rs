@@ -100,6 +100,8 @@ async fn install_time() {
             yes: true,
             expected_sha256: None,
             signatures: Default::default(),
+            origin: None,
+            expect: None,
         };
         let source = Source::parse(&format!("{}/read.tar.gz", server.url())).expect("source");
         let t = Instant::now();
@@ -142,6 +144,8 @@ async fn verify_50() {
             yes: true,
             expected_sha256: None,
             signatures: Default::default(),
+            origin: None,
+            expect: None,
         };
         install(&Source::Folder(dir), &opts, &runtime, &mut Yes)
             .await

@@ -241,3 +241,68 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, queue: &Mutex<VecDeque<R
     }
     let _ = out.shutdown(std::net::Shutdown::Both);
 }
+
+/// Serves the files of a folder by path (GET), read at request time so a
+/// test can change them between requests; 404 for anything else. `down`
+/// makes it drop every connection unanswered (an unreachable server).
+pub struct StaticServer {
+    pub addr: SocketAddr,
+    down: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl StaticServer {
+    pub fn start(dir: &std::path::Path) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (root, off) = (dir.to_path_buf(), down.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                if off.load(std::sync::atomic::Ordering::SeqCst) {
+                    drop(stream);
+                    continue;
+                }
+                let root = root.clone();
+                std::thread::spawn(move || serve_file(stream, &root));
+            }
+        });
+        StaticServer { addr, down }
+    }
+
+    /// `http://127.0.0.1:PORT/<path>`
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}/{path}", self.addr)
+    }
+
+    pub fn down(&self) {
+        self.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn serve_file(mut stream: TcpStream, root: &std::path::Path) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+            break;
+        }
+    }
+    let path = line.split_whitespace().nth(1).unwrap_or("/");
+    let rel = path.split('?').next().unwrap_or("").trim_start_matches('/');
+    let file = (!rel.contains("..")).then(|| root.join(rel));
+    let (status, body) = match file.and_then(|f| std::fs::read(f).ok()) {
+        Some(bytes) => ("200 OK", bytes),
+        None => ("404 Not Found", b"not found".to_vec()),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(&body);
+}

@@ -11,10 +11,11 @@ use crate::config::Settings;
 use crate::digest::Sha256Digest;
 use crate::extensions::UserGrants;
 use crate::extensions::consent::describe;
+use crate::extensions::index;
 use crate::extensions::install::{
-    Consent, InstallError, InstallOptions, Outcome, Source, install, remove,
+    Consent, InstallError, InstallOptions, Outcome, Signatures, Source, install, remove,
 };
-use crate::extensions::lockfile::Lockfile;
+use crate::extensions::lockfile::{IndexOrigin, Lockfile};
 use crate::extensions::registry::project_dir;
 use crate::extensions::trust::{Decision, TrustStore, recorded_scope};
 use crate::extensions::{Discovered, Discovery, ProjectScope, Registry, Scope};
@@ -45,8 +46,10 @@ pub enum ExtCommand {
         no_cache: bool,
     },
     /// Install from a folder, a .tar.gz or an https:// (or
-    /// http://127.0.0.1) URL of one: validate, show what it may do, ask,
-    /// store it by content and pin its digests in extensions.lock.
+    /// http://127.0.0.1) URL of one, or by name from the configured
+    /// indexes (`NAME` or `NAME@RANGE`, e.g. `shout@^1`): validate, show
+    /// what it may do, ask, store it by content and pin its digests in
+    /// extensions.lock.
     Install {
         source: String,
         #[arg(long, value_enum, default_value = "global")]
@@ -61,6 +64,26 @@ pub enum ExtCommand {
         /// beside it, when there is one).
         #[arg(long)]
         signature: Option<std::path::PathBuf>,
+    },
+    /// Search the configured extension indexes (`extensionIndexes`) by id,
+    /// name or description; offline, their last fetched copies.
+    Search { text: String },
+    /// Which extensions installed from an index have newer versions: inside
+    /// the range they were installed with, the latest, and those that need
+    /// a newer stud.
+    Outdated {
+        #[arg(long, value_enum, default_value = "global")]
+        scope: InstallScope,
+    },
+    /// Update extensions installed from an index (all, or ID) to the newest
+    /// version inside their range; asks again when one wants more.
+    Update {
+        id: Option<String>,
+        #[arg(long, value_enum, default_value = "global")]
+        scope: InstallScope,
+        /// Consent on the command line (no prompt).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// Uninstall an extension from a scope.
     Remove {
@@ -105,6 +128,17 @@ pub enum ExtCommand {
     Build {
         /// The crate's folder (default: the current one).
         dir: Option<std::path::PathBuf>,
+    },
+    /// Link a folder (an extension, or a crate: built first) as a
+    /// development extension: used from where it is, never pinned, shown
+    /// as `dev` in `ext list`; each `stud ext build` there is reloaded by
+    /// running sessions.
+    Dev {
+        /// The folder (default: the current one).
+        dir: Option<std::path::PathBuf>,
+        /// Unlink it (a folder or an id) instead; the folder is left alone.
+        #[arg(long)]
+        remove: bool,
     },
     /// Make a minisign key pair for signing extensions (`stud.pub` and
     /// `stud.key`; encrypted when STUD_SIGNING_PASSWORD is set).
@@ -176,31 +210,68 @@ fn scope_root(
 async fn install_cmd(
     home: StudHome,
     cwd: std::path::PathBuf,
-    source: String,
+    text: String,
     scope: InstallScope,
     yes: bool,
     (sha256, signature): (Option<String>, Option<std::path::PathBuf>),
 ) -> anyhow::Result<ExitCode> {
     let (scope, root) = scope_root(&home, &cwd, scope)?;
-    // Whose signatures count is the user's own decision: global settings.
+    // Whose signatures count, and which indexes, is the user's own
+    // decision: global settings.
     let global = Settings::load(&home.settings_file())?;
-    let source = Source::parse(&source)?;
-    let runtime = Runtime::new(RuntimeOptions {
-        cache: Some(home.compile_cache()),
-        pooling: false,
-    })?;
-    let opts = InstallOptions {
+    let mut opts = InstallOptions {
         scope,
         root,
         yes,
         expected_sha256: sha256,
-        signatures: crate::extensions::install::Signatures {
-            publishers: global.trusted_publishers,
+        signatures: Signatures {
+            publishers: global.trusted_publishers.clone(),
             policy: global.signature_policy,
             file: signature,
+            inline: None,
+        },
+        origin: None,
+        expect: None,
+    };
+    let source = match Source::parse(&text) {
+        Ok(source) => source,
+        Err(not_a_path) => match index::parse_ref(&text) {
+            Some((id, range)) if !cwd.join(&text).exists() => {
+                let fetched = index::fetch_all(home.root(), &global.extension_indexes).await?;
+                note_unreachable(&fetched);
+                let c = index::resolve(&fetched, id.as_str(), &index::parse_range(range)?)?;
+                outln!(
+                    "`{id}`{}: {} from {}",
+                    range.map(|r| format!("@{r}")).unwrap_or_default(),
+                    c.version.version,
+                    c.index
+                );
+                opts.expected_sha256 = Some(c.version.sha256.clone());
+                opts.signatures.inline = c.signature().await?;
+                opts.origin = Some(IndexOrigin {
+                    url: c.index.to_string(),
+                    range: range.unwrap_or("*").to_string(),
+                });
+                opts.expect = Some((id.to_string(), c.version.version.to_string()));
+                Source::Url(c.archive_url()?)
+            }
+            _ => return Err(not_a_path.into()),
         },
     };
-    let report = match install(&source, &opts, &runtime, &mut StdinConsent).await {
+    run_install(&home, &source, &opts).await
+}
+
+/// Install `source` with `opts` and say what happened.
+async fn run_install(
+    home: &StudHome,
+    source: &Source,
+    opts: &InstallOptions,
+) -> anyhow::Result<ExitCode> {
+    let runtime = Runtime::new(RuntimeOptions {
+        cache: Some(home.compile_cache()),
+        pooling: false,
+    })?;
+    let report = match install(source, opts, &runtime, &mut StdinConsent).await {
         Ok(r) => r,
         Err(e @ InstallError::Declined { .. }) => {
             errln!("{e}");
@@ -214,14 +285,244 @@ async fn install_cmd(
         Outcome::Unchanged => "already installed (unchanged)".to_string(),
     };
     outln!(
-        "{} {} {what} in the {scope} scope ({}, {})",
+        "{} {} {what} in the {} scope ({}, {})",
         report.id,
         report.version,
+        opts.scope,
         report.component,
         report.path.display()
     );
-    reaccept_project(&home, &opts.root, scope)?;
+    reaccept_project(home, &opts.root, opts.scope)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Say which indexes could not be read, and whether a cached copy was used.
+fn note_unreachable(fetched: &[index::Fetched]) {
+    for f in fetched {
+        if let Some(problem) = &f.problem {
+            match f.cached_at {
+                Some(at) => errln!(
+                    "note: index {} could not be read ({problem}); using its copy from {}",
+                    f.url,
+                    ago(at)
+                ),
+                None => errln!(
+                    "note: index {} could not be read ({problem}) and has no cached copy",
+                    f.url
+                ),
+            }
+        }
+    }
+}
+
+fn ago(at: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(at);
+    match now.saturating_sub(at) {
+        s if s < 120 => format!("{s} s ago"),
+        s if s < 7200 => format!("{} min ago", s / 60),
+        s if s < 172_800 => format!("{} h ago", s / 3600),
+        s => format!("{} days ago", s / 86_400),
+    }
+}
+
+async fn search_cmd(home: &StudHome, text: &str) -> anyhow::Result<ExitCode> {
+    let global = Settings::load(&home.settings_file())?;
+    let fetched = index::fetch_all(home.root(), &global.extension_indexes).await?;
+    note_unreachable(&fetched);
+    let hits = index::search(&fetched, text);
+    if hits.is_empty() {
+        outln!("no extension matches `{text}`");
+        return Ok(ExitCode::from(1));
+    }
+    for hit in hits {
+        let e = hit.entry;
+        let version = match hit.latest {
+            Some(v) => format!(
+                "{}  {}",
+                v.version,
+                v.publisher.as_deref().unwrap_or("publisher not named")
+            ),
+            None => "no version fits this stud".into(),
+        };
+        outln!(
+            "{}  {}  {version}\n    {}\n    from {}",
+            e.id,
+            e.kind.as_deref().unwrap_or("?"),
+            e.description.as_deref().or(e.name.as_deref()).unwrap_or(""),
+            hit.index
+        );
+        if let Some(v) = hit.latest
+            && !v.capabilities.is_empty()
+        {
+            outln!("    may: {}", v.capabilities.join("; "));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What an index has for one installed extension.
+struct Newer {
+    id: String,
+    installed: semver::Version,
+    range: semver::VersionReq,
+    /// The newest inside the recorded range that this stud loads.
+    update: Option<semver::Version>,
+    /// The newest this stud loads, in range or not.
+    latest: Option<semver::Version>,
+    /// The newest of all, when this stud cannot load it.
+    needs_newer_stud: Option<(semver::Version, semver::VersionReq)>,
+    index: String,
+}
+
+/// For each extension of `root`'s lockfile installed from an index (only
+/// `only`, when given), what its index offers now.
+async fn newer(
+    home: &StudHome,
+    root: &std::path::Path,
+    only: Option<&str>,
+) -> anyhow::Result<Vec<Newer>> {
+    let lock = Lockfile::load(root)?;
+    if let Some(id) = only {
+        match lock.extensions.get(id) {
+            None => anyhow::bail!("`{id}` is not installed in this scope; see `stud ext list`"),
+            Some(e) if e.index.is_none() => anyhow::bail!(
+                "`{id}` was not installed from an index (it came from {}); install the new version the same way",
+                e.source
+            ),
+            Some(_) => {}
+        }
+    }
+    let global = Settings::load(&home.settings_file())?;
+    let fetched = index::fetch_all(home.root(), &global.extension_indexes).await?;
+    note_unreachable(&fetched);
+    let mut out = Vec::new();
+    for (id, entry) in &lock.extensions {
+        let Some(origin) = &entry.index else { continue };
+        if only.is_some_and(|o| o != id) {
+            continue;
+        }
+        let Some(from) = fetched.iter().find(|f| f.url == origin.url) else {
+            errln!(
+                "note: `{id}` came from {}, which is no longer in extensionIndexes",
+                origin.url
+            );
+            continue;
+        };
+        let installed: semver::Version = entry
+            .version
+            .parse()
+            .with_context(|| format!("extensions.lock: `{id}` has version `{}`", entry.version))?;
+        let range = index::parse_range(Some(&origin.range))?;
+        let all = index::versions(std::slice::from_ref(from), id);
+        let fits: Vec<_> = all.iter().filter(|c| c.version.fits_host()).collect();
+        out.push(Newer {
+            id: id.clone(),
+            update: fits
+                .iter()
+                .find(|c| range.matches(&c.version.version))
+                .map(|c| c.version.version.clone())
+                .filter(|v| *v > installed),
+            latest: fits.first().map(|c| c.version.version.clone()),
+            needs_newer_stud: all
+                .first()
+                .filter(|c| !c.version.fits_host() && c.version.version > installed)
+                .map(|c| (c.version.version.clone(), c.version.contract.clone())),
+            installed,
+            range,
+            index: origin.url.clone(),
+        });
+    }
+    Ok(out)
+}
+
+async fn outdated_cmd(
+    home: &StudHome,
+    cwd: &std::path::Path,
+    scope: InstallScope,
+) -> anyhow::Result<ExitCode> {
+    let (_, root) = scope_root(home, cwd, scope)?;
+    let found = newer(home, &root, None).await?;
+    let mut any = false;
+    for n in &found {
+        let mut line = format!("{}  {}", n.id, n.installed);
+        match &n.update {
+            Some(u) => {
+                any = true;
+                line.push_str(&format!(
+                    " -> {u} (inside {}; `stud ext update {}`)",
+                    n.range, n.id
+                ));
+            }
+            None => line.push_str(&format!(" (newest inside {})", n.range)),
+        }
+        if let Some(l) = n
+            .latest
+            .as_ref()
+            .filter(|l| Some(*l) != n.update.as_ref() && **l > n.installed)
+        {
+            line.push_str(&format!("; latest {l} (`stud ext install {}@{l}`)", n.id));
+        }
+        if let Some((v, c)) = &n.needs_newer_stud {
+            line.push_str(&format!("; {v} needs a newer stud (contract {c})"));
+        }
+        outln!("{line}\n    from {}", n.index);
+    }
+    if found.is_empty() {
+        outln!("no extension in this scope was installed from an index");
+    } else if !any {
+        outln!("everything is up to date");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn update_cmd(
+    home: StudHome,
+    cwd: std::path::PathBuf,
+    id: Option<String>,
+    scope: InstallScope,
+    yes: bool,
+) -> anyhow::Result<ExitCode> {
+    let (scope, root) = scope_root(&home, &cwd, scope)?;
+    let found = newer(&home, &root, id.as_deref()).await?;
+    let mut code = ExitCode::SUCCESS;
+    for n in found {
+        let Some(to) = n.update else {
+            outln!("{} {} is the newest inside {}", n.id, n.installed, n.range);
+            continue;
+        };
+        // The same path as `install ID@=VERSION`, keeping the range the
+        // user asked for: its checks, and its question when it asks for
+        // more than was granted.
+        let global = Settings::load(&home.settings_file())?;
+        let fetched = index::fetch_all(home.root(), std::slice::from_ref(&n.index)).await?;
+        let exact = semver::VersionReq::parse(&format!("={to}"))?;
+        let c = index::resolve(&fetched, &n.id, &exact)?;
+        let opts = InstallOptions {
+            scope,
+            root: root.clone(),
+            yes,
+            expected_sha256: Some(c.version.sha256.clone()),
+            signatures: Signatures {
+                publishers: global.trusted_publishers.clone(),
+                policy: global.signature_policy,
+                file: None,
+                inline: c.signature().await?,
+            },
+            origin: Some(IndexOrigin {
+                url: n.index.clone(),
+                range: n.range.to_string(),
+            }),
+            expect: Some((n.id.clone(), to.to_string())),
+        };
+        let source = Source::Url(c.archive_url()?);
+        if run_install(&home, &source, &opts).await? != ExitCode::SUCCESS {
+            code = ExitCode::from(1);
+        }
+    }
+    Ok(code)
 }
 
 /// After the user changed a trusted project's extensions themselves
@@ -364,6 +665,9 @@ fn info_cmd(discovery: &Discovery, id: &str) -> anyhow::Result<ExitCode> {
             );
         }
         None if d.scope == Scope::Bundled => outln!("installed: bundled with stud"),
+        None if d.dev => outln!(
+            "installed: development link (`stud ext dev`; not pinned, reloaded on each build)"
+        ),
         None => outln!("installed: by hand (not pinned; `stud ext install` pins it)"),
     }
     outln!("reload:    {}", m.reload);
@@ -416,6 +720,12 @@ pub fn run(cmd: ExtCommand) -> anyhow::Result<ExitCode> {
         ExtCommand::Info { id } => info_cmd(&discovery, &id),
         ExtCommand::Pack { dir, output, key } => pack_cmd(&cwd, dir, output, key),
         ExtCommand::Keygen { output } => keygen_cmd(&home, output),
+        ExtCommand::Search { text } => rt()?.block_on(search_cmd(&home, &text)),
+        ExtCommand::Outdated { scope } => rt()?.block_on(outdated_cmd(&home, &cwd, scope)),
+        ExtCommand::Update { id, scope, yes } => {
+            rt()?.block_on(update_cmd(home.clone(), cwd.clone(), id, scope, yes))
+        }
+        ExtCommand::Dev { dir, remove } => dev_cmd(&home, &cwd, dir, remove),
         ExtCommand::New { name, kind } => new_cmd(&home, &cwd, &name, kind),
         ExtCommand::Build { dir } => build_cmd(&home, dir.unwrap_or_else(|| cwd.clone())),
         ExtCommand::Sign { file, key } => {
@@ -440,6 +750,41 @@ fn new_cmd(
         made.files.join("\n  "),
         made.kit.join("sdk").display(),
         stud_sdk::CONTRACT_VERSION,
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn dev_cmd(
+    home: &StudHome,
+    cwd: &std::path::Path,
+    dir: Option<std::path::PathBuf>,
+    remove: bool,
+) -> anyhow::Result<ExitCode> {
+    use crate::extensions::dev::DevLinks;
+    let dir = dir.unwrap_or_else(|| cwd.to_path_buf());
+    if remove {
+        let id_of = |d: &std::path::Path| {
+            crate::extensions::pack::read_manifest(d)
+                .ok()
+                .map(|m| m.id.to_string())
+        };
+        let gone = DevLinks::unlink(home.root(), &dir.to_string_lossy(), id_of)?;
+        outln!("unlinked {} (the folder is left as it is)", gone.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    if dir.join("Cargo.toml").is_file() {
+        build_cmd(home, dir.clone())?;
+    }
+    // The manifest and component must be usable as they are.
+    let found = crate::extensions::discovery::from_folder(&dir, Scope::Global)?;
+    let linked = DevLinks::link(home.root(), &dir)?;
+    outln!(
+        "linked `{}` {} ({}) from {} as a development extension: not pinned, `stud ext build` there reloads it in running sessions; `stud ext dev --remove {}` unlinks it",
+        found.manifest.id,
+        found.manifest.version,
+        found.manifest.kind,
+        linked.display(),
+        found.manifest.id
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -557,7 +902,7 @@ fn list(discovery: &Discovery, as_json: bool) -> anyhow::Result<ExitCode> {
                 m.kind.as_str(),
                 m.version.to_string(),
                 contract,
-                d.scope.as_str(),
+                if d.dev { "dev" } else { d.scope.as_str() },
                 digest.short(),
                 capabilities_text(&m.capabilities)
             );
@@ -583,6 +928,7 @@ fn entry_json(d: &Discovered, digest: &Sha256Digest, contract: &str) -> Value {
         "overrides": d.overrides.map(|s| s.as_str()),
         "location": d.location.display().to_string(),
         "pinned": d.lock.is_some() || d.scope == Scope::Bundled,
+        "dev": d.dev,
         "sha256": digest.hex(),
         "capabilities": {
             "filesystem": caps.filesystem.iter().map(|f| json!({"dir": fs_dir(f.dir), "access": fs_access(f.access)})).collect::<Vec<_>>(),

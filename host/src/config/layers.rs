@@ -50,6 +50,7 @@ const GLOBAL_ONLY: &[&[&str]] = &[
     &["profiles"],
     &["trustedPublishers"],
     &["signaturePolicy"],
+    &["extensionIndexes"],
     &["runtime", "processSandbox"],
     &["secrets"],
     &["active", "interactor"],

@@ -83,6 +83,10 @@ pub struct Settings {
     /// Whether unsigned extensions install (global settings only).
     #[serde(default)]
     pub signature_policy: crate::extensions::signing::SignaturePolicy,
+    /// URLs of extension indexes for `stud ext search/install NAME`
+    /// (global settings only).
+    #[serde(default)]
+    pub extension_indexes: Vec<String>,
     #[serde(default)]
     pub compaction: CompactionSettings,
     /// MCP servers by id (`mcp::config` reads and checks the entries).

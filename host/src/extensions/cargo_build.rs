@@ -101,6 +101,8 @@ pub fn ensure_target(dir: &Path) -> Result<(), BuildError> {
 /// it produced, wherever the target folder is (`CARGO_TARGET_DIR` too).
 /// Cargo's own messages go to the terminal.
 pub fn cargo_build(dir: &Path) -> Result<PathBuf, BuildError> {
+    // Absolute: cargo runs in `dir`, so a relative path would not resolve.
+    let dir = &dir.canonicalize().map_err(io("find", dir))?;
     let manifest = dir.join("Cargo.toml");
     if !manifest.is_file() {
         return Err(BuildError::NotACrate(dir.to_path_buf()));
@@ -159,7 +161,11 @@ pub fn build(dir: &Path, runtime: &Arc<Runtime>) -> Result<Built, BuildError> {
         if let Some(p) = component.parent() {
             std::fs::create_dir_all(p).map_err(io("create", p))?;
         }
-        std::fs::copy(&artifact, &component).map_err(io("copy the component to", &component))?;
+        // Replaced in one step: a session watching this folder (`stud ext
+        // dev`) never reads half a component.
+        let bytes = std::fs::read(&artifact).map_err(io("read", &artifact))?;
+        crate::atomic_write::write_atomic(&component, &bytes)
+            .map_err(io("write the component to", &component))?;
     }
     let bytes = std::fs::read(&component).map_err(io("read", &component))?;
     let code_source = runtime.precompile(&manifest, &bytes, &component)?;

@@ -35,6 +35,8 @@ pub struct Discovered {
     pub overrides: Option<Scope>,
     /// Its lockfile entry, when it was installed with `stud ext install`.
     pub lock: Option<LockEntry>,
+    /// Linked with `stud ext dev`: read from the author's folder.
+    pub dev: bool,
 }
 
 impl Discovered {
@@ -87,6 +89,12 @@ pub enum DiscoveryProblem {
     },
     #[error(transparent)]
     Lock(#[from] LockError),
+    #[error(transparent)]
+    Dev(#[from] super::dev::DevError),
+    #[error("development extension folder {0} is gone; unlink it with `stud ext dev --remove {0}`")]
+    DevMissing(PathBuf),
+    #[error("development extension `{id}` in {dir} is not built yet; run `stud ext build` there")]
+    DevNotBuilt { id: ExtensionId, dir: PathBuf },
     #[error(transparent)]
     Dependency(#[from] super::deps::DependencyProblem),
     #[error(
@@ -154,7 +162,10 @@ impl Discovery {
             }
         }
         let global = scan_scope(home.root(), Scope::Global, &mut d.problems);
-        for (id, mut x) in global {
+        for (id, mut x) in global
+            .into_iter()
+            .chain(dev_links(home.root(), &mut d.problems))
+        {
             x.overrides = by_id.get(&id).map(|lower| lower.scope);
             by_id.insert(id, x);
         }
@@ -201,6 +212,7 @@ fn bundled(b: &'static BundledExtension) -> Result<Discovered, DiscoveryProblem>
         expected_digest: Sha256Digest::parse(b.sha256),
         overrides: None,
         lock: None,
+        dev: false,
     })
 }
 
@@ -257,7 +269,35 @@ fn from_manifest(dir: &Path, scope: Scope, bytes: &[u8]) -> Result<Discovered, D
         expected_digest: None,
         overrides: None,
         lock: None,
+        dev: false,
     })
+}
+
+/// The folders linked with `stud ext dev`, in the global scope (they
+/// replace an installed extension of the same id while linked).
+fn dev_links(home: &Path, problems: &mut Vec<DiscoveryProblem>) -> Vec<(ExtensionId, Discovered)> {
+    let links = super::dev::DevLinks::load(home).unwrap_or_else(|e| {
+        problems.push(e.into());
+        Default::default()
+    });
+    let mut out = Vec::new();
+    for dir in links.folders {
+        if !dir.join("extension.toml").is_file() {
+            problems.push(DiscoveryProblem::DevMissing(dir));
+            continue;
+        }
+        match from_folder(&dir, Scope::Global) {
+            Ok(mut x) => {
+                x.dev = true;
+                out.push((x.manifest.id.clone(), x));
+            }
+            Err(DiscoveryProblem::ComponentMissing { id, .. }) => {
+                problems.push(DiscoveryProblem::DevNotBuilt { id, dir })
+            }
+            Err(p) => problems.push(p),
+        }
+    }
+    out
 }
 
 /// The extensions a project's `.stud` folder brings (pinned and

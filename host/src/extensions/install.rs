@@ -115,6 +115,12 @@ pub struct InstallOptions {
     pub expected_sha256: Option<String>,
     /// Whose signatures count and what is required.
     pub signatures: Signatures,
+    /// The index it is installed from by name (recorded in the lockfile).
+    pub origin: Option<super::lockfile::IndexOrigin>,
+    /// The id and version the source must hold (what an index listed):
+    /// an index entry cannot slip in another extension, such as one that
+    /// replaces a bundled tool.
+    pub expect: Option<(String, String)>,
 }
 
 /// What install checks signatures against (from the global settings).
@@ -125,6 +131,8 @@ pub struct Signatures {
     /// The `.minisig` to check (default: `<archive>.minisig` beside an
     /// archive source, when there is one).
     pub file: Option<PathBuf>,
+    /// A signature already read (an index's `.minisig`), and where from.
+    pub inline: Option<(PathBuf, String)>,
 }
 
 /// The signature text of `source`, and the file it was read from.
@@ -132,6 +140,9 @@ fn signature_of(
     source: &Source,
     opts: &Signatures,
 ) -> Result<Option<(PathBuf, String)>, InstallError> {
+    if let Some(inline) = &opts.inline {
+        return Ok(Some(inline.clone()));
+    }
     let path = match (&opts.file, source) {
         (Some(p), _) => p.clone(),
         (None, Source::Archive(a)) => {
@@ -211,6 +222,14 @@ pub async fn install(
     let manifest = peeked.manifest.clone();
     let id = manifest.id.to_string();
     let version = manifest.version.to_string();
+    if let Some((want_id, want_version)) = &opts.expect
+        && (want_id != &id || want_version != &version)
+    {
+        return Err(InstallError::Invalid(format!(
+            "{} is listed as `{want_id}` {want_version} but holds `{id}` {version}; nothing was installed",
+            source.describe()
+        )));
+    }
     let manifest_digest = Sha256Digest::of(&peeked.manifest_bytes);
     let component = peeked.component.clone();
 
@@ -313,6 +332,7 @@ pub async fn install(
                 }
                 _ => None,
             },
+            index: opts.origin.clone(),
         },
     );
     lock.save(&opts.root)?;
@@ -726,7 +746,7 @@ fn is_loopback_url(url: &reqwest::Url) -> bool {
 }
 
 /// GET `url` into memory, hashing as it streams, up to the size limit.
-async fn download(url: &str) -> Result<(Vec<u8>, Sha256Digest), InstallError> {
+pub(super) async fn download(url: &str) -> Result<(Vec<u8>, Sha256Digest), InstallError> {
     let fail = |message: String| InstallError::Download {
         url: url.to_string(),
         message,

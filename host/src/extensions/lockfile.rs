@@ -116,6 +116,19 @@ pub struct LockEntry {
     /// The trusted publisher whose signature it carried, and the key id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publisher: Option<String>,
+    /// The index it was installed from by name, and the version range
+    /// asked for (`stud ext update` stays inside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<IndexOrigin>,
+}
+
+/// Where an extension installed by name came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexOrigin {
+    /// The index's URL.
+    pub url: String,
+    /// The range asked for (`^1`), `*` when none was given.
+    pub range: String,
 }
 
 impl LockEntry {
@@ -202,6 +215,10 @@ mod tests {
                     installed_at: 1,
                     granted: Granted::of(&caps),
                     publisher: None,
+                    index: Some(IndexOrigin {
+                        url: "https://example.com/index.json".into(),
+                        range: "^1".into(),
+                    }),
                 },
             );
         }

@@ -4,8 +4,10 @@
 pub mod cargo_build;
 pub mod consent;
 pub mod deps;
+pub mod dev;
 pub mod discovery;
 pub mod grants;
+pub mod index;
 pub mod install;
 pub mod lockfile;
 pub mod pack;

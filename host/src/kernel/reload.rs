@@ -98,6 +98,11 @@ impl Reloader {
         if let ProjectScope::Trusted(root) = &self.project {
             roots.push(root.clone());
         }
+        // Development folders: `stud ext build` replaces the component at
+        // their top level (their `target/` is not watched).
+        if let Ok(links) = crate::extensions::dev::DevLinks::load(self.home.root()) {
+            roots.extend(links.folders);
+        }
         roots
     }
 

@@ -210,6 +210,7 @@ mod tests {
             expected_digest: None,
             overrides: None,
             lock: None,
+            dev: false,
         }
     }
 
