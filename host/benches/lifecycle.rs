@@ -5,7 +5,11 @@
 //! - `stud ext verify` over 50 installed extensions (the binary, end to
 //!   end);
 //! - reload latency: file replaced -> change noticed (watcher + debounce)
-//!   -> new version swapped in at the next boundary.
+//!   -> new version swapped in at the next boundary;
+//! - `stud ext install NAME@RANGE` from a loopback index (fetch the index,
+//!   resolve, download, check digest and minisign signature, compile cold);
+//! - `stud ext new` + `stud ext build` of a tool: a fresh target dir with
+//!   the cargo registry cache warm, then the edit-and-rebuild loop.
 //!
 //! Run: `cargo bench -p stud --bench lifecycle`.
 
@@ -16,7 +20,7 @@ mod http;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use http::{Reply, TestServer};
+use http::{Reply, StaticServer, TestServer};
 use serde_json::json;
 use stud::extensions::Scope;
 use stud::extensions::install::{Consent, InstallOptions, Source, install};
@@ -240,7 +244,122 @@ async fn reload_latency() {
     );
 }
 
+fn stud(home: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stud"))
+        .args(args)
+        .env("STUD_HOME", home)
+        .current_dir(cwd)
+        .output()
+        .expect("stud");
+    assert!(
+        out.status.success(),
+        "stud {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn install_by_name() {
+    let work = tempfile::tempdir().expect("tmp");
+    let keys = tempfile::tempdir().expect("tmp");
+    let site = work.path().join("site");
+    let src = work.path().join("src");
+    std::fs::create_dir_all(&site).expect("dir");
+    std::fs::create_dir_all(&src).expect("dir");
+    stud(
+        keys.path(),
+        work.path(),
+        &["ext", "keygen", "-o", keys.path().to_str().expect("utf-8")],
+    );
+    let public = std::fs::read_to_string(keys.path().join("stud.pub")).expect("pub");
+    let key = public.lines().nth(1).expect("key line").trim().to_string();
+    std::fs::write(
+        src.join("extension.toml"),
+        read_manifest("read-copy").replace("version = \"0.1.0\"", "version = \"1.0.0\""),
+    )
+    .expect("w");
+    std::fs::copy(wasm("stud_read.wasm"), src.join("stud_read.wasm")).expect("copy");
+    let archive = site.join("read-copy-1.0.0.tar.gz");
+    stud(
+        keys.path(),
+        work.path(),
+        &[
+            "ext",
+            "pack",
+            src.to_str().expect("utf-8"),
+            "-o",
+            archive.to_str().expect("utf-8"),
+            "--key",
+            keys.path().join("stud.key").to_str().expect("utf-8"),
+        ],
+    );
+    use sha2::Digest as _;
+    let sha = hex::encode(sha2::Sha256::digest(
+        std::fs::read(&archive).expect("archive"),
+    ));
+    let index = json!({"extensions": [{"id": "read-copy", "kind": "tool", "versions": [
+        {"version": "1.0.0", "url": "read-copy-1.0.0.tar.gz", "sha256": sha,
+         "signature": "read-copy-1.0.0.tar.gz.minisig", "contract": "^0.1"}
+    ]}]});
+    std::fs::write(site.join("index.json"), index.to_string()).expect("index");
+    let server = StaticServer::start(&site);
+    let settings = json!({
+        "extensionIndexes": [server.url("index.json")],
+        "trustedPublishers": [{"name": "Ada", "key": key}],
+        "signaturePolicy": "trusted"
+    });
+    let mut times = Vec::new();
+    for _ in 0..10 {
+        let home = tempfile::tempdir().expect("tmp");
+        std::fs::write(home.path().join("settings.json"), settings.to_string()).expect("s");
+        let t = Instant::now();
+        stud(
+            home.path(),
+            work.path(),
+            &["ext", "install", "read-copy@^1", "--yes"],
+        );
+        times.push(t.elapsed());
+    }
+    println!(
+        "lifecycle/install_by_name (loopback index, signed, cold)   median {:>8.1} ms",
+        median(times).as_secs_f64() * 1e3
+    );
+}
+
+fn new_and_build() {
+    let home = tempfile::tempdir().expect("tmp");
+    let work = tempfile::tempdir().expect("tmp");
+    let t = Instant::now();
+    stud(
+        home.path(),
+        work.path(),
+        &["ext", "new", "--kind", "tool", "shout"],
+    );
+    let new_ms = t.elapsed().as_secs_f64() * 1e3;
+    let dir = work.path().join("shout");
+    let t = Instant::now();
+    stud(home.path(), &dir, &["ext", "build"]);
+    let first = t.elapsed().as_secs_f64();
+    let lib = dir.join("src/lib.rs");
+    let mut times = Vec::new();
+    for i in 0..3 {
+        let text = std::fs::read_to_string(&lib).expect("lib");
+        std::fs::write(&lib, format!("{text}\n// edit {i}\n")).expect("edit");
+        let t = Instant::now();
+        stud(home.path(), &dir, &["ext", "build"]);
+        times.push(t.elapsed());
+    }
+    println!("lifecycle/ext_new (crate + SDK kit unpacked)               {new_ms:>8.1} ms");
+    println!("lifecycle/ext_build_first (fresh target dir, warm registry) {first:>7.1} s");
+    println!(
+        "lifecycle/ext_build_after_edit (the author's loop)         median {:>8.1} ms",
+        median(times).as_secs_f64() * 1e3
+    );
+}
+
 fn main() {
+    install_by_name();
+    new_and_build();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
