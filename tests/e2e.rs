@@ -9,6 +9,7 @@ mod authoring_e2e;
 mod authority_e2e;
 mod cli_ext;
 mod commands_e2e;
+mod diagnostics_e2e;
 mod endpoint_e2e;
 mod golden_manifests;
 mod index_e2e;

@@ -5,6 +5,7 @@ pub mod atomic_write;
 pub mod cli;
 pub mod config;
 pub mod contract;
+pub mod diagnostics;
 pub mod digest;
 pub mod extensions;
 pub mod kernel;

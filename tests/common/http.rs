@@ -95,6 +95,8 @@ pub struct Received {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// When the request (head and body) had been read.
+    pub at: std::time::Instant,
 }
 
 impl Received {
@@ -182,6 +184,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, queue: &Mutex<VecDeque<R
         path,
         headers,
         body,
+        at: std::time::Instant::now(),
     });
     let reply = queue
         .lock()

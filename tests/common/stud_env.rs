@@ -37,6 +37,7 @@ impl StudEnv {
             .env("STUD_HOME", self.home.path())
             .env("STUD_CACHE_DIR", super::shared_cache())
             .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LOG")
             .env_remove("OPENAI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("GEMINI_API_KEY")

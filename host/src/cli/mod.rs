@@ -56,6 +56,22 @@ struct Cli {
     command: Option<Command>,
     #[command(flatten)]
     run: run::RunArgs,
+    /// Show where the time goes (start-up phases, turns, stages, hooks and
+    /// extension calls, each with its duration) on stderr; FILTER like
+    /// `stud=trace` (default `stud=debug`). RUST_LOG works too.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILTER",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = crate::diagnostics::DEFAULT_FILTER
+    )]
+    debug: Option<String>,
+    /// Write those diagnostics to ~/.stud/logs/debug.log instead of stderr
+    /// (use it with the full-screen UI); implies --debug.
+    #[arg(long, global = true)]
+    debug_file: bool,
 }
 
 #[derive(Subcommand)]
@@ -86,6 +102,7 @@ enum Command {
 
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
+    diagnostics(cli.debug.as_deref(), cli.debug_file)?;
     match cli.command {
         None => run::run(cli.run),
         Some(command) => dispatch(command),
@@ -103,4 +120,20 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Agents(cmd) => agents::run(cmd),
         Command::Acp => crate::acp::run(),
     }
+}
+
+/// Install the `tracing` subscriber when the user asked for diagnostics.
+fn diagnostics(debug: Option<&str>, to_file: bool) -> anyhow::Result<()> {
+    use crate::diagnostics::{DEFAULT_FILTER, Sink, install, log_file, requested};
+    let debug = debug.or(to_file.then_some(DEFAULT_FILTER));
+    let Some(filter) = requested(debug)? else {
+        return Ok(());
+    };
+    let sink = if to_file {
+        Sink::File(log_file(crate::paths::StudHome::resolve()?.root()))
+    } else {
+        Sink::Stderr
+    };
+    install(filter, &sink)?;
+    Ok(())
 }

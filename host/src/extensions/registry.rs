@@ -43,14 +43,19 @@ impl Registry {
     pub async fn load_all(&self, discovery: &Discovery) -> LoadReport {
         let mut report = LoadReport::default();
         let mut tasks = Vec::new();
+        let parent = tracing::Span::current();
         for d in &discovery.found {
             let runtime = self.runtime.clone();
-            let spec = self.spec(d, self.configs.get(d.manifest.id.as_str()).cloned());
+            let span = tracing::debug_span!(parent: &parent, "load", ext = %d.manifest.id);
+            let spec =
+                span.in_scope(|| self.spec(d, self.configs.get(d.manifest.id.as_str()).cloned()));
             let id = d.manifest.id.clone();
             tasks.push((
                 d,
                 id,
-                tokio::task::spawn_blocking(move || spec.and_then(|s| runtime.load(s))),
+                tokio::task::spawn_blocking(move || {
+                    span.in_scope(|| spec.and_then(|s| runtime.load(s)))
+                }),
             ));
         }
         for (d, id, task) in tasks {

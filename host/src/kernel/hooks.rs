@@ -246,9 +246,12 @@ impl HookRunner {
         };
         for transform in &hooks.transforms {
             let started = Instant::now();
-            let failure = match transform
-                .hook_run(wit_slot(slot), &out.payload.to_string())
-                .await
+            let span = tracing::debug_span!("hook", ext = %transform.id(), slot = %slot, kind = "transform");
+            let failure = match tracing::Instrument::instrument(
+                transform.hook_run(wit_slot(slot), &out.payload.to_string()),
+                span,
+            )
+            .await
             {
                 Ok(HookOutcome::Transform(text)) => match serde_json::from_str::<Value>(&text) {
                     Ok(next) if next.is_object() => {
@@ -286,7 +289,11 @@ impl HookRunner {
         let hooks = self.slots.get(&slot)?;
         for guard in &hooks.guards {
             let started = Instant::now();
-            let verdict = match guard.hook_run(wit_slot(slot), &payload.to_string()).await {
+            let span =
+                tracing::debug_span!("hook", ext = %guard.id(), slot = %slot, kind = "guard");
+            let text = payload.to_string();
+            let run = guard.hook_run(wit_slot(slot), &text);
+            let verdict = match tracing::Instrument::instrument(run, span).await {
                 Ok(HookOutcome::Allow) => None,
                 Ok(HookOutcome::Deny(e)) => Some(e),
                 Ok(other) => Some(ext_error(

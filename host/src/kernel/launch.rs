@@ -6,6 +6,7 @@ use super::agents::{AgentCatalog, task_spec};
 use super::tools::ToolRunner;
 use std::path::PathBuf;
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 use tokio::task::JoinHandle;
 
@@ -195,11 +196,15 @@ pub struct Launched {
     _lock: SessionLock,
 }
 
+/// Start a session: its phases are `tracing` spans (`--debug`).
+#[tracing::instrument(name = "start", skip_all)]
 pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
-    let mut layered = Layered::load(
-        &opts.home.settings_file(),
-        opts.project.settings_layer().as_ref(),
-    )?;
+    let mut layered = tracing::debug_span!("settings").in_scope(|| {
+        Layered::load(
+            &opts.home.settings_file(),
+            opts.project.settings_layer().as_ref(),
+        )
+    })?;
     let (grants, grant_warnings) = UserGrants::from_layers(&layered);
     let settings = std::mem::take(&mut layered.settings);
     let chosen_set = ExtensionSet::resolve(&opts.set, &settings)?;
@@ -208,11 +213,14 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
 
     let bus = Bus::new();
     let services = Arc::new(KernelServices::new(bus.clone(), opts.terminal));
-    let runtime = Runtime::new(RuntimeOptions {
-        cache: Some(opts.home.compile_cache()),
-        pooling: true,
+    let runtime = tracing::debug_span!("runtime").in_scope(|| {
+        Runtime::new(RuntimeOptions {
+            cache: Some(opts.home.compile_cache()),
+            pooling: true,
+        })
     })?;
-    let discovery = Discovery::scan(&opts.home, &opts.project);
+    let discovery =
+        tracing::debug_span!("discovery").in_scope(|| Discovery::scan(&opts.home, &opts.project));
     let mut warnings: Vec<String> = std::mem::take(&mut layered.warnings);
     warnings.extend(runtime.cache_problem().map(str::to_string));
     warnings.extend(discovery.problems.iter().map(|p| p.to_string()));
@@ -239,7 +247,13 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             .collect(),
         problems: Vec::new(),
     };
-    let report = registry.load_all(&eager).await;
+    let report = registry
+        .load_all(&eager)
+        .instrument(tracing::debug_span!(
+            "load_extensions",
+            count = eager.found.len()
+        ))
+        .await;
     warnings.extend(report.warnings.iter().cloned());
     warnings.extend(
         report
@@ -261,9 +275,11 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let resumed = match (&opts.resume, &store) {
         (None, _) => None,
         (Some(_), None) => return Err(ResumeError::NoStore.into()),
-        (Some(target), Some(store)) => {
-            Some(persist::read(store, target, &project_root, &all).await?)
-        }
+        (Some(target), Some(store)) => Some(
+            persist::read(store, target, &project_root, &all)
+                .instrument(tracing::debug_span!("resume"))
+                .await?,
+        ),
     };
     // Names on the command line must exist; a recorded set whose
     // extensions were removed since still resumes (drift never fails it).
@@ -384,7 +400,9 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         Authority::new(mode, allowlist, bus.clone()).with_settings_file(opts.home.settings_file());
     let (config, provider_pick) = session_config(&opts, &settings, profile_of(&set), &exts)?;
     let (mut session, tool_warnings) =
-        Session::start(&exts, config, authority, interactions, bus.clone()).await?;
+        Session::start(&exts, config, authority, interactions, bus.clone())
+            .instrument(tracing::debug_span!("session_start"))
+            .await?;
     warnings.extend(tool_warnings);
     session.editor = opts
         .editor_files
@@ -403,6 +421,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             Some(&session.interactions),
             &opts.editor_mcp,
         )
+        .instrument(tracing::debug_span!("mcp_start"))
         .await;
         warnings.extend(mcp_warnings);
         session.extension_set = set.clone();
@@ -411,7 +430,10 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         // interactive session goes on; tools join at the first stage
         // boundary after their server is up.
         if session.interactions.is_headless() || opts.settle_mcp {
-            let (mcp, started_warnings) = hub.settle().await;
+            let (mcp, started_warnings) = hub
+                .settle()
+                .instrument(tracing::debug_span!("mcp_settle"))
+                .await;
             warnings.extend(started_warnings);
             warnings.extend(session.add_mcp_tools(mcp));
         }
@@ -432,7 +454,9 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     );
     let watch = if opts.watch {
         let r = reloader.clone();
-        match watch(&reloader.roots(), move || r.rescan(false)) {
+        match tracing::debug_span!("watch")
+            .in_scope(|| watch(&reloader.roots(), move || r.rescan(false)))
+        {
             Ok(w) => Some(w),
             Err(e) => {
                 warnings.push(format!(

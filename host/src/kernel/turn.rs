@@ -91,18 +91,22 @@ impl Session {
     }
 
     pub async fn run_turn(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
-        let turn_id = self.open_turn(input, TurnStages::None).await;
-        let mut iterations = 0;
-        let mut usage = zero_usage();
-        let result = self
-            .turn_body(input, cancel, &mut iterations, &mut usage)
-            .await;
-        let (status, text) = match result {
-            Ok(text) => (TurnStatus::Completed, text),
-            Err(s) => (s, String::new()),
+        let span = tracing::info_span!("turn", session = %self.id, n = self.ledger.turns + 1);
+        let body = async {
+            let turn_id = self.open_turn(input, TurnStages::None).await;
+            let mut iterations = 0;
+            let mut usage = zero_usage();
+            let result = self
+                .turn_body(input, cancel, &mut iterations, &mut usage)
+                .await;
+            let (status, text) = match result {
+                Ok(text) => (TurnStatus::Completed, text),
+                Err(s) => (s, String::new()),
+            };
+            self.close_turn(turn_id, status, text, iterations, usage)
+                .await
         };
-        self.close_turn(turn_id, status, text, iterations, usage)
-            .await
+        tracing::Instrument::instrument(body, span).await
     }
 
     /// Start a turn: reloads that wait for a turn boundary, the turn id,
@@ -184,7 +188,8 @@ impl Session {
         // A spent budget stops before the input is taken: no user message
         // is left in the history without an answer.
         self.check_budget(usage)?;
-        self.receive_input(input).await?;
+        let stage = tracing::debug_span!("stage", name = %Stage::ReceiveInput);
+        tracing::Instrument::instrument(self.receive_input(input), stage).await?;
         let spec = ActSpec {
             system: self.config.system_prompt.clone(),
             completion: None,

@@ -329,7 +329,8 @@ impl Extension {
             let outcome = call(inst).await;
             core.finish(&mut guard, func, outcome).map(Some)
         };
-        self.watch(call, func).await
+        let span = tracing::debug_span!("call", ext = %self.id(), func);
+        tracing::Instrument::instrument(self.watch(call, func), span).await
     }
 
     /// Wait for a call under its watchdog. The epoch check stops guest code
@@ -461,10 +462,14 @@ impl Core {
         });
         let generation = self.instantiations.fetch_add(1, Ordering::Relaxed) + 1;
         self.arm(&mut store);
-        let instance = match self.pre.instantiate_async(&mut store).await {
-            Ok(i) => i,
-            Err(e) => return Err(classify(&id, "instantiate", &store, e)),
-        };
+        let span = tracing::debug_span!("instantiate", ext = %id, generation);
+        let instance =
+            match tracing::Instrument::instrument(self.pre.instantiate_async(&mut store), span)
+                .await
+            {
+                Ok(i) => i,
+                Err(e) => return Err(classify(&id, "instantiate", &store, e)),
+            };
         let guest =
             self.indices
                 .load(&mut store, &instance)
@@ -480,7 +485,9 @@ impl Core {
                     message: format!("{e:#}"),
                 })?;
         let config = self.ctx.config.clone();
-        match lifecycle.call_init(&mut store, &config).await {
+        let span = tracing::debug_span!("init", ext = %id);
+        match tracing::Instrument::instrument(lifecycle.call_init(&mut store, &config), span).await
+        {
             Ok(Ok(())) => {}
             Ok(Err(error)) => return Err(guest_error(&id, "init", error)),
             Err(e) => return Err(classify(&id, "init", &store, e)),

@@ -86,7 +86,7 @@ impl Runtime {
     pub fn load(self: &Arc<Self>, spec: LoadSpec) -> Result<Extension, LoadError> {
         let id = spec.manifest.id.clone();
         let kind = spec.manifest.kind;
-        let digest = Sha256Digest::of(&spec.bytes);
+        let digest = tracing::trace_span!("integrity").in_scope(|| Sha256Digest::of(&spec.bytes));
         if let Some(expected) = spec.expected_digest.as_ref().filter(|e| **e != digest) {
             return Err(LoadError::Integrity {
                 id,
@@ -96,7 +96,8 @@ impl Runtime {
             });
         }
 
-        let info = verify(&spec.manifest, &spec.bytes, &spec.component_path)?;
+        let info = tracing::trace_span!("verify")
+            .in_scope(|| verify(&spec.manifest, &spec.bytes, &spec.component_path))?;
         let config = validate_config(&spec.manifest, spec.config)?;
         let slot = state_slot(&spec.manifest)?;
         if let Some(value) = spec.state {
@@ -106,13 +107,16 @@ impl Runtime {
             })?;
         }
 
-        let (component, code_source) = self
-            .cache
-            .load(&self.engine, &spec.bytes, &digest)
+        let compile = tracing::trace_span!("code", source = tracing::field::Empty);
+        let (component, code_source) = compile
+            .in_scope(|| self.cache.load(&self.engine, &spec.bytes, &digest))
             .map_err(|e| LoadError::Compile {
                 id: id.clone(),
                 message: format!("{e:#}"),
             })?;
+        compile.record("source", code_source.as_str());
+        drop(compile);
+        let _link = tracing::trace_span!("link").entered();
         let linker = self
             .linker(linker::link_key(kind, &spec.manifest.capabilities))
             .map_err(|e| LoadError::Link {

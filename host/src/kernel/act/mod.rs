@@ -23,6 +23,7 @@ mod tool_stage;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 pub(crate) use lane::{Lane, MainLane, StageLane};
 pub(crate) use run_tool::Ran;
@@ -32,6 +33,7 @@ use super::compaction::{raw_estimate, tools_json_len};
 use super::retry::CONTEXT_OVERFLOW;
 use super::turn::{TurnStatus, fail};
 use super::usage::prompt_tokens;
+use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::provider_types::{FinishReason, Request};
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
 
@@ -103,21 +105,28 @@ pub(crate) async fn run<L: Lane>(
         }
         lane.session().check_budget(usage)?;
         *iterations += 1;
-        let (started, raw) = request(lane, spec, *iterations, cancel).await?;
+        let (started, raw) = request(lane, spec, *iterations, cancel)
+            .instrument(stage_span(Stage::SendRequest))
+            .await?;
         let prompt_before = prompt_tokens(usage);
-        let assembled = stream::stream_response(lane, started, cancel, usage).await?;
+        let assembled = stream::stream_response(lane, started, cancel, usage)
+            .instrument(stage_span(Stage::StreamResponse))
+            .await?;
         lane.calibrate(raw, prompt_tokens(usage) - prompt_before);
         lane.append(assembled.message()).await;
         if assembled.finish == FinishReason::Length {
             return Err(truncated(lane, assembled).await);
         }
         if assembled.calls.is_empty() {
-            let text = render::render(lane, assembled.text).await?;
+            let text = render::render(lane, assembled.text)
+                .instrument(stage_span(Stage::Render))
+                .await?;
             return Ok(ActEnd::Answered(text));
         }
         let text = assembled.text;
-        if let Some(arguments) =
-            tool_stage::tool_call_stage(lane, spec, assembled.calls, cancel).await?
+        if let Some(arguments) = tool_stage::tool_call_stage(lane, spec, assembled.calls, cancel)
+            .instrument(stage_span(Stage::ToolCall))
+            .await?
         {
             let text = if text.is_empty() {
                 text
@@ -138,7 +147,9 @@ async fn request<L: Lane>(
     iteration: u32,
     cancel: &CancellationToken,
 ) -> Result<(send::Started, u64), TurnStatus> {
-    let mut request = compose::compose_request(lane, spec, iteration).await?;
+    let mut request = compose::compose_request(lane, spec, iteration)
+        .instrument(stage_span(Stage::ComposeRequest))
+        .await?;
     if lane.fit(&request, false).await {
         request = compose::compose_request(lane, spec, iteration).await?;
     }
@@ -158,6 +169,12 @@ async fn request<L: Lane>(
         }
         other => Ok((other?, raw)),
     }
+}
+
+/// A stage as a `tracing` span (`--debug`); `send-request` includes the
+/// compose it needs.
+fn stage_span(stage: Stage) -> tracing::Span {
+    tracing::debug_span!("stage", name = %stage)
 }
 
 fn estimate(r: &Request) -> u64 {

@@ -1,0 +1,164 @@
+//! Start-up and whole-session costs of the release `stud` binary (issue
+//! 18), each printed as a number (medians), never asserted:
+//! - process start to the first provider request, warm compile cache;
+//! - a headless `stud run -p` session of two requests (the model calls
+//!   `read`, then answers) end to end: wall and CPU (user + system);
+//! - process exit after the final result is written (the result line read
+//!   to the process reaped);
+//! - peak RSS of that session;
+//! - the same session on a fresh machine: an empty compile cache.
+//!
+//! The model is `openai-compatible` against a loopback server that
+//! answers at once with recorded streams (`tests/streams`).
+//!
+//! Run: `cargo bench -p stud --bench startup`.
+
+#[path = "../../tests/common/http.rs"]
+#[allow(dead_code)]
+mod http;
+
+use std::io::BufRead as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use http::{Reply, TestServer};
+use serde_json::json;
+
+const RUNS: usize = 20;
+
+fn stream(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/streams")
+        .join(name);
+    std::fs::read_to_string(&path).expect("stream file")
+}
+
+/// One finished session's numbers.
+struct Run {
+    first_request: Duration,
+    wall: Duration,
+    cpu: Duration,
+    exit: Duration,
+    max_rss_kib: i64,
+}
+
+fn median<T: Ord + Copy>(mut v: Vec<T>) -> T {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Run one session against a fresh pair of replies.
+fn session(home: &Path, project: &Path, cache: &Path) -> Run {
+    // Whole bodies in one write: a server answering at once.
+    let sse = |name: &str| {
+        Reply::new(200, stream(name).into_bytes()).header("content-type", "text/event-stream")
+    };
+    let server = TestServer::start(vec![sse("openai-tool.sse"), sse("openai-text.sse")]);
+    let settings = json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+        "providers": {"openai-compatible": {"baseUrl": format!("{}/v1", server.url())}}
+    });
+    std::fs::write(home.join("settings.json"), settings.to_string()).expect("settings");
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stud"))
+        .args([
+            "run",
+            "-p",
+            "--output-format",
+            "json",
+            "what does the note say?",
+        ])
+        .env("STUD_HOME", home)
+        .env("STUD_CACHE_DIR", cache)
+        .env("OPENAI_API_KEY", "sk-bench")
+        .env_remove("RUST_LOG")
+        .current_dir(project)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start stud");
+    let stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut last = None;
+        for line in std::io::BufReader::new(stdout).lines() {
+            if line.map(|l| l.contains("\"result\"")).unwrap_or(false) {
+                last = Some(Instant::now());
+            }
+        }
+        last
+    });
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child; wait4 writes only into the two locals.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let ended = Instant::now();
+    assert_eq!(reaped, pid, "wait4");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "stud failed"
+    );
+    let result_at = reader.join().expect("reader").expect("a result line");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "two provider requests");
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    // The child was reaped by hand: do not let `Child` wait on it again.
+    std::mem::forget(child);
+    Run {
+        first_request: requests[0].at - started,
+        wall: ended - started,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        exit: ended.saturating_duration_since(result_at),
+        max_rss_kib: usage.ru_maxrss,
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() {
+    let home = tempfile::tempdir().expect("tmp");
+    let project = tempfile::tempdir().expect("tmp");
+    let cache = tempfile::tempdir().expect("tmp");
+    std::fs::write(project.path().join("notes.txt"), "héllo wörld").expect("note");
+    // Fill the compile cache.
+    session(home.path(), project.path(), cache.path());
+    let runs: Vec<Run> = (0..RUNS)
+        .map(|_| session(home.path(), project.path(), cache.path()))
+        .collect();
+    println!(
+        "startup/first_request (process start -> first provider request, warm)  median {:>7.2} ms",
+        ms(median(runs.iter().map(|r| r.first_request).collect()))
+    );
+    println!(
+        "startup/session_wall (headless, two requests, end to end)              median {:>7.2} ms",
+        ms(median(runs.iter().map(|r| r.wall).collect()))
+    );
+    println!(
+        "startup/session_cpu (user + system)                                    median {:>7.2} ms",
+        ms(median(runs.iter().map(|r| r.cpu).collect()))
+    );
+    println!(
+        "startup/exit (result written -> process reaped)                        median {:>7.2} ms",
+        ms(median(runs.iter().map(|r| r.exit).collect()))
+    );
+    println!(
+        "startup/peak_rss (that session)                                        median {:>7.1} MB",
+        median(runs.iter().map(|r| r.max_rss_kib).collect()) as f64 / 1024.0
+    );
+    let fresh: Vec<Run> = (0..3)
+        .map(|_| {
+            let empty = tempfile::tempdir().expect("tmp");
+            session(home.path(), project.path(), empty.path())
+        })
+        .collect();
+    println!(
+        "startup/first_run (empty compile cache: wall / CPU)                    median {:>7.0} ms / {:.0} ms",
+        ms(median(fresh.iter().map(|r| r.wall).collect())),
+        ms(median(fresh.iter().map(|r| r.cpu).collect()))
+    );
+}
