@@ -95,6 +95,12 @@ fn debug_file_writes_to_the_home_and_a_bad_filter_is_named() {
         "{log}"
     );
 
+    // In front of a subcommand as well as after it.
+    let (ok, out, err) = run(&env, &["--debug", "ext", "list"], &[]);
+    assert!(ok && out.contains("read"), "{err}");
+    let (ok, _, err) = run(&env, &["ext", "check", "read", "--debug"], &[]);
+    assert!(ok && err.contains("instantiate{ext=read"), "{err}");
+
     let (ok, out, err) = run(&env, &["--debug=stud=loud", "-p", "go"], &[]);
     assert!(!ok && out.is_empty(), "{out}");
     assert!(

@@ -101,8 +101,12 @@ enum Command {
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
-    diagnostics(cli.debug.as_deref(), cli.debug_file)?;
+    let (args, debug, debug_file) = take_debug_flags(std::env::args_os().collect());
+    let cli = Cli::parse_from(args);
+    diagnostics(
+        debug.as_deref().or(cli.debug.as_deref()),
+        debug_file || cli.debug_file,
+    )?;
     match cli.command {
         None => run::run(cli.run),
         Some(command) => dispatch(command),
@@ -136,4 +140,64 @@ fn diagnostics(debug: Option<&str>, to_file: bool) -> anyhow::Result<()> {
     };
     install(filter, &sink)?;
     Ok(())
+}
+
+/// `--debug[=FILTER]` and `--debug-file` taken out of the command line
+/// (before any `--`), so they work in front of a subcommand too: there
+/// clap would read them as the run's own arguments and `ext` as a prompt.
+fn take_debug_flags(
+    args: Vec<std::ffi::OsString>,
+) -> (Vec<std::ffi::OsString>, Option<String>, bool) {
+    let (mut rest, mut debug, mut to_file, mut literal) = (Vec::new(), None, false, false);
+    for (i, arg) in args.into_iter().enumerate() {
+        let text = arg.to_str().unwrap_or_default();
+        match text {
+            _ if i == 0 || literal => {}
+            "--" => literal = true,
+            "--debug" => {
+                debug = Some(crate::diagnostics::DEFAULT_FILTER.to_string());
+                continue;
+            }
+            "--debug-file" => {
+                to_file = true;
+                continue;
+            }
+            _ => {
+                if let Some(filter) = text.strip_prefix("--debug=") {
+                    debug = Some(filter.to_string());
+                    continue;
+                }
+            }
+        }
+        rest.push(arg);
+    }
+    (rest, debug, to_file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<std::ffi::OsString> {
+        list.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn debug_flags_are_taken_from_anywhere_before_a_double_dash() {
+        let (rest, debug, file) = take_debug_flags(args(&["stud", "--debug", "ext", "list"]));
+        assert_eq!(rest, args(&["stud", "ext", "list"]));
+        assert_eq!((debug.as_deref(), file), (Some("stud=debug"), false));
+        let (rest, debug, file) = take_debug_flags(args(&[
+            "stud",
+            "ext",
+            "--debug=stud=trace",
+            "list",
+            "--debug-file",
+        ]));
+        assert_eq!(rest, args(&["stud", "ext", "list"]));
+        assert_eq!((debug.as_deref(), file), (Some("stud=trace"), true));
+        let (rest, debug, _) = take_debug_flags(args(&["stud", "-p", "--", "--debug"]));
+        assert_eq!(rest, args(&["stud", "-p", "--", "--debug"]));
+        assert!(debug.is_none());
+    }
 }
