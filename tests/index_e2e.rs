@@ -214,6 +214,15 @@ fn install_by_name_resolves_verifies_and_updates_from_a_loopback_index() {
         "{err}"
     );
     assert!(p.env.ok(&["ext", "info", "read"]).contains("bundled"));
+    // A pinned digest the index does not list is not overridden by it.
+    let err = p.fails(
+        &["ext", "install", "shout@^1", "--sha256", "00ff", "--yes"],
+        "",
+    );
+    assert!(
+        err.contains("--sha256 00ff is not what") && err.contains("nothing was installed"),
+        "{err}"
+    );
     let err = p.fails(&["ext", "install", "shout@^3", "--yes"], "");
     assert!(
         err.contains("3.0.0: built for contract ^0.2; a newer stud is needed"),

@@ -246,6 +246,16 @@ async fn install_cmd(
                     c.version.version,
                     c.index
                 );
+                if let Some(given) = opts.expected_sha256.as_deref()
+                    && !given.eq_ignore_ascii_case(&c.version.sha256)
+                {
+                    anyhow::bail!(
+                        "--sha256 {given} is not what {} lists for `{id}` {} ({}); nothing was installed",
+                        c.index,
+                        c.version.version,
+                        c.version.sha256
+                    );
+                }
                 opts.expected_sha256 = Some(c.version.sha256.clone());
                 opts.signatures.inline = c.signature().await?;
                 opts.origin = Some(IndexOrigin {
@@ -378,12 +388,13 @@ struct Newer {
 }
 
 /// For each extension of `root`'s lockfile installed from an index (only
-/// `only`, when given), what its index offers now.
+/// `only`, when given), what its index offers now; and the indexes as
+/// read, so an update installs from the same copy.
 async fn newer(
     home: &StudHome,
     root: &std::path::Path,
     only: Option<&str>,
-) -> anyhow::Result<Vec<Newer>> {
+) -> anyhow::Result<(Vec<Newer>, Vec<index::Fetched>)> {
     let lock = Lockfile::load(root)?;
     if let Some(id) = only {
         match lock.extensions.get(id) {
@@ -435,7 +446,7 @@ async fn newer(
             index: origin.url.clone(),
         });
     }
-    Ok(out)
+    Ok((out, fetched))
 }
 
 async fn outdated_cmd(
@@ -444,7 +455,7 @@ async fn outdated_cmd(
     scope: InstallScope,
 ) -> anyhow::Result<ExitCode> {
     let (_, root) = scope_root(home, cwd, scope)?;
-    let found = newer(home, &root, None).await?;
+    let (found, _) = newer(home, &root, None).await?;
     let mut any = false;
     for n in &found {
         let mut line = format!("{}  {}", n.id, n.installed);
@@ -486,7 +497,8 @@ async fn update_cmd(
     yes: bool,
 ) -> anyhow::Result<ExitCode> {
     let (scope, root) = scope_root(&home, &cwd, scope)?;
-    let found = newer(&home, &root, id.as_deref()).await?;
+    let (found, fetched) = newer(&home, &root, id.as_deref()).await?;
+    let global = Settings::load(&home.settings_file())?;
     let mut code = ExitCode::SUCCESS;
     for n in found {
         let Some(to) = n.update else {
@@ -496,10 +508,13 @@ async fn update_cmd(
         // The same path as `install ID@=VERSION`, keeping the range the
         // user asked for: its checks, and its question when it asks for
         // more than was granted.
-        let global = Settings::load(&home.settings_file())?;
-        let fetched = index::fetch_all(home.root(), std::slice::from_ref(&n.index)).await?;
+        let from: Vec<index::Fetched> = fetched
+            .iter()
+            .filter(|f| f.url == n.index)
+            .cloned()
+            .collect();
         let exact = semver::VersionReq::parse(&format!("={to}"))?;
-        let c = index::resolve(&fetched, &n.id, &exact)?;
+        let c = index::resolve(&from, &n.id, &exact)?;
         let opts = InstallOptions {
             scope,
             root: root.clone(),
