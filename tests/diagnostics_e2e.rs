@@ -5,20 +5,10 @@
 
 use crate::common;
 
-use common::{StudEnv, call};
-use serde_json::json;
+use common::StudEnv;
 
 fn env() -> StudEnv {
-    let env = StudEnv::new();
-    env.script(
-        json!([
-            {"text": "", "tool_calls": [call("read", json!({"path": "a.txt"}))]},
-            {"text": "done"}
-        ]),
-        json!({}),
-    );
-    env.file("a.txt", "alpha\n");
-    env
+    common::reads_then_answers()
 }
 
 fn run(env: &StudEnv, args: &[&str], vars: &[(&str, &str)]) -> (bool, String, String) {

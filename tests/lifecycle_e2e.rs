@@ -385,6 +385,10 @@ fn a_tampered_component_is_refused_with_both_digests_and_the_session_goes_on() {
         env.folder("counter").to_str().unwrap(),
         "--yes",
     ]);
+    // Used once: its spec is now noted beside its compiled code, and a
+    // later start must still check the component itself.
+    let (answer, stderr) = env.session();
+    assert!(answer.starts_with("global answer: "), "{answer} {stderr}");
     let stored = env.stored_component();
     let expected = sha256_hex(&stored);
     let mut bytes = std::fs::read(&stored).unwrap();

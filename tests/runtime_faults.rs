@@ -197,33 +197,48 @@ async fn a_component_declared_as_the_wrong_kind_is_refused() {
     );
 }
 
+/// A bundled component (bytes inside the binary, digest recorded at build
+/// time) is checked when first used: bytes that do not have the recorded
+/// digest never run, and every call says why.
+#[tokio::test]
+async fn a_bundled_component_with_other_bytes_is_refused_at_first_use() {
+    let rt = runtime();
+    let spec = common::fixture_spec("counter", None, None);
+    let bytes: &'static [u8] = Box::leak(spec.bytes.to_vec().into_boxed_slice());
+    let ext = rt
+        .load(stud::runtime::LoadSpec {
+            bytes: stud::runtime::ComponentBytes::Embedded(bytes),
+            expected_digest: Some(stud::digest::Sha256Digest::of(b"what the build recorded")),
+            ..spec
+        })
+        .expect("checked at first use, not at load");
+    for _ in 0..2 {
+        let err = ext.start().await.expect_err("refused");
+        let text = err.to_string();
+        assert!(
+            matches!(err, stud::runtime::CallError::Unloadable { .. })
+                && text.contains("integrity check failed")
+                && text.contains("`counter`"),
+            "{text}"
+        );
+    }
+    assert_eq!(ext.instantiations(), 0, "no guest code ran");
+    assert_eq!(
+        rt.cache_stats()
+            .compiled
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "nothing was compiled"
+    );
+}
+
 #[tokio::test]
 async fn a_changed_component_fails_its_integrity_check() {
     let rt = runtime();
-    let dir = common::fixture_dir("hostile");
-    let text = std::fs::read_to_string(dir.join("extension.toml")).unwrap();
-    let manifest = stud::manifest::parse_manifest(
-        &text,
-        &dir.join("extension.toml"),
-        &stud::contract::HOST_CONTRACT,
-    )
-    .unwrap();
-    let path = common::wasm("fixture_hostile.wasm");
-    let bytes = std::fs::read(&path).unwrap();
     let err = rt
         .load(stud::runtime::LoadSpec {
-            manifest,
-            component_path: path,
-            bytes,
             expected_digest: Some(stud::digest::Sha256Digest::of(b"other bytes")),
-            config: None,
-            dirs: vec![],
-            network: Vec::new(),
-            secrets: Default::default(),
-            processes: Default::default(),
-            net_limits: Default::default(),
-            state: None,
-            services: Arc::new(Recorder::default()),
+            ..common::fixture_spec("hostile", None, None)
         })
         .err()
         .expect("refused");

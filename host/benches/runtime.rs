@@ -34,7 +34,7 @@ fn load(rt: &Arc<Runtime>, dir: &str) -> Extension {
     rt.load(LoadSpec {
         manifest,
         component_path: b.component_file.into(),
-        bytes: b.component.to_vec(),
+        bytes: stud::runtime::ComponentBytes::Embedded(b.component),
         expected_digest: None,
         config: None,
         dirs: vec![],

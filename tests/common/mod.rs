@@ -101,6 +101,16 @@ pub fn load_fixture(
     manifest_override: Option<&str>,
     project: Option<&Path>,
 ) -> Result<Extension, LoadError> {
+    rt.load(fixture_spec(name, manifest_override, project))
+}
+
+/// The load request for a fixture: its bytes from disk, no recorded
+/// digest, no config, the project granted read-only when given.
+pub fn fixture_spec(
+    name: &str,
+    manifest_override: Option<&str>,
+    project: Option<&Path>,
+) -> LoadSpec {
     let dir = fixture_dir(name);
     let text = match manifest_override {
         Some(t) => t.to_string(),
@@ -119,10 +129,10 @@ pub fn load_fixture(
             }]
         })
         .unwrap_or_default();
-    rt.load(LoadSpec {
+    LoadSpec {
         manifest,
         component_path: path,
-        bytes,
+        bytes: bytes.into(),
         expected_digest: None,
         config: None,
         dirs,
@@ -132,7 +142,7 @@ pub fn load_fixture(
         net_limits: Default::default(),
         state: None,
         services: Arc::new(Recorder::default()),
-    })
+    }
 }
 
 /// Copy a fixture (manifest + component) into `<home>/extensions/<name>`.
@@ -217,4 +227,19 @@ pub const BUNDLED_COMMANDS: [&str; 18] = [
 /// A scripted tool call: `{"name", "arguments"}`.
 pub fn call(name: &str, args: serde_json::Value) -> serde_json::Value {
     serde_json::json!({"name": name, "arguments": args})
+}
+
+/// A project holding `a.txt` whose scripted model calls `read` on it, then
+/// answers "done".
+pub fn reads_then_answers() -> StudEnv {
+    let env = StudEnv::new();
+    env.script(
+        serde_json::json!([
+            {"text": "", "tool_calls": [call("read", serde_json::json!({"path": "a.txt"}))]},
+            {"text": "done"}
+        ]),
+        serde_json::json!({}),
+    );
+    env.file("a.txt", "alpha\n");
+    env
 }

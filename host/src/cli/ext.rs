@@ -1040,10 +1040,10 @@ async fn check(
     let mut failed = report.failed.len();
     for ext in &report.loaded {
         match smoke(ext).await {
-            Ok(summary) => results.push(json!({"id": ext.id().as_str(), "kind": ext.kind().as_str(), "status": "ok", "code": ext.code_source.as_str(), "summary": summary})),
+            Ok(summary) => results.push(json!({"id": ext.id().as_str(), "kind": ext.kind().as_str(), "status": "ok", "code": ext.code_source().map(|c| c.as_str()), "summary": summary})),
             Err(e) => {
                 failed += 1;
-                results.push(json!({"id": ext.id().as_str(), "kind": ext.kind().as_str(), "status": "failed", "code": ext.code_source.as_str(), "error": e.to_string()}));
+                results.push(json!({"id": ext.id().as_str(), "kind": ext.kind().as_str(), "status": "failed", "code": ext.code_source().map(|c| c.as_str()), "error": e.to_string()}));
             }
         }
     }

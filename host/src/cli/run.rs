@@ -105,9 +105,12 @@ pub struct RunArgs {
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let result = rt.block_on(session(args));
-    // A UI that lost an interaction race may still wait on a terminal read;
-    // do not let it keep the process alive.
-    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    // The session is closed: its log and manifest are confirmed by the
+    // store, loggers flushed, MCP servers and tool processes stopped. What
+    // is left is idle threads (or a UI that lost an interaction race and
+    // still waits on a terminal read): the process exits without joining
+    // them, which takes milliseconds the person waits for.
+    rt.shutdown_background();
     result
 }
 

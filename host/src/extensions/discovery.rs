@@ -40,10 +40,12 @@ pub struct Discovered {
 }
 
 impl Discovered {
-    pub fn read_bytes(&self) -> std::io::Result<Vec<u8>> {
+    /// The component's bytes; a bundled one's are the binary's own, not
+    /// a copy.
+    pub fn read_bytes(&self) -> std::io::Result<crate::runtime::ComponentBytes> {
         match &self.source {
-            ComponentSource::Embedded(bytes) => Ok(bytes.to_vec()),
-            ComponentSource::File(path) => std::fs::read(path),
+            ComponentSource::Embedded(bytes) => Ok(crate::runtime::ComponentBytes::Embedded(bytes)),
+            ComponentSource::File(path) => std::fs::read(path).map(Into::into),
         }
     }
 }

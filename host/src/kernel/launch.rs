@@ -213,14 +213,27 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
 
     let bus = Bus::new();
     let services = Arc::new(KernelServices::new(bus.clone(), opts.terminal));
-    let runtime = tracing::debug_span!("runtime").in_scope(|| {
-        Runtime::new(RuntimeOptions {
-            cache: Some(opts.home.compile_cache()),
-            pooling: true,
+    // The engine is made while discovery reads the folders: neither needs
+    // the other.
+    let cache = opts.home.compile_cache();
+    let span = tracing::debug_span!("runtime");
+    let engine = tokio::task::spawn_blocking(move || {
+        span.in_scope(|| {
+            Runtime::new(RuntimeOptions {
+                cache: Some(cache),
+                // Measured (docs/benchmarks.md): a session makes about ten
+                // instances, each as fast on demand as from the pool, while
+                // reserving the pool costs 3-7 ms at start and its
+                // terabyte of address space about 1.5 ms at exit.
+                pooling: false,
+            })
         })
-    })?;
+    });
     let discovery =
         tracing::debug_span!("discovery").in_scope(|| Discovery::scan(&opts.home, &opts.project));
+    let runtime = engine
+        .await
+        .map_err(|e| RuntimeError::Engine(format!("making the engine panicked: {e}")))??;
     let mut warnings: Vec<String> = std::mem::take(&mut layered.warnings);
     warnings.extend(runtime.cache_problem().map(str::to_string));
     warnings.extend(discovery.problems.iter().map(|p| p.to_string()));
@@ -399,6 +412,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let authority =
         Authority::new(mode, allowlist, bus.clone()).with_settings_file(opts.home.settings_file());
     let (config, provider_pick) = session_config(&opts, &settings, profile_of(&set), &exts)?;
+    prelink(&exts, &config.provider, store.as_ref(), &uis, opts.render);
     let (mut session, tool_warnings) =
         Session::start(&exts, config, authority, interactions, bus.clone())
             .instrument(tracing::debug_span!("session_start"))
@@ -477,6 +491,8 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             loaded: exts.clone(),
             title: String::new(),
             wrote: Default::default(),
+            manifests: Default::default(),
+            last_manifest: Default::default(),
         });
     }
     if let Some(r) = &resumed {
@@ -536,6 +552,46 @@ impl Launched {
             let _ = logger.logger_flush().await;
         }
     }
+}
+
+/// Link, in the background, what the first turn surely calls (the
+/// provider first), so the compiles overlap one another and the rest of
+/// the start. Tools, state machines and the providers not chosen are
+/// linked at their first call: a tool's spec is cached.
+fn prelink(
+    exts: &[Arc<Extension>],
+    provider: &str,
+    store: Option<&Arc<Extension>>,
+    uis: &[Arc<Extension>],
+    render: bool,
+) {
+    let chosen = exts
+        .iter()
+        .filter(|e| e.kind() == Kind::Provider && e.id().as_str() == provider);
+    let every_turn = exts
+        .iter()
+        .filter(|e| matches!(e.kind(), Kind::Hook | Kind::ContextProvider | Kind::Logger));
+    let shown = uis.iter().filter(|_| render);
+    // The provider is needed first (its models are listed at start): it
+    // gets a thread of its own, the rest share one, so on a small machine
+    // they do not slow it down.
+    for ext in chosen {
+        ext.prelink();
+    }
+    let rest: Vec<Arc<Extension>> = store
+        .into_iter()
+        .chain(every_turn)
+        .chain(shown)
+        .cloned()
+        .collect();
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || {
+        span.in_scope(|| {
+            for ext in rest {
+                let _ = ext.link_now();
+            }
+        })
+    });
 }
 
 /// Load the agent definitions and offer `task` (unless tools are off,

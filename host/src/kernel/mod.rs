@@ -16,6 +16,7 @@ pub mod extension_set;
 pub mod hooks;
 pub mod interaction;
 pub mod launch;
+pub mod manifest_writer;
 pub mod mcp_hub;
 mod mcp_input;
 pub mod payloads;

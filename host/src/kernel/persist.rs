@@ -311,4 +311,9 @@ pub struct Persistence {
     pub title: String,
     /// The store confirmed a write to this session's log (from this run).
     pub wrote: std::sync::atomic::AtomicBool,
+    /// Manifest writes in flight (shared with child sessions).
+    pub manifests: super::manifest_writer::ManifestWriter,
+    /// The last manifest queued, without its `updated_ms`: one that has
+    /// not changed is not written again.
+    pub last_manifest: std::sync::Mutex<Option<String>>,
 }

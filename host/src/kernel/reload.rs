@@ -16,7 +16,7 @@ use crate::digest::Sha256Digest;
 use crate::extensions::{Discovery, ProjectScope, Registry, Scope};
 use crate::manifest::{Manifest, ReloadBehavior};
 use crate::paths::StudHome;
-use crate::runtime::{Extension, LoadError};
+use crate::runtime::Extension;
 use stud_protocol::events::KernelEvent;
 
 /// A finished reload waiting for its boundary.
@@ -60,7 +60,7 @@ struct Job {
     id: String,
     digest: Sha256Digest,
     manifest: Manifest,
-    handle: JoinHandle<Result<Extension, LoadError>>,
+    handle: JoinHandle<Result<Extension, String>>,
 }
 
 impl Reloader {
@@ -194,7 +194,12 @@ KernelEvent::ExtensionReloadRefused {
                 });
                 spec.state = current.state();
                 let runtime = self.registry.runtime.clone();
-                let job = self.runtime.spawn_blocking(move || runtime.load(spec));
+                // Compiled and linked now: a version that cannot be is refused
+                // before it replaces the running one.
+                let job = self.runtime.spawn_blocking(move || {
+                    let ext = runtime.load(spec).map_err(|e| e.to_string())?;
+                    ext.link_now().map(|_| ext)
+                });
                 pending.insert(id.clone(), new.clone());
                 in_flight.push(Job {
                     id,
@@ -254,7 +259,7 @@ KernelEvent::ExtensionReloadRefused {
                         from,
                     })
                 }
-                Ok(Err(e)) => self.failed(&id, Failed { digest, manifest }, &e.to_string()),
+                Ok(Err(e)) => self.failed(&id, Failed { digest, manifest }, &e),
                 Err(e) => self.failed(
                     &id,
                     Failed { digest, manifest },

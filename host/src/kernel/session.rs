@@ -511,6 +511,7 @@ impl Session {
     /// Let queued observer hooks finish and record the end.
     pub async fn close(&mut self) {
         self.roster.hooks.drain().await;
+        self.flush_manifest().await;
         self.bus.record(KernelEvent::SessionEnd {
             session_id: self.id.clone(),
             turns: self.ledger.turns,

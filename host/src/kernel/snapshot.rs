@@ -11,7 +11,8 @@ use super::session::Session;
 use stud_protocol::events::KernelEvent;
 
 impl Session {
-    /// Rewrite the manifest snapshot (start, end of every turn). A
+    /// Rewrite the manifest snapshot (start, end of every turn), when it
+    /// changed; the store writes it in the background. A
     /// manifest that would contain a known secret value is not written.
     /// Nor is one for a session with nothing in its store yet: a run that
     /// only looked around (`/help`, `/exit`) must not become the newest
@@ -36,11 +37,10 @@ impl Session {
                 Some((e.id().to_string(), v))
             })
             .collect();
-        let manifest = sorted(json!({
+        let mut manifest = json!({
             "session_id": self.id,
             "store": p.store.id().as_str(),
             "created_ms": p.created_ms,
-            "updated_ms": now_ms(),
             "project_root": p.project_root,
             "security_mode": self.authority.mode().as_str(),
             "provider": self.roster.provider_id(),
@@ -56,8 +56,15 @@ impl Session {
             "agent": self.lineage.parent.as_ref().map(|_| json!({"path": self.lineage.path, "depth": self.lineage.depth})),
             "parent": self.lineage.parent.as_ref().map(|p| json!({"session_id": p.session_id, "call_id": p.call_id, "agent": p.agent})),
             "state_machine": self.workflow.as_ref().map(|w| json!({"id": w.workflow.sm.id().as_str(), "sha256": w.workflow.sm.digest.to_string()})),
-        }));
-        let text = manifest.to_string();
+        });
+        // Nothing but the time changed: the stored one is still true.
+        let unchanged = manifest.to_string();
+        let mut last = p.last_manifest.lock().unwrap_or_else(|e| e.into_inner());
+        if last.as_deref() == Some(unchanged.as_str()) {
+            return;
+        }
+        manifest["updated_ms"] = json!(now_ms());
+        let text = sorted(manifest).to_string();
         if self.bus.redact(&text) != text {
             self.bus.record(KernelEvent::PersistenceFailed {
                 session_id: self.id.clone(),
@@ -68,9 +75,17 @@ impl Session {
             });
             return;
         }
-        if let Err(e) = p.store.store_write_manifest(&self.id, &text).await {
-            self.conversation
-                .store_failed(&self.id, p, e.to_string(), None);
+        *last = Some(unchanged);
+        drop(last);
+        p.manifests
+            .write(p.store.clone(), self.id.clone(), text, self.bus.clone());
+    }
+
+    /// Wait for the manifest writes in flight (see
+    /// [`super::manifest_writer`]).
+    pub async fn flush_manifest(&self) {
+        if let Some(p) = &self.conversation.log {
+            p.manifests.flush().await;
         }
     }
 

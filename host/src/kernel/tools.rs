@@ -79,8 +79,11 @@ impl ToolTable {
     pub async fn build(exts: &[Arc<Extension>]) -> (Self, Vec<String>) {
         let mut table = ToolTable::default();
         let mut warnings = Vec::new();
-        for ext in exts {
-            let spec = match ext.tool_describe().await {
+        // Together: a tool whose spec is not cached yet is compiled (first
+        // run), and those compiles run in parallel.
+        let specs = futures::future::join_all(exts.iter().map(|e| e.tool_spec())).await;
+        for (ext, spec) in exts.iter().zip(specs) {
+            let spec = match spec {
                 Ok(s) => s,
                 Err(e) => {
                     warnings.push(format!("tool extension `{}` left out: {e}", ext.id()));

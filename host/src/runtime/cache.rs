@@ -134,6 +134,34 @@ impl CompileCache {
         Ok((component, CodeSource::Compiled))
     }
 
+    /// A small authenticated entry kept beside the code (what a component
+    /// said about itself, such as a tool's spec), by name; `None` when
+    /// there is none or it does not verify (it is then deleted).
+    pub fn read_note(&self, name: &str) -> Option<Vec<u8>> {
+        let (dir, key) = (self.dir.as_ref()?, self.key.as_ref()?);
+        let path = dir.join(name);
+        let mac_path = note_mac_path(&path);
+        let bytes = std::fs::read(&path).ok()?;
+        if authentic(key, name, &bytes, &mac_path) {
+            return Some(bytes);
+        }
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(&mac_path);
+        None
+    }
+
+    /// Keep a note (see [`read_note`](Self::read_note)); a cache that
+    /// cannot be written only costs time.
+    pub fn write_note(&self, name: &str, bytes: &[u8]) {
+        let (Some(dir), Some(key)) = (&self.dir, &self.key) else {
+            return;
+        };
+        let path = dir.join(name);
+        let tag = hex::encode(entry_mac(key, name, bytes).finalize().into_bytes());
+        let _ = write_atomic(&path, bytes)
+            .and_then(|()| write_atomic(&note_mac_path(&path), tag.as_bytes()));
+    }
+
     fn read_entry(
         &self,
         engine: &Engine,
@@ -143,10 +171,7 @@ impl CompileCache {
         mac_path: &Path,
     ) -> Option<Component> {
         let code = std::fs::read(code_path).ok()?;
-        let recorded = std::fs::read_to_string(mac_path).unwrap_or_default();
-        let authentic = hex::decode(recorded.trim())
-            .is_ok_and(|tag| entry_mac(key, name, &code).verify_slice(&tag).is_ok());
-        if authentic {
+        if authentic(key, name, &code, mac_path) {
             // SAFETY: the bytes carry our own HMAC over their name (component
             // digest and engine compatibility hash) and content, so they are
             // what `Component::serialize` of a compatible engine wrote here.
@@ -159,6 +184,19 @@ impl CompileCache {
         let _ = std::fs::remove_file(mac_path);
         None
     }
+}
+
+/// Whether `bytes` carry our tag (kept in `mac_path`) for `name`.
+fn authentic(key: &Hmac<Sha256>, name: &str, bytes: &[u8], mac_path: &Path) -> bool {
+    let recorded = std::fs::read_to_string(mac_path).unwrap_or_default();
+    hex::decode(recorded.trim())
+        .is_ok_and(|tag| entry_mac(key, name, bytes).verify_slice(&tag).is_ok())
+}
+
+fn note_mac_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".hmac");
+    PathBuf::from(name)
 }
 
 /// The MAC of an entry: its name (digest and engine) and its bytes.

@@ -134,6 +134,11 @@ pub enum CallError {
 
     #[error("extension `{id}`: instantiating failed: {message}")]
     Instantiate { id: ExtensionId, message: String },
+
+    /// Its code could not be compiled or linked (at its first call); the
+    /// message is the load error's, naming the extension.
+    #[error("{message}")]
+    Unloadable { id: ExtensionId, message: String },
 }
 
 impl CallError {
@@ -144,7 +149,8 @@ impl CallError {
             | CallError::MemoryLimit { id, .. }
             | CallError::Trap { id, .. }
             | CallError::Guest { id, .. }
-            | CallError::Instantiate { id, .. } => id,
+            | CallError::Instantiate { id, .. }
+            | CallError::Unloadable { id, .. } => id,
         }
     }
 }

@@ -16,6 +16,7 @@ use super::Runtime;
 use super::bindings::exports::stud::extension as ex;
 use super::cache::CodeSource;
 use super::cancel::CancelFlag;
+use super::code::{LazyCode, Linked};
 use super::error::CallError;
 use super::host_state::{DeadlineClock, ExtensionContext, HostState, Interrupted};
 use super::inspect::ComponentInfo;
@@ -148,9 +149,8 @@ pub(crate) type CallFuture<'a, T> =
 struct Core {
     runtime: Arc<Runtime>,
     ctx: Arc<ExtensionContext>,
-    pre: InstancePre<HostState>,
-    indices: KindIndices,
-    lifecycle: ex::lifecycle::GuestIndices,
+    /// Compiled and linked at the first call.
+    code: LazyCode,
     /// The cancellation flag of the call in progress.
     cancel: CancelCell,
     /// The deadline clock of the call (or instantiation) in progress.
@@ -162,8 +162,9 @@ struct Core {
 pub struct Extension {
     pub manifest: Manifest,
     pub digest: Sha256Digest,
-    pub code_source: CodeSource,
-    pub info: ComponentInfo,
+    /// What the component imports and exports: read at load, or for a
+    /// bundled one when first asked.
+    info: std::sync::OnceLock<Option<ComponentInfo>>,
     pub(crate) ctx: Arc<ExtensionContext>,
     core: Arc<Core>,
     slot: std::sync::Mutex<Slot>,
@@ -175,28 +176,26 @@ pub struct Extension {
 }
 
 impl Extension {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         runtime: Arc<Runtime>,
         manifest: Manifest,
         digest: Sha256Digest,
-        code_source: CodeSource,
-        info: ComponentInfo,
+        info: Option<ComponentInfo>,
         ctx: Arc<ExtensionContext>,
-        pre: InstancePre<HostState>,
-        (indices, lifecycle): (KindIndices, ex::lifecycle::GuestIndices),
+        code: LazyCode,
     ) -> Self {
+        let known = std::sync::OnceLock::new();
+        if let Some(info) = info {
+            let _ = known.set(Some(info));
+        }
         Extension {
             manifest,
             digest,
-            code_source,
-            info,
+            info: known,
             core: Arc::new(Core {
                 runtime,
                 ctx: ctx.clone(),
-                pre,
-                indices,
-                lifecycle,
+                code,
                 cancel: CancelCell::default(),
                 clock: ClockCell::default(),
                 instantiations: AtomicU64::new(0),
@@ -214,6 +213,58 @@ impl Extension {
 
     pub fn kind(&self) -> Kind {
         self.ctx.kind
+    }
+
+    /// Its imports and exports (`None`: not a readable component, which
+    /// its first call reports).
+    pub fn info(&self) -> Option<&ComponentInfo> {
+        self.info
+            .get_or_init(|| match self.core.code.get() {
+                Some(Ok(linked)) if linked.info.is_some() => linked.info.clone(),
+                _ => ComponentInfo::inspect(self.core.code.bytes()).ok(),
+            })
+            .as_ref()
+    }
+
+    pub(crate) fn runtime(&self) -> &Arc<Runtime> {
+        &self.core.runtime
+    }
+
+    /// Where its machine code came from; `None` until it is linked (at
+    /// its first call, or [`link`](Self::link)).
+    pub fn code_source(&self) -> Option<CodeSource> {
+        match self.core.code.get() {
+            Some(Ok(linked)) => Some(linked.source),
+            _ => None,
+        }
+    }
+
+    /// Read (or compile) and link its code now, on a blocking thread, so a
+    /// failure shows before the first call (reload, `ext check`). Done at
+    /// most once; a failure is kept.
+    pub async fn link(&self) -> Result<CodeSource, CallError> {
+        self.core.linked().await.map(|l| l.source)
+    }
+
+    /// [`link`](Self::link) on this thread (a blocking one); the error
+    /// names the extension.
+    pub fn link_now(&self) -> Result<CodeSource, String> {
+        self.core
+            .code
+            .link_blocking(&self.core.runtime)
+            .map(|l| l.source)
+    }
+
+    /// Link in the background: an extension the session will surely call
+    /// is ready by then, in parallel with the rest of the start.
+    pub fn prelink(self: &Arc<Self>) {
+        if self.core.code.get().is_none() {
+            let core = self.core.clone();
+            let span = tracing::Span::current();
+            tokio::task::spawn_blocking(move || {
+                span.in_scope(|| core.code.link_blocking(&core.runtime))
+            });
+        }
     }
 
     /// How many times an instance was created (1 + restarts after faults).
@@ -320,7 +371,8 @@ impl Extension {
                     return Ok(None);
                 }
                 *guard = None;
-                *guard = Some(core.instantiate().await?);
+                let linked = core.linked().await?;
+                *guard = Some(core.instantiate(&linked).await?);
             }
             let Some(inst) = guard.as_mut() else {
                 return Ok(None);
@@ -446,7 +498,27 @@ impl Core {
         *self.clock.lock().unwrap_or_else(|p| p.into_inner()) = clock;
     }
 
-    async fn instantiate(&self) -> Result<Instance, CallError> {
+    /// The linked code, linking it on a blocking thread the first time.
+    async fn linked(self: &Arc<Self>) -> Result<Arc<Linked>, CallError> {
+        let result = match self.code.get() {
+            Some(done) => done.clone(),
+            None => {
+                let core = self.clone();
+                let span = tracing::Span::current();
+                tokio::task::spawn_blocking(move || {
+                    span.in_scope(|| core.code.link_blocking(&core.runtime))
+                })
+                .await
+                .unwrap_or_else(|join| Err(format!("linking panicked: {join}")))
+            }
+        };
+        result.map_err(|message| CallError::Unloadable {
+            id: self.ctx.id.clone(),
+            message,
+        })
+    }
+
+    async fn instantiate(&self, linked: &Linked) -> Result<Instance, CallError> {
         let id = self.ctx.id.clone();
         let state = HostState::new(self.ctx.clone()).map_err(|message| CallError::Instantiate {
             id: id.clone(),
@@ -464,21 +536,23 @@ impl Core {
         self.arm(&mut store);
         let span = tracing::debug_span!("instantiate", ext = %id, generation);
         let instance =
-            match tracing::Instrument::instrument(self.pre.instantiate_async(&mut store), span)
+            match tracing::Instrument::instrument(linked.pre.instantiate_async(&mut store), span)
                 .await
             {
                 Ok(i) => i,
                 Err(e) => return Err(classify(&id, "instantiate", &store, e)),
             };
         let guest =
-            self.indices
+            linked
+                .indices
                 .load(&mut store, &instance)
                 .map_err(|e| CallError::Instantiate {
                     id: id.clone(),
                     message: format!("{e:#}"),
                 })?;
         let lifecycle =
-            self.lifecycle
+            linked
+                .lifecycle
                 .load(&mut store, &instance)
                 .map_err(|e| CallError::Instantiate {
                     id: id.clone(),

@@ -1,7 +1,8 @@
 //! Loading one extension: verify its digest, read its contract stamp and
-//! imports, check them against its kind and grants, validate its config,
-//! compile (or load cached code) and pre-instantiate. Every step fails with
-//! a [`LoadError`] naming the extension, before any guest code runs.
+//! imports, check them against its kind and grants, validate its config.
+//! Every step fails with a [`LoadError`] naming the extension, before any
+//! guest code runs. Compiling and linking wait for first use
+//! ([`super::code`]).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -11,8 +12,9 @@ use super::Runtime;
 use super::caps::confine::ProcessConfinement;
 use super::caps::http::NetAccess;
 use super::caps::{Gate, HostInterface};
+use super::code::{CodeInput, ComponentBytes, DeferredCheck, LazyCode};
 use super::error::LoadError;
-use super::extension::{Extension, KindIndices};
+use super::extension::Extension;
 use super::host_state::{DirGrant, ExtensionContext, StateSlot};
 use super::inspect::ComponentInfo;
 use super::linker;
@@ -27,7 +29,7 @@ pub struct LoadSpec {
     pub manifest: Manifest,
     /// Where the bytes came from, for messages.
     pub component_path: PathBuf,
-    pub bytes: Vec<u8>,
+    pub bytes: ComponentBytes,
     /// The digest the bytes must have (lockfile or build-time record).
     pub expected_digest: Option<Sha256Digest>,
     /// User config; `None` means `{}`.
@@ -83,21 +85,41 @@ impl Runtime {
             })
     }
 
+    /// Check an extension and make it ready to call. Its code is read (or
+    /// compiled) and linked at its first call ([`Extension::link`] does it
+    /// now).
     pub fn load(self: &Arc<Self>, spec: LoadSpec) -> Result<Extension, LoadError> {
         let id = spec.manifest.id.clone();
         let kind = spec.manifest.kind;
-        let digest = tracing::trace_span!("integrity").in_scope(|| Sha256Digest::of(&spec.bytes));
-        if let Some(expected) = spec.expected_digest.as_ref().filter(|e| **e != digest) {
-            return Err(LoadError::Integrity {
-                id,
-                path: spec.component_path,
-                expected: expected.to_string(),
-                actual: digest.to_string(),
-            });
-        }
-
-        let info = tracing::trace_span!("verify")
-            .in_scope(|| verify(&spec.manifest, &spec.bytes, &spec.component_path))?;
+        // A bundled component is part of this binary and its digest was
+        // fixed when the binary was built: it is checked (integrity and
+        // contract) when it is first used, in `code`, so an unused one
+        // costs nothing. A component on disk may have changed since it was
+        // installed: it is checked now, and refused before the session
+        // starts.
+        let (digest, info, deferred) = match (&spec.bytes, &spec.expected_digest) {
+            (ComponentBytes::Embedded(_), Some(expected)) => (
+                expected.clone(),
+                None,
+                Some(DeferredCheck {
+                    manifest: spec.manifest.clone(),
+                    path: spec.component_path.clone(),
+                }),
+            ),
+            _ => {
+                let digest = tracing::trace_span!("integrity").in_scope(|| {
+                    check_integrity(
+                        &spec.manifest,
+                        &spec.bytes,
+                        &spec.expected_digest,
+                        &spec.component_path,
+                    )
+                })?;
+                let info = tracing::trace_span!("verify")
+                    .in_scope(|| verify(&spec.manifest, &spec.bytes, &spec.component_path))?;
+                (digest, Some(info), None)
+            }
+        };
         let config = validate_config(&spec.manifest, spec.config)?;
         let slot = state_slot(&spec.manifest)?;
         if let Some(value) = spec.state {
@@ -106,33 +128,6 @@ impl Runtime {
                 message,
             })?;
         }
-
-        let compile = tracing::trace_span!("code", source = tracing::field::Empty);
-        let (component, code_source) = compile
-            .in_scope(|| self.cache.load(&self.engine, &spec.bytes, &digest))
-            .map_err(|e| LoadError::Compile {
-                id: id.clone(),
-                message: format!("{e:#}"),
-            })?;
-        compile.record("source", code_source.as_str());
-        drop(compile);
-        let _link = tracing::trace_span!("link").entered();
-        let linker = self
-            .linker(linker::link_key(kind, &spec.manifest.capabilities))
-            .map_err(|e| LoadError::Link {
-                id: id.clone(),
-                message: format!("{e:#}"),
-            })?;
-        let pre = linker
-            .instantiate_pre(&component)
-            .map_err(|e| LoadError::Link {
-                id: id.clone(),
-                message: format!("{e:#}"),
-            })?;
-        let indices = KindIndices::new(kind, &pre).map_err(|e| LoadError::Link {
-            id: id.clone(),
-            message: format!("{e:#}"),
-        })?;
 
         let caps = &spec.manifest.capabilities;
         let net = (!caps.network.is_empty() || caps.user_hosts).then(|| {
@@ -160,23 +155,49 @@ impl Runtime {
             services: spec.services,
             emits: Default::default(),
         });
+        let code = LazyCode::new(CodeInput {
+            id: spec.manifest.id.clone(),
+            kind,
+            link_key: linker::link_key(kind, &spec.manifest.capabilities),
+            bytes: spec.bytes,
+            digest: digest.clone(),
+            deferred,
+        });
         Ok(Extension::new(
             self.clone(),
             spec.manifest,
             digest,
-            code_source,
             info,
             ctx,
-            pre,
-            indices,
+            code,
         ))
+    }
+}
+
+/// The component's sha256, which must be the recorded one (lockfile or
+/// build-time record) when there is one.
+pub(super) fn check_integrity(
+    manifest: &Manifest,
+    bytes: &[u8],
+    expected: &Option<Sha256Digest>,
+    path: &std::path::Path,
+) -> Result<Sha256Digest, LoadError> {
+    let digest = Sha256Digest::of(bytes);
+    match expected {
+        Some(expected) if *expected != digest => Err(LoadError::Integrity {
+            id: manifest.id.clone(),
+            path: path.to_path_buf(),
+            expected: expected.to_string(),
+            actual: digest.to_string(),
+        }),
+        _ => Ok(digest),
     }
 }
 
 /// The checks that need no instantiation: a component, of a supported
 /// contract, importing only what its kind and grants allow, exporting its
 /// kind's interface.
-fn verify(
+pub(super) fn verify(
     manifest: &Manifest,
     bytes: &[u8],
     path: &std::path::Path,

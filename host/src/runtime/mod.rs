@@ -6,6 +6,7 @@ pub mod bindings;
 pub mod cache;
 pub mod cancel;
 pub mod caps;
+pub mod code;
 pub mod emit_limit;
 pub mod engine;
 pub mod error;
@@ -29,6 +30,7 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 pub use cache::{CacheLocation, CacheStats, CodeSource};
+pub use code::ComponentBytes;
 pub use engine::Allocator;
 pub use error::{CallError, LoadError, RuntimeError};
 pub use extension::Extension;
@@ -45,7 +47,7 @@ pub struct RuntimeOptions {
     pub pooling: bool,
 }
 
-type LinkerKey = (Kind, Vec<HostInterface>);
+pub(crate) type LinkerKey = (Kind, Vec<HostInterface>);
 
 pub struct Runtime {
     engine: Engine,

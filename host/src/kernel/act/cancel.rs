@@ -42,6 +42,6 @@ pub(crate) fn call_error_code(e: &CallError) -> &'static str {
         CallError::MemoryLimit { .. } => "memory-limit",
         CallError::Trap { .. } => "extension-crashed",
         CallError::Guest { .. } => "guest-error",
-        CallError::Instantiate { .. } => "extension-unavailable",
+        CallError::Instantiate { .. } | CallError::Unloadable { .. } => "extension-unavailable",
     }
 }

@@ -98,6 +98,8 @@ impl Session {
             loaded: p.loaded.clone(),
             title: String::new(),
             wrote: Default::default(),
+            manifests: p.manifests.clone(),
+            last_manifest: Default::default(),
         });
         Ok(Session {
             id,

@@ -1,9 +1,33 @@
 use super::{guest_call, infallible};
+use crate::digest::Sha256Digest;
 use crate::runtime::bindings::stud::extension::tool_types::{CallContext, ToolOutput, ToolSpec};
 use crate::runtime::error::CallError;
 use crate::runtime::extension::Extension;
 
+/// Bumped when the note's shape changes.
+const SPEC_NOTE_VERSION: &str = "tool-spec-v1";
+
 impl Extension {
+    /// The tool's spec without starting it when this component, with this
+    /// config, described itself before: `describe` may depend on nothing
+    /// else (the contract says so), so the answer is kept beside the
+    /// compiled code, authenticated like it. Otherwise it is asked, and
+    /// kept.
+    pub async fn tool_spec(&self) -> Result<ToolSpec, CallError> {
+        let name = format!(
+            "{}-{}.{SPEC_NOTE_VERSION}.json",
+            self.digest.hex(),
+            &Sha256Digest::of(self.ctx.config.as_bytes()).hex()[..16]
+        );
+        let cache = &self.runtime().cache;
+        if let Some(spec) = cache.read_note(&name).and_then(|b| spec_from_json(&b)) {
+            return Ok(spec);
+        }
+        let spec = self.tool_describe().await?;
+        cache.write_note(&name, &spec_to_json(&spec));
+        Ok(spec)
+    }
+
     pub async fn tool_describe(&self) -> Result<ToolSpec, CallError> {
         guest_call!(self, Tool, "describe", |g, store| infallible(
             g.call_describe(store).await
@@ -33,4 +57,25 @@ impl Extension {
             g.call_invoke(store, &ctx, &args).await
         })
     }
+}
+
+fn spec_to_json(spec: &ToolSpec) -> Vec<u8> {
+    serde_json::json!({
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.parameters,
+        "read_only": spec.read_only,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn spec_from_json(bytes: &[u8]) -> Option<ToolSpec> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    Some(ToolSpec {
+        name: v["name"].as_str()?.to_string(),
+        description: v["description"].as_str()?.to_string(),
+        parameters: v["parameters"].as_str()?.to_string(),
+        read_only: v["read_only"].as_bool()?,
+    })
 }

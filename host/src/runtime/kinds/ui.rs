@@ -42,7 +42,8 @@ impl Extension {
 
     /// Whether this UI can take over the terminal (exports `ui-screen`).
     pub fn ui_has_screen(&self) -> bool {
-        self.info.exports_interface("ui-screen")
+        self.info()
+            .is_some_and(|i| i.exports_interface("ui-screen"))
     }
 
     pub async fn ui_screen_start(&self, size: ScreenSize) -> Result<(), CallError> {

@@ -1,0 +1,162 @@
+//! An extension's machine code, made when it is first needed. Loading an
+//! extension checks everything that can refuse it (integrity, contract,
+//! imports against grants, config); reading the compiled code (or
+//! compiling it) and linking it wait for the first call, so a session pays
+//! only for the extensions it uses. A failure is kept: the next call gets
+//! the same error without compiling again.
+
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+use wasmtime::component::InstancePre;
+
+use super::Runtime;
+use super::bindings::exports::stud::extension as ex;
+use super::cache::CodeSource;
+use super::error::LoadError;
+use super::extension::KindIndices;
+use super::host_state::HostState;
+use super::inspect::ComponentInfo;
+use super::load::{check_integrity, verify};
+use crate::digest::Sha256Digest;
+use crate::manifest::{ExtensionId, Kind, Manifest};
+use std::path::PathBuf;
+
+/// A component's bytes: borrowed from the binary for bundled extensions
+/// (never copied), shared otherwise.
+#[derive(Clone)]
+pub enum ComponentBytes {
+    Embedded(&'static [u8]),
+    Shared(Arc<[u8]>),
+}
+
+impl Deref for ComponentBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            ComponentBytes::Embedded(b) => b,
+            ComponentBytes::Shared(b) => b,
+        }
+    }
+}
+
+impl From<Vec<u8>> for ComponentBytes {
+    fn from(v: Vec<u8>) -> Self {
+        ComponentBytes::Shared(v.into())
+    }
+}
+
+/// What linking needs: the verified bytes and what the linker is chosen by.
+pub(crate) struct CodeInput {
+    pub id: ExtensionId,
+    pub kind: Kind,
+    /// The linker for its world and grants.
+    pub link_key: super::LinkerKey,
+    pub bytes: ComponentBytes,
+    /// The digest the bytes have (checked at load), or must have (checked
+    /// here, for a bundled component: see [`DeferredCheck`]).
+    pub digest: Sha256Digest,
+    pub deferred: Option<DeferredCheck>,
+}
+
+/// The checks of a bundled component, made when it is first used: its
+/// bytes must have the digest recorded at build time, and pass the same
+/// contract and import checks as any other.
+pub(crate) struct DeferredCheck {
+    pub manifest: Manifest,
+    pub path: PathBuf,
+}
+
+/// The linked component: ready to instantiate.
+pub(crate) struct Linked {
+    /// What the deferred checks found (`None`: checked at load).
+    pub info: Option<ComponentInfo>,
+    pub pre: InstancePre<HostState>,
+    pub indices: KindIndices,
+    pub lifecycle: ex::lifecycle::GuestIndices,
+    pub source: CodeSource,
+}
+
+/// The code of one extension, linked once on first use.
+pub(crate) struct LazyCode {
+    input: CodeInput,
+    /// The error is the [`LoadError`]'s message (it names the extension).
+    cell: OnceLock<Result<Arc<Linked>, String>>,
+}
+
+impl LazyCode {
+    pub fn new(input: CodeInput) -> Self {
+        LazyCode {
+            input,
+            cell: OnceLock::new(),
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.input.bytes
+    }
+
+    /// Linked already (or failed to link)?
+    pub fn get(&self) -> Option<&Result<Arc<Linked>, String>> {
+        self.cell.get()
+    }
+
+    /// Link now, blocking this thread (a blocking-pool thread or a
+    /// synchronous caller); concurrent callers wait for the one linking.
+    pub fn link_blocking(&self, runtime: &Runtime) -> Result<Arc<Linked>, String> {
+        self.cell
+            .get_or_init(|| {
+                link(runtime, &self.input)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+    }
+}
+
+/// Read the cached code (or compile), then link it against the world and
+/// grants of the extension.
+fn link(runtime: &Runtime, input: &CodeInput) -> Result<Linked, LoadError> {
+    let id = &input.id;
+    let info = match &input.deferred {
+        Some(check) => {
+            let expected = Some(input.digest.clone());
+            tracing::trace_span!("integrity", ext = %id).in_scope(|| {
+                check_integrity(&check.manifest, &input.bytes, &expected, &check.path)
+            })?;
+            Some(
+                tracing::trace_span!("verify", ext = %id)
+                    .in_scope(|| verify(&check.manifest, &input.bytes, &check.path))?,
+            )
+        }
+        None => None,
+    };
+    let compile = tracing::trace_span!("code", ext = %id, source = tracing::field::Empty);
+    let (component, source) = compile
+        .in_scope(|| {
+            runtime
+                .cache
+                .load(&runtime.engine, &input.bytes, &input.digest)
+        })
+        .map_err(|e| LoadError::Compile {
+            id: id.clone(),
+            message: format!("{e:#}"),
+        })?;
+    compile.record("source", source.as_str());
+    drop(compile);
+    let _link = tracing::trace_span!("link", ext = %id).entered();
+    let failed = |e: wasmtime::Error| LoadError::Link {
+        id: id.clone(),
+        message: format!("{e:#}"),
+    };
+    let linker = runtime.linker(input.link_key.clone()).map_err(failed)?;
+    let pre = linker.instantiate_pre(&component).map_err(failed)?;
+    let (indices, lifecycle) = KindIndices::new(input.kind, &pre).map_err(failed)?;
+    Ok(Linked {
+        info,
+        pre,
+        indices,
+        lifecycle,
+        source,
+    })
+}
