@@ -110,7 +110,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // is left is idle threads (or a UI that lost an interaction race and
     // still waits on a terminal read): the process exits without joining
     // them, which takes milliseconds the person waits for.
-    rt.shutdown_background();
+    tracing::debug_span!("runtime_shutdown").in_scope(|| rt.shutdown_background());
     result
 }
 
@@ -271,7 +271,12 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     if last.is_none() && command_failed {
         return Ok(ExitCode::FAILURE);
     }
-    Ok(finish(&args, headless, &launched.session, last))
+    let code = finish(&args, headless, &launched.session, last);
+    // What is dropped here stops the session's MCP servers; the process
+    // ends right after.
+    launched.leave_extensions_to_exit();
+    tracing::debug_span!("exit").in_scope(|| drop(launched));
+    Ok(code)
 }
 
 fn current_token() -> Arc<Mutex<CancellationToken>> {

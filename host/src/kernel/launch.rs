@@ -181,6 +181,8 @@ pub struct Launched {
     pub bus: Bus,
     pub uis: Vec<Arc<Extension>>,
     pub loggers: Vec<Arc<Extension>>,
+    /// Every extension the session loaded.
+    extensions: Vec<Arc<Extension>>,
     /// Problems that did not stop the session (bad manifests, failed loads).
     pub warnings: Vec<String>,
     /// Why this provider serves the session.
@@ -521,6 +523,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         bus,
         uis,
         loggers,
+        extensions: exts.clone(),
         warnings,
         subscribers,
         ui_subscriptions,
@@ -539,6 +542,18 @@ impl Launched {
         {
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
+    }
+
+    /// At process exit, after [`shutdown`](Self::shutdown): the
+    /// extensions' instances and compiled code are left for the OS to
+    /// reclaim with the process. Freeing them one by one (every store,
+    /// memory and code mapping) takes milliseconds the person waits for,
+    /// and none of them holds anything the OS does not release: the
+    /// session's log and manifest are written, loggers flushed, and what
+    /// must be stopped (MCP servers) is dropped with the rest of the
+    /// session as usual.
+    pub fn leave_extensions_to_exit(&self) {
+        std::mem::forget(self.extensions.clone());
     }
 
     /// End the session: observers finish, subscribers drain, loggers flush.
