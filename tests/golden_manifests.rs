@@ -275,6 +275,39 @@ fn bundled_and_fixture_manifests_parse() {
     assert!(seen > 0, "no bundled manifests found");
 }
 
+/// The manifests built into the binary are read at start without
+/// compiling their schemas (`parse_bundled_manifest`), and a bundled
+/// extension without settings runs on `{}` without validating it: both
+/// rest on what this checks, in full, for every one of them.
+#[test]
+fn bundled_schemas_compile_and_accept_an_empty_config() {
+    for b in stud::bundled::BUNDLED {
+        let path = Path::new(b.dir).join("extension.toml");
+        let full = parse_manifest(b.manifest, &path, &stud::contract::HOST_CONTRACT)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let fast = stud::manifest::parse_bundled_manifest(
+            b.manifest,
+            &path,
+            &stud::contract::HOST_CONTRACT,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(full, fast, "{}", b.dir);
+        if let Some(schema) = &full.config_schema {
+            let validator = jsonschema::validator_for(schema)
+                .unwrap_or_else(|e| panic!("{}: config schema: {e}", b.dir));
+            assert!(
+                validator.is_valid(&serde_json::json!({})),
+                "{}: its config schema must accept {{}} (it runs on that without settings)",
+                b.dir
+            );
+        }
+        if let Some(schema) = full.state.as_ref().and_then(|s| s.schema.as_ref()) {
+            jsonschema::validator_for(schema)
+                .unwrap_or_else(|e| panic!("{}: state schema: {e}", b.dir));
+        }
+    }
+}
+
 #[test]
 fn hostile_inputs_are_problems_not_panics() {
     let just_under = format!(

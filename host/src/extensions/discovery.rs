@@ -10,7 +10,10 @@ use crate::bundled::{BUNDLED, BundledExtension};
 use crate::config::ProjectLayer;
 use crate::contract::HOST_CONTRACT;
 use crate::digest::Sha256Digest;
-use crate::manifest::{ExtensionId, MAX_MANIFEST_BYTES, Manifest, ManifestError, parse_manifest};
+use crate::manifest::{
+    ExtensionId, MAX_MANIFEST_BYTES, Manifest, ManifestError, parse_bundled_manifest,
+    parse_manifest,
+};
 use crate::paths::StudHome;
 
 /// Where the component's bytes are.
@@ -204,7 +207,8 @@ impl Discovery {
 
 fn bundled(b: &'static BundledExtension) -> Result<Discovered, DiscoveryProblem> {
     let location = PathBuf::from(format!("bundled:{}", b.dir));
-    let manifest = parse_manifest(b.manifest, &location.join("extension.toml"), &HOST_CONTRACT)?;
+    let manifest =
+        parse_bundled_manifest(b.manifest, &location.join("extension.toml"), &HOST_CONTRACT)?;
     Ok(Discovered {
         scope: Scope::Bundled,
         component_path: location.join(b.component_file),

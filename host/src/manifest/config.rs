@@ -7,26 +7,30 @@ use toml::{Table, Value};
 
 use super::fields::Fields;
 use super::problems::{Problems, shorten};
-use super::schema::{check_compiles, to_json};
+use super::schema::{SchemaCheck, check_compiles, to_json};
 
 pub(crate) const KNOWN: &[&str] = &["schema"];
 const EXAMPLE: &str = "schema = { type = \"object\", additionalProperties = false, properties = { model = { type = \"string\" } } }";
 
 /// Reads `[config]` into the JSON Schema it declares.
-pub(crate) fn read_config(fields: Option<Fields<'_>>, p: &mut Problems) -> Option<Json> {
+pub(crate) fn read_config(
+    fields: Option<Fields<'_>>,
+    check: SchemaCheck,
+    p: &mut Problems,
+) -> Option<Json> {
     let fields = fields?;
-    let schema = read_schema(&fields, p);
+    let schema = read_schema(&fields, check, p);
     fields.unknown_keys(KNOWN, p);
     schema
 }
 
-fn read_schema(fields: &Fields<'_>, p: &mut Problems) -> Option<Json> {
+fn read_schema(fields: &Fields<'_>, check: SchemaCheck, p: &mut Problems) -> Option<Json> {
     let value = fields.require("schema", EXAMPLE, p)?;
     let table = fields.table("schema", EXAMPLE, p)?;
     let at = fields.path("schema");
     let shape_ok = check_shape(table, &at, p);
     let schema = to_json(value, &at, p)?;
-    let compiles = check_compiles(&schema, &at, p);
+    let compiles = check_compiles(&schema, &at, check, p);
     (shape_ok && compiles).then_some(schema)
 }
 

@@ -8,6 +8,7 @@
 
 mod capabilities;
 mod command;
+pub mod compiled_schema;
 mod component;
 mod config;
 mod dependencies;
@@ -45,7 +46,10 @@ pub use slots::{
 };
 pub use state::{DriftPolicy, StateSlot};
 pub use text_enum::UnknownName;
-pub use validate::{MAX_DESCRIPTION_CHARS, MAX_MANIFEST_BYTES, MAX_NAME_CHARS, parse_manifest};
+pub use validate::{
+    MAX_DESCRIPTION_CHARS, MAX_MANIFEST_BYTES, MAX_NAME_CHARS, parse_bundled_manifest,
+    parse_manifest,
+};
 
 /// A validated manifest: every field checked, defaults filled in.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,7 +7,7 @@ use serde_json::Value as Json;
 
 use super::fields::Fields;
 use super::problems::Problems;
-use super::schema::{check_compiles, to_json};
+use super::schema::{SchemaCheck, check_compiles, to_json};
 use super::text_enum::text_enum;
 use super::versions::parse_version;
 
@@ -35,7 +35,11 @@ pub struct StateSlot {
 }
 
 /// Reads `[state]`; `None` when absent or unusable.
-pub(crate) fn read_state(fields: Option<Fields<'_>>, p: &mut Problems) -> Option<StateSlot> {
+pub(crate) fn read_state(
+    fields: Option<Fields<'_>>,
+    check: SchemaCheck,
+    p: &mut Problems,
+) -> Option<StateSlot> {
     let fields = fields?;
     let version = fields
         .required_string("version", "version = \"1.0.0\"", p)
@@ -50,7 +54,7 @@ pub(crate) fn read_state(fields: Option<Fields<'_>>, p: &mut Problems) -> Option
         Some(value) => fields.table("schema", example, p).and_then(|_| {
             let at = fields.path("schema");
             let json = to_json(value, &at, p)?;
-            check_compiles(&json, &at, p).then_some(Some(json))
+            check_compiles(&json, &at, check, p).then_some(Some(json))
         }),
     };
     let drift = match fields.string("drift", "drift = \"warn\"", p) {

@@ -18,6 +18,7 @@ use super::id::ExtensionId;
 use super::kind::{Kind, ReloadBehavior};
 use super::limits::read_limits;
 use super::problems::{ManifestError, Problem, Problems, quote};
+use super::schema::SchemaCheck;
 use super::state::read_state;
 use super::versions::{contract_mismatch, parse_requirement, parse_version};
 use super::{Manifest, capabilities, config, limits, state};
@@ -54,6 +55,27 @@ pub fn parse_manifest(
     file: &Path,
     host_contract: &Version,
 ) -> Result<Manifest, ManifestError> {
+    parse_manifest_with(text, file, host_contract, SchemaCheck::Compile)
+}
+
+/// [`parse_manifest`] for a manifest built into the binary: its schemas
+/// are compiled when first used (compiling them is most of the cost of
+/// reading all the bundled manifests at every start), and in full by the
+/// golden-manifest test.
+pub fn parse_bundled_manifest(
+    text: &str,
+    file: &Path,
+    host_contract: &Version,
+) -> Result<Manifest, ManifestError> {
+    parse_manifest_with(text, file, host_contract, SchemaCheck::Defer)
+}
+
+fn parse_manifest_with(
+    text: &str,
+    file: &Path,
+    host_contract: &Version,
+    check: SchemaCheck,
+) -> Result<Manifest, ManifestError> {
     let fail = |problems| ManifestError {
         file: file.to_path_buf(),
         problems,
@@ -67,7 +89,7 @@ pub fn parse_manifest(
     }
     let table = toml::from_str::<Table>(text).map_err(|e| fail(vec![syntax_problem(text, &e)]))?;
     let mut p = Problems::default();
-    match read(&table, host_contract, &mut p) {
+    match read(&table, host_contract, check, &mut p) {
         Some(manifest) if p.is_empty() => Ok(manifest),
         _ if p.is_empty() => Err(fail(vec![Problem::new(
             "(internal)",
@@ -104,7 +126,12 @@ fn syntax_problem(text: &str, error: &toml::de::Error) -> Problem {
     )
 }
 
-fn read(table: &Table, host_contract: &Version, p: &mut Problems) -> Option<Manifest> {
+fn read(
+    table: &Table,
+    host_contract: &Version,
+    check: SchemaCheck,
+    p: &mut Problems,
+) -> Option<Manifest> {
     let top = Fields::new(table, "");
     let id = read_id(&top, p);
     let name = read_name(&top, p);
@@ -161,9 +188,14 @@ fn read(table: &Table, host_contract: &Version, p: &mut Problems) -> Option<Mani
             "[config] with schema = { type = \"object\" ... }",
             p,
         ),
+        check,
         p,
     );
-    let state = read_state(sub(&top, "state", "[state] with version = \"1.0.0\"", p), p);
+    let state = read_state(
+        sub(&top, "state", "[state] with version = \"1.0.0\"", p),
+        check,
+        p,
+    );
     let hooks = read_hooks(&top, kind, p);
     let command = read_command(
         &top,

@@ -85,14 +85,26 @@ pub struct DirGrant {
 #[derive(Clone, Default)]
 pub struct StateSlot {
     value: Arc<Mutex<Option<String>>>,
-    schema: Option<Arc<jsonschema::Validator>>,
+    schema: Option<Arc<SlotSchema>>,
+}
+
+/// The manifest's state schema, compiled at the first write (most slots of
+/// a session are never written).
+struct SlotSchema {
+    json: serde_json::Value,
+    compiled: std::sync::OnceLock<Result<Arc<jsonschema::Validator>, String>>,
 }
 
 impl StateSlot {
-    pub fn new(schema: Option<Arc<jsonschema::Validator>>) -> Self {
+    pub fn new(schema: Option<serde_json::Value>) -> Self {
         StateSlot {
             value: Arc::default(),
-            schema,
+            schema: schema.map(|json| {
+                Arc::new(SlotSchema {
+                    json,
+                    compiled: Default::default(),
+                })
+            }),
         }
     }
 
@@ -110,11 +122,20 @@ impl StateSlot {
         }
         let value: serde_json::Value =
             serde_json::from_str(&json).map_err(|e| format!("state value is not JSON: {e}"))?;
-        if let Some(Err(e)) = self.schema.as_ref().map(|s| s.validate(&value)) {
-            return Err(format!(
-                "state value does not match the manifest's state schema at `{}`: {e}",
-                e.instance_path()
-            ));
+        if let Some(schema) = &self.schema {
+            let validator = schema
+                .compiled
+                .get_or_init(|| {
+                    crate::manifest::compiled_schema::validator(&schema.json)
+                        .map_err(|e| format!("the manifest's state schema does not compile: {e}"))
+                })
+                .clone()?;
+            if let Err(e) = validator.validate(&value) {
+                return Err(format!(
+                    "state value does not match the manifest's state schema at `{}`: {e}",
+                    e.instance_path()
+                ));
+            }
         }
         *self.value.lock().unwrap_or_else(|p| p.into_inner()) = Some(json);
         Ok(())
