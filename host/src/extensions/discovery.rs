@@ -222,6 +222,20 @@ fn bundled(b: &'static BundledExtension) -> Result<Discovered, DiscoveryProblem>
     })
 }
 
+impl Discovered {
+    /// Whether its folder's `extension.toml` still says what discovery
+    /// read. A reload reads the manifest, then the component: when both
+    /// are being replaced in between, the pair would not belong together
+    /// (an old manifest's grants with new code, or the reverse).
+    pub fn manifest_unchanged(&self) -> bool {
+        match &self.source {
+            ComponentSource::Embedded(_) => true,
+            ComponentSource::File(_) => from_folder(&self.location, self.scope)
+                .is_ok_and(|now| now.manifest == self.manifest),
+        }
+    }
+}
+
 /// One extension folder: `extension.toml` plus its component.
 pub fn from_folder(dir: &Path, scope: Scope) -> Result<Discovered, DiscoveryProblem> {
     let bytes = read_manifest(dir)?;

@@ -184,6 +184,11 @@ KernelEvent::ExtensionReloadRefused {
                         continue;
                     }
                 };
+                // Replaced while it was read: the change events that
+                // follow bring a rescan of the finished pair.
+                if !d.manifest_unchanged() {
+                    continue;
+                }
                 // What is compiled is what `spec` read, should the file
                 // have changed again since.
                 let new = Sha256Digest::of(&spec.bytes);

@@ -19,6 +19,9 @@ pub(super) struct SessionsSource {
     pub store: Arc<Extension>,
     pub project_root: String,
     pub current: String,
+    /// Waited for before listing, so the list shows this session's newest
+    /// manifest.
+    pub manifests: crate::kernel::manifest_writer::ManifestWriter,
 }
 
 pub struct TurnView {
@@ -38,6 +41,7 @@ impl TurnView {
                 store: log.store.clone(),
                 project_root: log.project_root.clone(),
                 current: session.id.clone(),
+                manifests: log.manifests.clone(),
             }),
             reloader: session.reloader.clone(),
         }

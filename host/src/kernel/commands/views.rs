@@ -130,6 +130,7 @@ pub(super) async fn sessions(session: &Session) -> Result<SessionList, ExtError>
         store: log.store.clone(),
         project_root: log.project_root.clone(),
         current: session.id.clone(),
+        manifests: log.manifests.clone(),
     });
     sessions_of(source.as_ref()).await
 }
@@ -142,6 +143,7 @@ pub(super) async fn sessions_of(source: Option<&SessionsSource>) -> Result<Sessi
             "no session store is loaded, so sessions are not saved; enable the `filesystem` store",
         ));
     };
+    log.manifests.flush().await;
     let mut all = log
         .store
         .store_list()
