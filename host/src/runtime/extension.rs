@@ -231,7 +231,7 @@ impl Extension {
     }
 
     /// Where its machine code came from; `None` until it is linked (at
-    /// its first call, or [`link`](Self::link)).
+    /// its first call, or [`link_now`](Self::link_now)).
     pub fn code_source(&self) -> Option<CodeSource> {
         match self.core.code.get() {
             Some(Ok(linked)) => Some(linked.source),
@@ -239,15 +239,9 @@ impl Extension {
         }
     }
 
-    /// Read (or compile) and link its code now, on a blocking thread, so a
-    /// failure shows before the first call (reload, `ext check`). Done at
-    /// most once; a failure is kept.
-    pub async fn link(&self) -> Result<CodeSource, CallError> {
-        self.core.linked().await.map(|l| l.source)
-    }
-
-    /// [`link`](Self::link) on this thread (a blocking one); the error
-    /// names the extension.
+    /// Read (or compile) and link its code now, on this (blocking) thread,
+    /// so a failure shows before the first call (a hot reload). Done at
+    /// most once; a failure is kept, and its message names the extension.
     pub fn link_now(&self) -> Result<CodeSource, String> {
         self.core
             .code
