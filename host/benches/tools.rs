@@ -7,7 +7,8 @@
 //!   natively, and the `approval-key` call into the component);
 //! - `bash true` with the Landlock process sandbox on and off.
 //!
-//! Run: `cargo bench -p stud --bench tools`.
+//! Run: `cargo bench -p stud --bench tools` (`STUD_BENCH_ONLY=grep` for the
+//! grep comparison alone, 20 runs).
 
 use std::time::{Duration, Instant};
 
@@ -52,6 +53,10 @@ fn main() {
         let l = launch(LaunchOptions::headless(StudHome::at(home.path()), project.path().to_path_buf()))
         .await
         .expect("launch");
+        if std::env::var("STUD_BENCH_ONLY").is_ok_and(|v| v == "grep") {
+            grep_vs_ripgrep(&l.session, project.path(), 20).await;
+            return;
+        }
         let cancel = CancellationToken::new();
         let call = ToolCall { id: "c".into(), name: "read".into(), arguments: json!({"path": "small.txt"}).to_string() };
         let read = l.session.tool_extension("read").expect("read tool");
@@ -99,29 +104,7 @@ fn main() {
             p50(component)
         );
 
-        let grep = ToolCall { id: "g".into(), name: "grep".into(), arguments: json!({"pattern": "needle_value"}).to_string() };
-        let _ = l.session.call_tool(&grep, &cancel).await;
-        let mut runs = Vec::new();
-        for _ in 0..5 {
-            let t = Instant::now();
-            let _ = l.session.call_tool(&grep, &cancel).await.expect("grep");
-            runs.push(t.elapsed());
-        }
-        let component = p50(runs);
-        println!("grep over 10,000 files in the component: p50 {component:?}");
-        let rg = std::process::Command::new("rg").arg("--version").output();
-        if rg.is_ok_and(|o| o.status.success()) {
-            let mut runs = Vec::new();
-            for _ in 0..5 {
-                let t = Instant::now();
-                let _ = std::process::Command::new("rg").args(["-n", "needle_value", "."]).current_dir(project.path()).output();
-                runs.push(t.elapsed());
-            }
-            let native = p50(runs);
-            println!("ripgrep on the same tree: p50 {native:?}; component / ripgrep = {:.1}x", component.as_secs_f64() / native.as_secs_f64());
-        } else {
-            println!("ripgrep (rg) not installed: no comparison");
-        }
+        grep_vs_ripgrep(&l.session, project.path(), 9).await;
         let on = bash_true(&l.session).await;
         // The same with the sandbox off (global settings), in a new session.
         std::fs::write(home.path().join("settings.json"), json!({"runtime": {"processSandbox": {"mode": "off"}}}).to_string()).expect("settings");
@@ -136,6 +119,74 @@ fn main() {
         let native = p50(runs);
         println!("bash `true`: p50 {on:?} with the process sandbox, {off:?} without; `sh -c true` spawned by the bench itself {native:?}");
     });
+}
+
+/// p50 of `grep` through the session (the full tool-call path) over the
+/// bench's tree, and of ripgrep on the same tree when `rg` is installed.
+async fn grep_vs_ripgrep(
+    session: &stud::kernel::Session,
+    project: &std::path::Path,
+    repeat: usize,
+) {
+    use stud::runtime::bindings::stud::extension::types::ResultPart;
+    let cancel = CancellationToken::new();
+    let grep = ToolCall {
+        id: "g".into(),
+        name: "grep".into(),
+        arguments: json!({"pattern": "needle_value"}).to_string(),
+    };
+    let matched = |r: &stud::runtime::bindings::stud::extension::types::ToolResult| {
+        r.content
+            .iter()
+            .map(|p| match p {
+                ResultPart::Text(t) => t.lines().filter(|l| l.contains("needle_value")).count(),
+                _ => 0,
+            })
+            .sum::<usize>()
+    };
+    let rg_installed = std::process::Command::new("rg")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let rg = || {
+        std::process::Command::new("rg")
+            .args(["-n", "needle_value", "."])
+            .current_dir(project)
+            .output()
+            .expect("rg")
+    };
+    // Warm up (the first calls also wait for start-up's background work).
+    let mut found = 0;
+    for _ in 0..3 {
+        found = matched(&session.call_tool(&grep, &cancel).await.expect("grep"));
+    }
+    if rg_installed {
+        let lines = String::from_utf8_lossy(&rg().stdout).lines().count();
+        assert_eq!(found, lines, "grep and ripgrep disagree on the matches");
+    }
+    // Interleaved, so the machine's noise falls on both alike.
+    let (mut component, mut native) = (Vec::new(), Vec::new());
+    for _ in 0..repeat {
+        let t = Instant::now();
+        let _ = session.call_tool(&grep, &cancel).await.expect("grep");
+        component.push(t.elapsed());
+        if rg_installed {
+            let t = Instant::now();
+            let _ = rg();
+            native.push(t.elapsed());
+        }
+    }
+    let component = p50(component);
+    println!("grep over 10,000 files in the component ({found} matches): p50 {component:?}");
+    if rg_installed {
+        let native = p50(native);
+        println!(
+            "ripgrep on the same tree: p50 {native:?}; component / ripgrep = {:.1}x",
+            component.as_secs_f64() / native.as_secs_f64()
+        );
+    } else {
+        println!("ripgrep (rg) not installed: no comparison");
+    }
 }
 
 /// p50 of running `true` through the bash component (no approval stack).

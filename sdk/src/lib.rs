@@ -40,6 +40,7 @@
 pub mod __private;
 pub mod error;
 mod export;
+pub mod files;
 pub mod fs;
 pub mod host;
 pub mod kinds;
@@ -67,7 +68,7 @@ pub use kinds::ui::{Screen, Ui, UiAction};
 pub use serde_json::{Value, json};
 
 /// The contract (`stud:extension` WIT package) version this SDK builds for.
-pub const CONTRACT_VERSION: &str = "0.1.1";
+pub const CONTRACT_VERSION: &str = "0.1.2";
 
 /// Name of the custom section that carries [`CONTRACT_VERSION`].
 pub const CONTRACT_SECTION: &str = "stud:contract-version";
@@ -77,7 +78,7 @@ pub const CONTRACT_SECTION: &str = "stud:contract-version";
 #[allow(missing_docs)]
 pub mod wit {
     wit_bindgen::generate!({
-        path: "../wit/since_v0.1.1",
+        path: "../wit/since_v0.1.2",
         world: "all-imports",
         generate_all,
     });

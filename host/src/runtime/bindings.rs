@@ -1,4 +1,4 @@
-//! Host bindings for contract 0.1.x (`wit/since_v0.1.1`).
+//! Host bindings for contract 0.1.x (`wit/since_v0.1.2`).
 //!
 //! One `bindgen!` over a host-only world that includes every kind's world,
 //! so imports and shared types are generated once. Each kind's exports are
@@ -10,20 +10,20 @@
 //! adapter into the new types (see docs/contracts.md).
 
 wasmtime::component::bindgen!({
-    path: "../wit/since_v0.1.1",
+    path: "../wit/since_v0.1.2",
     inline: "
         package stud:host;
 
         world superset {
-            include stud:extension/provider@0.1.1;
-            include stud:extension/tool@0.1.1;
-            include stud:extension/hook@0.1.1;
-            include stud:extension/tui@0.1.1;
-            include stud:extension/logger@0.1.1;
-            include stud:extension/context-provider@0.1.1;
-            include stud:extension/state-machine@0.1.1;
-            include stud:extension/command@0.1.1;
-            include stud:extension/session-store@0.1.1;
+            include stud:extension/provider@0.1.2;
+            include stud:extension/tool@0.1.2;
+            include stud:extension/hook@0.1.2;
+            include stud:extension/tui@0.1.2;
+            include stud:extension/logger@0.1.2;
+            include stud:extension/context-provider@0.1.2;
+            include stud:extension/state-machine@0.1.2;
+            include stud:extension/command@0.1.2;
+            include stud:extension/session-store@0.1.2;
         }
     ",
     world: "stud:host/superset",
@@ -31,5 +31,6 @@ wasmtime::component::bindgen!({
     exports: { default: async },
     with: {
         "stud:extension/http.response": crate::runtime::caps::http::HttpResponse,
+        "stud:extension/files.walk": crate::runtime::caps::files::FileWalk,
     },
 });

@@ -53,6 +53,12 @@ fn base_config() -> Config {
     // Async exports are not used; without this a small call costs half.
     config.concurrency_support(false);
     config.max_wasm_stack(1 << 20);
+    // `STUD_PROFILE=perfmap`: name guest functions for `perf` (written to
+    // /tmp/perf-<pid>.map), so an extension author can see where a call's
+    // time goes.
+    if std::env::var_os("STUD_PROFILE").is_some_and(|v| v == "perfmap") {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     config
 }
 

@@ -308,6 +308,8 @@ pub struct HostState {
     /// The export being called, while a call runs (`init` while an
     /// instance starts).
     pub serving: &'static str,
+    /// `files` walks this instance holds open (each has threads).
+    pub open_walks: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// The exports during which an extension may act on the world (start a
@@ -365,6 +367,7 @@ impl HostState {
             stderr,
             call_id: None,
             serving: "init",
+            open_walks: Arc::default(),
         })
     }
 

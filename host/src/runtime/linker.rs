@@ -12,7 +12,7 @@ use super::host_state::HostState;
 use crate::manifest::{Capabilities, Kind};
 
 /// The interfaces that have something to link.
-const LINKABLE: [HostInterface; 12] = [
+const LINKABLE: [HostInterface; 13] = [
     HostInterface::Log,
     HostInterface::Events,
     HostInterface::State,
@@ -25,6 +25,7 @@ const LINKABLE: [HostInterface; 12] = [
     HostInterface::Http,
     HostInterface::Process,
     HostInterface::Session,
+    HostInterface::Files,
 ];
 
 /// Which interfaces get linked for this kind and these capabilities; two
@@ -66,6 +67,7 @@ fn link(linker: &mut Linker<HostState>, iface: HostInterface) -> wasmtime::Resul
         HostInterface::Process => b::process::add_to_linker::<HostState, D>(linker, get),
         HostInterface::Http => b::http::add_to_linker::<HostState, D>(linker, get),
         HostInterface::Session => b::session::add_to_linker::<HostState, D>(linker, get),
+        HostInterface::Files => b::files::add_to_linker::<HostState, D>(linker, get),
         // Types-only interfaces have no functions.
         HostInterface::Types | HostInterface::KindTypes => Ok(()),
     }

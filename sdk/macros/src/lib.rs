@@ -10,9 +10,9 @@
 use proc_macro::TokenStream;
 
 /// Folder of the WIT package this SDK is built against.
-const WIT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/since_v0.1.1");
+const WIT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/since_v0.1.2");
 const PACKAGE: &str = "stud:extension";
-const VERSION: &str = "0.1.1";
+const VERSION: &str = "0.1.2";
 const BASE_IMPORTS: &[&str] = &[
     "types", "log", "events", "state", "config", "clock", "cancel",
 ];
@@ -20,7 +20,7 @@ const BASE_IMPORTS: &[&str] = &[
 fn kind_imports(kind: &str) -> Option<&'static [&'static str]> {
     Some(match kind {
         "provider" => &["secrets", "http", "provider-types"],
-        "tool" => &["interaction", "http", "process", "tool-types"],
+        "tool" => &["interaction", "http", "process", "files", "tool-types"],
         "hook" => &["hook-types"],
         "ui" | "tui" => &["terminal", "interaction"],
         "logger" => &[],

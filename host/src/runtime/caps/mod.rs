@@ -5,6 +5,7 @@
 
 mod base;
 pub mod confine;
+pub mod files;
 pub mod http;
 mod interaction;
 pub mod process;
@@ -31,6 +32,8 @@ pub enum HostInterface {
     Process,
     /// Since 0.1.1: the running session, for commands.
     Session,
+    /// Since 0.1.2: many files read at once, for tools granted a folder.
+    Files,
     /// Types-only interfaces of a kind (`tool-types`, ...): nothing to link.
     KindTypes,
 }
@@ -67,6 +70,7 @@ impl HostInterface {
             "http" => Self::Http,
             "process" => Self::Process,
             "session" => Self::Session,
+            "files" => Self::Files,
             n if n.ends_with("-types") => Self::KindTypes,
             _ => return None,
         })
@@ -81,7 +85,7 @@ impl HostInterface {
             Terminal => kind == Kind::Ui,
             Secrets => kind == Kind::Provider,
             Http => matches!(kind, Kind::Provider | Kind::Tool),
-            Process => kind == Kind::Tool,
+            Process | Files => kind == Kind::Tool,
             Session => kind == Kind::Command,
         };
         if !in_world {
@@ -95,6 +99,10 @@ impl HostInterface {
             Http if caps.network.is_empty() && !caps.user_hosts => Gate::Capability {
                 name: "network",
                 manifest_line: "network = [\"host.example\"] (or user-hosts = true)",
+            },
+            Files if caps.filesystem.is_empty() => Gate::Capability {
+                name: "filesystem",
+                manifest_line: "filesystem = [{ dir = \"project\", access = \"read\" }]",
             },
             Process if !caps.exec => Gate::Capability {
                 name: "exec",
