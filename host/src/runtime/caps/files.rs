@@ -332,8 +332,9 @@ fn open_beneath(dir: &std::fs::File, grant: &Path, below: &Path) -> std::io::Res
         ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
     ) {
         Ok(fd) => Ok(std::fs::File::from(fd)),
-        // Kernels before 5.6 have no openat2.
-        Err(rustix::io::Errno::NOSYS) => open_checked(grant, below),
+        // Kernels before 5.6 have no openat2; some container seccomp
+        // profiles refuse it with EPERM.
+        Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => open_checked(grant, below),
         Err(e) => Err(e.into()),
     }
 }
@@ -410,5 +411,76 @@ impl f::HostWalk for HostState {
     async fn drop(&mut self, this: Resource<FileWalk>) -> wasmtime::Result<()> {
         self.table().delete(this)?;
         Ok(())
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn grant(dir: &Path) -> Vec<DirGrant> {
+        vec![DirGrant {
+            host: dir.to_path_buf(),
+            guest: "/project",
+            access: crate::manifest::FsAccess::Read,
+        }]
+    }
+
+    fn options() -> WalkOptions {
+        WalkOptions {
+            standard_filters: true,
+            globs: Vec::new(),
+            max_file_bytes: MAX_FILE_BYTES,
+        }
+    }
+
+    fn code(r: Result<Plan, ExtError>) -> String {
+        r.err().map(|e| e.code).unwrap_or_default()
+    }
+
+    #[test]
+    fn roots_outside_the_grant_are_refused_before_any_thread_starts() {
+        let project = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), project.path().join("out")).unwrap();
+        std::fs::create_dir(project.path().join("sub")).unwrap();
+        let dirs = grant(project.path());
+        let plan = |root: &str| Plan::new("t", &dirs, root, options());
+        assert_eq!(code(plan("/project/out")), "not-granted");
+        assert_eq!(code(plan("/projectx")), "not-granted");
+        assert_eq!(code(plan("/")), "not-granted");
+        assert_eq!(code(plan("/project/sub/..")), "invalid-path");
+        assert_eq!(code(plan("/project/missing")), "not-found");
+        let ok = plan("/project/sub/").expect("inside");
+        assert_eq!(ok.guest_root, "/project/sub");
+        assert!(ok.root.ends_with("sub"));
+    }
+
+    /// The fallback for kernels without `openat2` checks the resolved
+    /// path and refuses a last-moment symlink.
+    #[test]
+    fn the_checked_open_stays_inside_the_grant() {
+        let project = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        std::fs::write(project.path().join("ok"), "fine").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), project.path().join("link"))
+            .unwrap();
+        let grant = project.path().canonicalize().unwrap();
+        assert!(open_checked(&grant, Path::new("ok")).is_ok());
+        let refused = open_checked(&grant, Path::new("link")).unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::PermissionDenied);
+        let dir = std::fs::File::open(&grant).unwrap();
+        assert!(open_beneath(&dir, &grant, Path::new("link")).is_err());
+        let file = Walked {
+            below: PathBuf::from("ok"),
+            guest: "/project/ok".into(),
+            size: 4,
+        };
+        assert!(matches!(read_one(&dir, &grant, &file, 100), Content::Bytes(b) if b == b"fine"));
+        assert!(matches!(
+            read_one(&dir, &grant, &file, 3),
+            Content::TooLarge(4)
+        ));
     }
 }
