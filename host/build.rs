@@ -152,9 +152,17 @@ fn embed_bundled(plugins: &Path, wasm_out: &Path, out_dir: &Path) -> String {
         fs::write(dest.join("extension.toml"), &manifest).expect("copy manifest");
         fs::write(dest.join(&component), &bytes).expect("copy component");
         let digest = hex(&Sha256::digest(&bytes));
+        // A tool's recorded spec (`tests/bundled_specs.rs` checks it against
+        // the component's `describe`).
+        let spec = dir.join("tool-spec.json");
+        let tool_spec = if spec.is_file() {
+            format!("Some(include_str!({:?}))", spec.display().to_string())
+        } else {
+            "None".to_string()
+        };
         let _ = writeln!(
             src,
-            "    BundledExtension {{ dir: {name:?}, manifest: include_str!({m:?}), component_file: {component:?}, component: include_bytes!({c:?}), sha256: {digest:?} }},",
+            "    BundledExtension {{ dir: {name:?}, manifest: include_str!({m:?}), component_file: {component:?}, component: include_bytes!({c:?}), sha256: {digest:?}, tool_spec: {tool_spec} }},",
             m = dest.join("extension.toml").display().to_string(),
             c = dest.join(&component).display().to_string(),
         );

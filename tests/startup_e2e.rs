@@ -1,7 +1,9 @@
 //! What a start costs (issue 18) with the `stud` binary: extensions are
-//! checked at start but compiled and linked at their first call, a tool's
-//! spec is kept beside its compiled code so a later start does not run the
-//! tool to learn it, and a forged or stale note is not believed. (A
+//! checked at start but compiled and linked at their first call, a
+//! bundled tool's spec is recorded in the binary (so even a first start
+//! does not compile it to learn it), any other tool's spec is kept beside
+//! its compiled code so a later start does not run the tool to learn it,
+//! and a forged or stale note is not believed. (A
 //! component on disk is still checked at every start: `lifecycle_e2e`.) The
 //! `--debug=stud=trace` spans show what ran.
 
@@ -12,8 +14,17 @@ use crate::common;
 use common::StudEnv;
 use serde_json::{Value, json};
 
+/// `bash` and `web-fetch` get settings of their own: a bundled tool on its
+/// default config (`{}`) has its spec recorded in the binary
+/// (`bundled_specs`), one with other settings is asked and its answer
+/// noted in the cache.
 fn env() -> StudEnv {
-    common::reads_then_answers()
+    let env = common::reads_then_answers();
+    env.scripted_settings(json!({"tools": {
+        "bash": {"timeout-ms": 60000},
+        "web-fetch": {"timeoutMs": 5000}
+    }}));
+    env
 }
 
 /// A private compile cache holding the shared one's compiled code (so
@@ -107,14 +118,25 @@ fn tools_are_described_once_and_compiled_only_when_called() {
 
     let (ok, first, err) = run(&env, cache.path(), &[]);
     assert!(ok, "{err}");
-    // No note yet: every tool is asked.
-    for tool in ["read", "glob", "bash"] {
+    // No note yet: the configured tools are asked; the others' specs are
+    // in the binary, so they are neither started nor compiled.
+    for tool in ["bash", "web-fetch"] {
         assert!(
             err.contains(&format!("call{{ext={tool} func=\"describe\"}}")),
             "{tool} was not described:\n{err}"
         );
     }
-    assert!(notes(cache.path()).len() >= 8, "{:?}", notes(cache.path()));
+    for tool in ["read", "glob", "grep", "write"] {
+        assert!(
+            !err.contains(&format!("call{{ext={tool} func=\"describe\"}}")),
+            "{tool} was described although its spec is recorded:\n{err}"
+        );
+    }
+    assert!(
+        !err.contains("code{ext=glob ") && !err.contains("code{ext=grep "),
+        "{err}"
+    );
+    assert_eq!(notes(cache.path()).len(), 2, "{:?}", notes(cache.path()));
 
     let (ok, second, err) = run(&env, cache.path(), &[]);
     assert!(ok, "{err}");
@@ -175,17 +197,20 @@ fn a_forged_tool_spec_is_not_believed() {
 
     // A note moved under another component's name does not verify either:
     // its tag covers the name.
-    let read = digest_of(&env, "read");
-    let read_note = note_of(cache.path(), &read);
-    std::fs::copy(&note, &read_note).unwrap();
-    let mut tag = read_note.clone().into_os_string();
+    let fetch = digest_of(&env, "web-fetch");
+    let fetch_note = note_of(cache.path(), &fetch);
+    std::fs::copy(&note, &fetch_note).unwrap();
+    let mut tag = fetch_note.clone().into_os_string();
     tag.push(".hmac");
     let mut bash_tag = note.clone().into_os_string();
     bash_tag.push(".hmac");
     std::fs::copy(&bash_tag, &tag).unwrap();
     let (ok, third, err) = run(&env, cache.path(), &[]);
     assert!(ok, "{err}");
-    assert!(err.contains("call{ext=read func=\"describe\"}"), "{err}");
+    assert!(
+        err.contains("call{ext=web-fetch func=\"describe\"}"),
+        "{err}"
+    );
     assert_eq!(offered(&third), offered(&first));
     assert_eq!(answer(&third), "done");
 }

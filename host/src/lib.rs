@@ -25,8 +25,23 @@ pub mod bundled {
         pub component: &'static [u8],
         /// Hex sha256 of `component`, computed at build time.
         pub sha256: &'static str,
+        /// A tool's `describe` answer with the config `{}`, recorded in
+        /// `plugins/<dir>/tool-spec.json`: a first start learns the
+        /// bundled tools' specs without compiling each tool.
+        /// `tests/bundled_specs.rs` checks it against the component.
+        pub tool_spec: Option<&'static str>,
     }
     include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
+
+    /// The recorded spec of the bundled tool whose component has this hex
+    /// sha256: keyed by the bytes, like the cache's notes, so a copy of the
+    /// same component anywhere gets it and any other component does not.
+    pub fn recorded_tool_spec(sha256: &str) -> Option<&'static str> {
+        BUNDLED
+            .iter()
+            .find(|b| b.sha256 == sha256)
+            .and_then(|b| b.tool_spec)
+    }
 }
 
 /// The SDK, WIT and templates embedded for `stud ext new`.

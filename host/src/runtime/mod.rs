@@ -34,6 +34,7 @@ pub use code::ComponentBytes;
 pub use engine::Allocator;
 pub use error::{CallError, LoadError, RuntimeError};
 pub use extension::Extension;
+pub use kinds::{tool_spec_from_json, tool_spec_to_json};
 pub use load::LoadSpec;
 
 use crate::manifest::Kind;

@@ -5,7 +5,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
-use stud_sdk::events::{EventKind, KernelEvent};
+use stud_sdk::events::EventKind;
 
 use stud_sdk::prelude::*;
 
@@ -58,14 +58,14 @@ impl Logger for Jsonl {
     fn sink(&mut self, event: Event) -> Result<(), Error> {
         let mut payload: Value = serde_json_parse(&event.payload);
         let kind = EventKind::from_name(&event.name);
-        // The file is named after the session: the one event parsed whole.
+        // The file is named after the session.
         let started = match kind {
-            Some(EventKind::SessionStart) if self.out.is_none() => {
-                match KernelEvent::from_wire(&event.name, &payload) {
-                    Some(Ok(KernelEvent::SessionStart { session_id, .. })) => Some(session_id),
-                    _ => None,
-                }
-            }
+            // Only the id is read: deserializing the whole typed event
+            // would link every event's decoder into this small logger.
+            Some(EventKind::SessionStart) if self.out.is_none() => payload
+                .get("session_id")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             _ => None,
         };
         redact(&mut payload);
