@@ -3,7 +3,8 @@
 //!   registrations in 3 extensions), excluding provider time;
 //! - token throughput provider -> bus, and provider -> bus -> UI.
 //!
-//! Run: `cargo bench -p stud --bench kernel`.
+//! Run: `cargo bench -p stud --bench kernel` (`STUD_BENCH_ONLY=turn` or
+//! `throughput` for one group, `STUD_BENCH_TURNS=N` for a longer turn run).
 
 use std::time::{Duration, Instant};
 
@@ -69,7 +70,12 @@ async fn turn_overhead(fsync: bool) {
         l.session.run_turn("hello", &cancel).await;
     }
     let mut turns = Vec::new();
-    for _ in 0..500 {
+    // `STUD_BENCH_TURNS` lengthens the run, for a profiler.
+    let count = std::env::var("STUD_BENCH_TURNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(500);
+    for _ in 0..count {
         // Each measured turn is the first of a conversation, so the number
         // does not grow with an ever longer history.
         l.session.clear_history();
@@ -135,10 +141,17 @@ fn main() {
         return;
     }
     let rt = tokio::runtime::Runtime::new().expect("tokio");
+    // `STUD_BENCH_ONLY=turn` or `=throughput` runs one group.
+    let only = std::env::var("STUD_BENCH_ONLY").ok();
+    let on = |group: &str| only.as_deref().is_none_or(|o| o == group);
     rt.block_on(async {
-        turn_overhead(false).await;
-        turn_overhead(true).await;
-        throughput(false).await;
-        throughput(true).await;
+        if on("turn") {
+            turn_overhead(false).await;
+            turn_overhead(true).await;
+        }
+        if on("throughput") {
+            throughput(false).await;
+            throughput(true).await;
+        }
     });
 }

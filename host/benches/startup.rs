@@ -73,6 +73,10 @@ fn session(home: &Path, project: &Path, cache: &Path) -> Run {
         .env("STUD_CACHE_DIR", cache)
         .env("OPENAI_API_KEY", "sk-bench")
         .env_remove("RUST_LOG")
+        // Error values would capture backtraces (and touch the unwind
+        // tables' pages) when these are set in the caller's shell.
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
         .current_dir(project)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
