@@ -214,3 +214,25 @@ fn a_forged_tool_spec_is_not_believed() {
     assert_eq!(offered(&third), offered(&first));
     assert_eq!(answer(&third), "done");
 }
+
+/// A headless run whose extensions are all bundled holds no watch (there
+/// is nothing on disk it could reload, and an inotify instance delays the
+/// process's exit by the kernel's grace period); one with an extension
+/// from disk watches, so a rebuilt component is swapped in mid-run.
+#[test]
+fn a_headless_run_watches_only_when_an_extension_is_on_disk() {
+    let env = env();
+    let cache = common::shared_cache();
+    let (ok, _, err) = run(&env, &cache, &[]);
+    assert!(ok, "{err}");
+    assert!(
+        !err.contains("start:watch"),
+        "a bundled-only run watched:\n{err}"
+    );
+
+    common::install_fixture(env.home.path(), "counter");
+    let (ok, out, err) = run(&env, &cache, &[]);
+    assert!(ok, "{err}");
+    assert!(err.contains("start:watch"), "nothing watched:\n{err}");
+    assert!(offered(&out).to_string().contains("counter"), "{out}");
+}

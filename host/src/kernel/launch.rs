@@ -468,7 +468,17 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             .map(|d| (d.manifest.id.to_string(), d.scope))
             .collect(),
     );
-    let watch = if opts.watch {
+    // A headless run whose extensions are all bundled has nothing a watch
+    // could reload (their code is in the binary, and one installed while
+    // the session runs waits for the next start anyway), and a process
+    // holding an inotify instance is reaped only after the kernel's grace
+    // period for it: 2-10 ms here, up to 37 ms (docs/benchmarks.md). Such
+    // a run does not watch; `/reload` still looks.
+    let on_disk = discovery
+        .found
+        .iter()
+        .any(|d| d.scope != crate::extensions::Scope::Bundled);
+    let watch = if opts.watch && (on_disk || !opts.headless) {
         let r = reloader.clone();
         match tracing::debug_span!("watch")
             .in_scope(|| watch(&reloader.roots(), move || r.rescan(false)))
