@@ -17,6 +17,7 @@ mod golden_manifests;
 mod index_e2e;
 mod kernel_e2e;
 mod lifecycle_e2e;
+mod manifest_writer;
 mod mcp_e2e;
 mod profiles_e2e;
 mod project_trust_e2e;

@@ -4,7 +4,9 @@
 //! - token throughput provider -> bus, and provider -> bus -> UI.
 //!
 //! Run: `cargo bench -p stud --bench kernel` (`STUD_BENCH_ONLY=turn` or
-//! `throughput` for one group, `STUD_BENCH_TURNS=N` for a longer turn run).
+//! `throughput` for one group, `STUD_BENCH_TURNS=N` for a longer turn run,
+//! `STUD_BENCH_FSYNC=false` for the turn without syncs only,
+//! `STUD_BENCH_DISABLE=jsonl,stage-counter` to leave extensions out).
 
 use std::time::{Duration, Instant};
 
@@ -42,6 +44,19 @@ async fn start(d: &Dirs, render: bool) -> Launched {
     launch(LaunchOptions {
         yolo: true,
         render,
+        // `STUD_BENCH_DISABLE=jsonl,stage-counter`: leave extensions out,
+        // to see what each costs.
+        set: stud::kernel::extension_set::SetChoice {
+            disable: std::env::var("STUD_BENCH_DISABLE")
+                .map(|d| {
+                    d.split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            ..Default::default()
+        },
         ..LaunchOptions::headless(StudHome::at(d.home.path()), d.project.path().to_path_buf())
     })
     .await
@@ -146,8 +161,13 @@ fn main() {
     let on = |group: &str| only.as_deref().is_none_or(|o| o == group);
     rt.block_on(async {
         if on("turn") {
-            turn_overhead(false).await;
-            turn_overhead(true).await;
+            // `STUD_BENCH_FSYNC=false` or `=true` runs one of the two.
+            let fsync = std::env::var("STUD_BENCH_FSYNC").ok();
+            for sync in [false, true] {
+                if fsync.as_deref().is_none_or(|f| f == sync.to_string()) {
+                    turn_overhead(sync).await;
+                }
+            }
         }
         if on("throughput") {
             throughput(false).await;

@@ -61,9 +61,19 @@ pub fn runtime() -> Arc<Runtime> {
 /// Load every bundled extension with `project` as the project directory.
 pub async fn load_bundled(project: &Path, services: Arc<Recorder>) -> Vec<Arc<Extension>> {
     let home = tempfile::tempdir().expect("tempdir");
+    load_bundled_at(home.path(), project, services).await
+}
+
+/// Like [`load_bundled`], with `home` as the stud home (extensions' data
+/// folders are under it).
+pub async fn load_bundled_at(
+    home: &Path,
+    project: &Path,
+    services: Arc<Recorder>,
+) -> Vec<Arc<Extension>> {
     let registry = Registry {
         runtime: runtime(),
-        home: StudHome::at(home.path()),
+        home: StudHome::at(home),
         project_dir: project.to_path_buf(),
         services,
         configs: Default::default(),

@@ -6,9 +6,9 @@
 //!
 //! The log of the session being written stays open between appends, so an
 //! append costs one write (and one sync) rather than an open and a seek.
+//! Writes go through `pwrite` at a known offset (see [`write_all_at`]).
 
 use std::fs::{self, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use stud_sdk::prelude::*;
@@ -26,6 +26,38 @@ struct Store {
 struct OpenLog {
     session_id: String,
     file: fs::File,
+    /// Where the next record goes: the log's length. Only this process
+    /// writes the log (the kernel holds the session's lock).
+    end: u64,
+}
+
+/// Write all of `buf` at `offset`. `pwrite` is one direct call into the
+/// host (`descriptor.write`), which runs it inline; `write` goes through
+/// an output stream that the host serves on a thread of its blocking pool,
+/// a hand-over and a wake-up per call.
+fn write_all_at(file: &fs::File, mut buf: &[u8], mut offset: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    while !buf.is_empty() {
+        let at = libc::off_t::try_from(offset)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::FileTooLarge))?;
+        // SAFETY: `buf` is valid for `buf.len()` bytes, and the descriptor
+        // is open for as long as `file` is borrowed.
+        let n = unsafe { libc::pwrite(file.as_raw_fd(), buf.as_ptr().cast(), buf.len(), at) };
+        match usize::try_from(n) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                buf = &buf[n.min(buf.len())..];
+                offset += n as u64;
+            }
+            Err(_) => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn dir(session_id: &str) -> Result<PathBuf, Error> {
@@ -55,20 +87,22 @@ fn ends_torn(f: &mut fs::File) -> std::io::Result<bool> {
     Ok(last[0] != b'\n')
 }
 
-/// Open a session's log for appending (creating its folder), and say
-/// whether its last line was torn.
-fn open_log(path: &Path) -> Result<(fs::File, bool), Error> {
+/// Open a session's log for appending (creating its folder): the file,
+/// its length, and whether its last line was torn.
+fn open_log(path: &Path) -> Result<(fs::File, u64, bool), Error> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     }
     let mut file = OpenOptions::new()
         .create(true)
-        .append(true)
+        .write(true)
         .read(true)
+        .truncate(false)
         .open(path)
         .map_err(|e| io(path, e))?;
     let torn = ends_torn(&mut file).map_err(|e| io(path, e))?;
-    Ok((file, torn))
+    let end = file.metadata().map_err(|e| io(path, e))?.len();
+    Ok((file, end, torn))
 }
 
 /// Make a rename or a new file in `dir` durable. Best effort: where the
@@ -106,24 +140,25 @@ impl SessionStore for Store {
         }
         // Taken out, and put back only after a good write: after a failed
         // one the next append reopens the file and checks its last line.
-        let mut file = match self.open.take() {
-            Some(log) if log.session_id == session_id => log.file,
+        let (file, end) = match self.open.take() {
+            Some(log) if log.session_id == session_id => (log.file, log.end),
             _ => {
-                let (file, torn) = open_log(&path)?;
+                let (file, end, torn) = open_log(&path)?;
                 // A line torn by a crash must not swallow the next record.
                 if torn {
                     text.insert(0, '\n');
                 }
-                file
+                (file, end)
             }
         };
-        file.write_all(text.as_bytes()).map_err(|e| io(&path, e))?;
+        write_all_at(&file, text.as_bytes(), end).map_err(|e| io(&path, e))?;
         if self.fsync {
             file.sync_data().map_err(|e| io(&path, e))?;
         }
         self.open = Some(OpenLog {
             session_id: session_id.to_string(),
             file,
+            end: end + text.len() as u64,
         });
         Ok(())
     }
@@ -144,8 +179,8 @@ impl SessionStore for Store {
         let tmp = dir.join("manifest.json.tmp");
         let path = dir.join("manifest.json");
         {
-            let mut f = fs::File::create(&tmp).map_err(|e| io(&tmp, e))?;
-            f.write_all(text.as_bytes()).map_err(|e| io(&tmp, e))?;
+            let f = fs::File::create(&tmp).map_err(|e| io(&tmp, e))?;
+            write_all_at(&f, text.as_bytes(), 0).map_err(|e| io(&tmp, e))?;
             if self.fsync {
                 f.sync_all().map_err(|e| io(&tmp, e))?;
             }
