@@ -325,7 +325,7 @@ fn a_planted_cache_entry_is_not_loaded() {
     let planted = std::fs::read(entry(&digest("read"))).unwrap();
     let sum = hex::encode(sha2::Sha256::digest(&planted));
     std::fs::write(&victim, &planted).unwrap();
-    for ext in ["sha256", "hmac"] {
+    for ext in ["sha256", "mac"] {
         std::fs::write(victim.with_extension(ext), &sum).unwrap();
     }
     // The demo session lists the project with `list`.

@@ -44,10 +44,10 @@ fn private_cache(env: &StudEnv) -> tempfile::TempDir {
     dir
 }
 
-/// `<digest>-<engine>.hmac` authenticates compiled code; a note's tag is
-/// `<note>.hmac`.
+/// `<digest>-<engine>.mac` authenticates compiled code; a note's tag is
+/// `<note>.mac`.
 fn is_code_mac(name: &str) -> bool {
-    name.ends_with(".hmac") && !name.contains(".json")
+    name.ends_with(".mac") && !name.contains(".json")
 }
 
 fn run(env: &StudEnv, cache: &Path, extra: &[&str]) -> (bool, String, String) {
@@ -201,9 +201,9 @@ fn a_forged_tool_spec_is_not_believed() {
     let fetch_note = note_of(cache.path(), &fetch);
     std::fs::copy(&note, &fetch_note).unwrap();
     let mut tag = fetch_note.clone().into_os_string();
-    tag.push(".hmac");
+    tag.push(".mac");
     let mut bash_tag = note.clone().into_os_string();
-    bash_tag.push(".hmac");
+    bash_tag.push(".mac");
     std::fs::copy(&bash_tag, &tag).unwrap();
     let (ok, third, err) = run(&env, cache.path(), &[]);
     assert!(ok, "{err}");
@@ -235,4 +235,37 @@ fn a_headless_run_watches_only_when_an_extension_is_on_disk() {
     assert!(ok, "{err}");
     assert!(err.contains("start:watch"), "nothing watched:\n{err}");
     assert!(offered(&out).to_string().contains("counter"), "{out}");
+}
+
+/// Cached code is checked and run straight from its mapped file, so an
+/// entry someone else could rewrite after the check is not run: it is
+/// compiled again, and replaced by a private one.
+#[cfg(unix)]
+#[test]
+fn cached_code_others_may_write_is_compiled_again() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = env();
+    let cache = private_cache(&env);
+    let read = digest_of(&env, "read");
+    let entry = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with(&read) && name.ends_with(".cwasm")
+        })
+        .expect("the read tool's compiled code");
+    let (ok, _, err) = run(&env, cache.path(), &[]);
+    assert!(ok, "{err}");
+    assert!(err.contains("code{ext=read source=\"cache\"}"), "{err}");
+
+    // Its bytes and tag are still good: only its mode says others may
+    // write it.
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o660)).unwrap();
+    let (ok, out, err) = run(&env, cache.path(), &[]);
+    assert!(ok, "{err}");
+    assert!(err.contains("code{ext=read source=\"compiled\"}"), "{err}");
+    assert_eq!(answer(&out), "done");
+    let mode = std::fs::metadata(&entry).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "the entry was replaced by a private one");
 }

@@ -11,7 +11,8 @@
 //! The model is `openai-compatible` against a loopback server that
 //! answers at once with recorded streams (`tests/streams`).
 //!
-//! Run: `cargo bench -p stud --bench startup`.
+//! Run: `cargo bench -p stud --bench startup`; `STUD_BENCH_BIN=PATH` runs
+//! another `stud` binary (to compare two builds, runs interleaved).
 
 #[path = "../../tests/common/http.rs"]
 #[allow(dead_code)]
@@ -61,7 +62,7 @@ fn session(home: &Path, project: &Path, cache: &Path) -> Run {
     });
     std::fs::write(home.join("settings.json"), settings.to_string()).expect("settings");
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stud"))
+    let mut child = Command::new(stud_binary())
         .args([
             "run",
             "-p",
@@ -118,6 +119,16 @@ fn session(home: &Path, project: &Path, cache: &Path) -> Run {
         exit: ended.saturating_duration_since(result_at),
         max_rss_kib: usage.ru_maxrss,
     }
+}
+
+/// The binary under test: `STUD_BENCH_BIN` (to compare two builds with
+/// one bench binary, runs interleaved), else the one this bench was built
+/// with.
+fn stud_binary() -> std::path::PathBuf {
+    std::env::var_os("STUD_BENCH_BIN").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_BIN_EXE_stud")),
+        std::path::PathBuf::from,
+    )
 }
 
 fn ms(d: Duration) -> f64 {

@@ -19,6 +19,7 @@ pub mod kinds;
 pub mod limits;
 pub mod linker;
 pub mod load;
+mod mapped;
 pub mod net;
 pub mod services;
 mod stderr;
