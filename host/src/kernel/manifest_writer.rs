@@ -5,7 +5,9 @@
 //!
 //! A manifest is a snapshot, so only the newest one matters. A session's
 //! first snapshot is written at once (it is what makes the session show in
-//! `stud session list` and resumable after a crash); a later one waits
+//! `stud session list` and resumable after a crash), except that a `task`
+//! child's, which shares its parent's writer, goes with the parent's
+//! snapshot when one is already waiting (within [`SETTLE`]); a later one waits
 //! [`SETTLE`] for a newer one to replace it. Turns that follow one another
 //! without a pause (a headless run, a workflow's stages) then rewrite the
 //! manifest once per [`SETTLE`] rather than once per turn: the rewrite (a
