@@ -286,14 +286,11 @@ fn create_key(path: &Path) -> std::io::Result<Vec<u8>> {
 
 #[cfg(unix)]
 fn check_private(path: &Path) -> Result<(), CacheKeyError> {
-    use std::os::unix::fs::MetadataExt as _;
     let meta = std::fs::symlink_metadata(path).map_err(|source| CacheKeyError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if !meta.is_file() || meta.mode() & 0o077 != 0 || meta.uid() != me {
+    if !super::mapped::mine_without(&meta, 0o077) {
         return Err(CacheKeyError::Exposed {
             path: path.to_path_buf(),
         });
@@ -320,4 +317,28 @@ fn engine_key(engine: &Engine) -> String {
     let mut h = ShaHasher(Sha256::new());
     std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut h);
     hex::encode(&h.0.finalize()[..8])
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// A key others could read lets them forge entries: the cache is off.
+    #[test]
+    fn a_key_others_may_read_turns_the_cache_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = CacheLocation {
+            dir: dir.path().join("compiled"),
+            key_file: dir.path().join("cache.key"),
+        };
+        let engine = Engine::default();
+        let (cache, problem) = CompileCache::new(&engine, Some(location.clone()));
+        assert!(problem.is_none() && cache.dir().is_some());
+        std::fs::set_permissions(&location.key_file, std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+        let (cache, problem) = CompileCache::new(&engine, Some(location));
+        assert!(matches!(problem, Some(CacheKeyError::Exposed { .. })));
+        assert!(cache.dir().is_none());
+    }
 }

@@ -37,7 +37,7 @@ impl MappedFile {
     pub fn open(path: &Path) -> Option<MappedFile> {
         let file = File::open(path).ok()?;
         let meta = file.metadata().ok()?;
-        if !meta.is_file() || !only_mine(&meta) {
+        if !only_mine(&meta) {
             return None;
         }
         let len = usize::try_from(meta.len()).ok()?;
@@ -107,15 +107,22 @@ fn map(_file: &File, _len: usize) -> Option<Inner> {
 /// the bytes under the mapping after they were checked.
 #[cfg(unix)]
 fn only_mine(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    meta.uid() == me && meta.mode() & 0o022 == 0
+    mine_without(meta, 0o022)
 }
 
 #[cfg(not(unix))]
-fn only_mine(_meta: &std::fs::Metadata) -> bool {
-    true
+fn only_mine(meta: &std::fs::Metadata) -> bool {
+    meta.is_file()
+}
+
+/// A regular file owned by this user whose mode has none of the `others`
+/// bits (0o022: no one else may write it; 0o077: nor read it).
+#[cfg(unix)]
+pub(crate) fn mine_without(meta: &std::fs::Metadata, others: u32) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    meta.is_file() && meta.uid() == me && meta.mode() & others == 0
 }
 
 #[cfg(test)]
