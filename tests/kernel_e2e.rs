@@ -444,6 +444,18 @@ fn a_slow_observer_loses_events_without_slowing_the_turn() {
     assert!(seen.lines().any(|l| l.starts_with("message.appended")));
 }
 
+/// The event names in a `jsonl` log, in order.
+fn logged_names(log: &str) -> Vec<String> {
+    log.lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
 fn data_file(home: &Path, id: &str, file: &str) -> PathBuf {
     home.join("data").join(id).join(file)
 }
@@ -481,15 +493,7 @@ fn jsonl_logger_writes_every_turn_with_secrets_redacted() {
     let log = std::fs::read_to_string(first).unwrap();
     assert!(!log.contains(key), "the key leaked into the log");
     assert!(log.contains("[REDACTED]"));
-    let names: Vec<String> = log
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["name"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let names = logged_names(&log);
     for expected in [
         "session.start",
         "turn.start",
@@ -503,6 +507,43 @@ fn jsonl_logger_writes_every_turn_with_secrets_redacted() {
             "{expected} missing from the log"
         );
     }
+}
+
+/// A headless run holds its loggers and observers until its first
+/// provider request is out (issue 18). A run that never sends one (a
+/// slash command) must still end, with everything logged.
+#[test]
+fn a_headless_run_without_a_request_still_logs_everything_and_ends() {
+    let env = StudEnv::new();
+    let mut child = env
+        .command(&["run", "-p", "--output-format", "json", "/cost"])
+        .spawn()
+        .expect("start stud");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("stud did not end: its loggers waited for a request that never came");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().expect("output");
+    assert!(status.success(), "{}", stderr(&out));
+    let logs: Vec<PathBuf> = std::fs::read_dir(env.home.path().join("data").join("jsonl"))
+        .expect("the jsonl logger wrote its folder")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let names = logged_names(&std::fs::read_to_string(&logs[0]).unwrap());
+    assert_eq!(
+        names.first().map(String::as_str),
+        Some("session.start"),
+        "{names:?}"
+    );
+    assert!(names.iter().any(|n| n == "session.end"), "{names:?}");
 }
 
 #[test]

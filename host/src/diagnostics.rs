@@ -70,6 +70,7 @@ pub fn install(filter: EnvFilter, sink: &Sink) -> Result<(), DiagnosticsError> {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_span_events(FmtSpan::CLOSE)
+        .with_thread_ids(true)
         .with_timer(tracing_subscriber::fmt::time::uptime())
         .with_ansi(false);
     // A second install (tests in one process) keeps the first.

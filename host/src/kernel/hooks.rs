@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::events::Bus;
+use super::first_request::FirstRequest;
 use crate::manifest::{ExtensionId, HookKind, HookSlot, Phase, Stage};
 use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::hook_types::HookOutcome;
@@ -66,6 +67,7 @@ pub struct HookRunner {
     observers: HashMap<ExtensionId, Observer>,
     tasks: Vec<JoinHandle<()>>,
     bus: Bus,
+    first_request: FirstRequest,
 }
 
 #[derive(Default, Clone)]
@@ -78,7 +80,14 @@ struct SlotHooks {
 impl HookRunner {
     /// Attach every hook extension: those named in `order` first, in that
     /// order, then the rest in the order given (discovery order).
-    pub fn new(hooks: &[Arc<Extension>], order: &[String], bus: Bus) -> Self {
+    /// Observers start calling their extension once `first_request`
+    /// opens (their queues hold what fires before).
+    pub fn new(
+        hooks: &[Arc<Extension>],
+        order: &[String],
+        bus: Bus,
+        first_request: &FirstRequest,
+    ) -> Self {
         let mut sorted: Vec<&Arc<Extension>> = hooks.iter().collect();
         sorted.sort_by_key(|e| {
             order
@@ -91,6 +100,7 @@ impl HookRunner {
             observers: HashMap::new(),
             tasks: Vec::new(),
             bus,
+            first_request: first_request.clone(),
         };
         for ext in sorted {
             for reg in &ext.manifest.hooks {
@@ -120,13 +130,16 @@ impl HookRunner {
             observers: self.observers.clone(),
             tasks: Vec::new(),
             bus,
+            first_request: self.first_request.clone(),
         }
     }
 
     fn spawn_observer(&mut self, ext: Arc<Extension>) -> Observer {
         let (tx, mut rx) = mpsc::channel::<(HookSlot, Value)>(OBSERVER_QUEUE);
         let bus = self.bus.clone();
+        let first_request = self.first_request.clone();
         self.tasks.push(tokio::spawn(async move {
+            first_request.wait().await;
             while let Some((slot, payload)) = rx.recv().await {
                 let started = Instant::now();
                 match ext.hook_run(wit_slot(slot), &payload.to_string()).await {

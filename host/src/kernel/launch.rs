@@ -4,6 +4,7 @@
 
 use super::agents::{AgentCatalog, task_spec};
 use super::tools::ToolRunner;
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tracing::Instrument as _;
@@ -16,6 +17,7 @@ use super::commands::{CommandEnv, Commands};
 use super::compaction::CompactionConfig;
 use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
 use super::extension_set::{ExtensionSet, SetChoice};
+use super::first_request::FirstRequest;
 use super::interaction::{DEFAULT_TIMEOUT, Interactions};
 use super::persist::{self, Persistence, ResumeError, ResumeTarget};
 use super::redact::Redactor;
@@ -35,7 +37,7 @@ use crate::extensions::registry::project_dir;
 use crate::extensions::trust::recorded_scope;
 use crate::extensions::watch::{Watch, watch};
 use crate::extensions::{Discovery, ProjectScope, Registry, UserGrants};
-use crate::manifest::Kind;
+use crate::manifest::{HookKind, HookSlot, Kind, Phase, Stage};
 use crate::paths::StudHome;
 use crate::runtime::bindings::stud::extension::provider_types::ThinkingLevel;
 use crate::runtime::bindings::stud::extension::types as wit;
@@ -377,8 +379,16 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     } else {
         interactor_id
     };
+    // A headless run knows its input: what its first request does not
+    // need waits until that request is out (an interactive session links
+    // it all while the person types).
+    let first_request = if opts.headless {
+        FirstRequest::closed()
+    } else {
+        FirstRequest::open_now()
+    };
     for logger in &loggers {
-        subscribers.push(spawn_logger(&bus, logger.clone()));
+        subscribers.push(spawn_logger(&bus, logger.clone(), first_request.clone()));
     }
     let interactions = interactions(&opts, &settings, &interactor_id, &uis, &bus, &mut warnings);
     if let Some(asks) = asks {
@@ -414,11 +424,24 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let authority =
         Authority::new(mode, allowlist, bus.clone()).with_settings_file(opts.home.settings_file());
     let (config, provider_pick) = session_config(&opts, &settings, profile_of(&set), &exts)?;
-    prelink(&exts, &config.provider, store.as_ref(), &uis, opts.render);
-    let (mut session, tool_warnings) =
-        Session::start(&exts, config, authority, interactions, bus.clone())
-            .instrument(tracing::debug_span!("session_start"))
-            .await?;
+    prelink(
+        &exts,
+        &config.provider,
+        store.as_ref(),
+        &uis,
+        opts.render,
+        &first_request,
+    );
+    let (mut session, tool_warnings) = Session::start(
+        &exts,
+        config,
+        authority,
+        interactions,
+        bus.clone(),
+        first_request.clone(),
+    )
+    .instrument(tracing::debug_span!("session_start"))
+    .await?;
     warnings.extend(tool_warnings);
     session.editor = opts
         .editor_files
@@ -576,6 +599,9 @@ impl Launched {
                 .name("stud-unwatch".into())
                 .spawn(move || drop(watch));
         }
+        // No request is coming now: loggers and observers go on with what
+        // they hold (closing waits for the observers).
+        self.session.first_request.open();
         self.session.close().await;
         self.bus.close();
         for s in self.subscribers.drain(..) {
@@ -587,44 +613,84 @@ impl Launched {
     }
 }
 
-/// Link, in the background, what the first turn surely calls (the
-/// provider first), so the compiles overlap one another and the rest of
-/// the start. Tools, state machines and the providers not chosen are
+/// Link, in the background, what the first turn surely calls, in the
+/// order it calls them, so the compiles overlap one another and the rest
+/// of the start. Tools, state machines and the providers not chosen are
 /// linked at their first call: a tool's spec is cached.
+///
+/// What the first request does not need (loggers, observers, hooks whose
+/// slots all come after it) is linked once `first_request` opens: on 2
+/// cores it would take CPU from the request (docs/benchmarks.md).
 fn prelink(
     exts: &[Arc<Extension>],
     provider: &str,
     store: Option<&Arc<Extension>>,
     uis: &[Arc<Extension>],
     render: bool,
+    first_request: &FirstRequest,
 ) {
-    let chosen = exts
-        .iter()
-        .filter(|e| e.kind() == Kind::Provider && e.id().as_str() == provider);
-    let every_turn = exts
-        .iter()
-        .filter(|e| matches!(e.kind(), Kind::Hook | Kind::ContextProvider | Kind::Logger));
-    let shown = uis.iter().filter(|_| render);
-    // The provider is needed first (its models are listed at start): it
-    // gets a thread of its own, the rest share one, so on a small machine
-    // they do not slow it down.
-    for ext in chosen {
-        ext.prelink();
-    }
-    let rest: Vec<Arc<Extension>> = store
-        .into_iter()
-        .chain(every_turn)
-        .chain(shown)
+    let of = |k: Kind| exts.iter().filter(move |e| e.kind() == k);
+    let chosen = of(Kind::Provider).filter(|e| e.id().as_str() == provider);
+    // The provider's models are listed at start; then RECEIVE_INPUT's
+    // hooks run, the input is appended to the store, and the context
+    // providers compose the request.
+    let soon: VecDeque<Arc<Extension>> = chosen
+        .chain(of(Kind::Hook).filter(|e| holds_up_first_request(e)))
+        .chain(store)
+        .chain(of(Kind::ContextProvider))
+        .chain(uis.iter().filter(|_| render))
+        .cloned()
+        .collect();
+    let after: VecDeque<Arc<Extension>> = of(Kind::Logger)
+        .chain(of(Kind::Hook).filter(|e| !holds_up_first_request(e)))
         .cloned()
         .collect();
     let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || {
-        span.in_scope(|| {
-            for ext in rest {
-                let _ = ext.link_now();
-            }
-        })
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    link_in_order(soon, cores, span.clone());
+    let opened = first_request.clone();
+    // No hurry after the request: one lane, beside the response.
+    tokio::spawn(async move {
+        opened.wait().await;
+        link_in_order(after, 1, span);
     });
+}
+
+/// Link `queue` front first on up to `lanes` threads (each takes the next
+/// one when it is done). Threads of their own, not tokio's blocking pool:
+/// measured, the pool at times left the second lane and the provider's
+/// first call queued behind the first lane's whole run.
+fn link_in_order(queue: VecDeque<Arc<Extension>>, lanes: usize, span: tracing::Span) {
+    let lanes = lanes.min(queue.len());
+    let queue = Arc::new(std::sync::Mutex::new(queue));
+    for _ in 0..lanes {
+        let queue = queue.clone();
+        let span = span.clone();
+        let lane = move || {
+            span.in_scope(|| {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                    let Some(ext) = next else { break };
+                    let _ = ext.link_now();
+                }
+            })
+        };
+        // Without a thread the first call of each links it instead.
+        let _ = std::thread::Builder::new()
+            .name("stud-link".into())
+            .spawn(lane);
+    }
+}
+
+/// A guard or transform at or before SEND_REQUEST's `pre` runs (and is
+/// waited for) before the first request goes out; observers never hold
+/// up the loop.
+fn holds_up_first_request(hook: &Extension) -> bool {
+    let first_request = HookSlot::new(Stage::SendRequest, Phase::Pre);
+    hook.manifest
+        .hooks
+        .iter()
+        .any(|h| h.kind != HookKind::Observer && h.slot <= first_request)
 }
 
 /// Load the agent definitions and offer `task` (unless tools are off,
@@ -678,10 +744,13 @@ fn spawn_ui(sub: Arc<Subscriber>, bus: &Bus, ui: Arc<Extension>) -> JoinHandle<(
     })
 }
 
-fn spawn_logger(bus: &Bus, logger: Arc<Extension>) -> JoinHandle<()> {
+/// A logger: subscribed now (it misses nothing), writing once the first
+/// request is out.
+fn spawn_logger(bus: &Bus, logger: Arc<Extension>, first_request: FirstRequest) -> JoinHandle<()> {
     let sub = bus.subscribe(logger.id().as_str(), DEFAULT_QUEUE);
     let diag = bus.clone();
     tokio::spawn(async move {
+        first_request.wait().await;
         while let Some(ev) = sub.next().await {
             if let Err(e) = logger.logger_sink(&wit_event(&ev)).await {
                 diag.publish(KernelEvent::SubscriberFailed {

@@ -13,6 +13,7 @@ pub mod conversation;
 pub mod editor_files;
 pub mod events;
 pub mod extension_set;
+pub mod first_request;
 pub mod hooks;
 pub mod interaction;
 pub mod launch;

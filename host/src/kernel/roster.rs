@@ -43,6 +43,8 @@ pub struct RosterChoice<'a> {
     pub tools_enabled: bool,
     /// Hook extension ids that run first, in this order.
     pub hook_order: &'a [String],
+    /// Observers start once this opens.
+    pub first_request: &'a super::first_request::FirstRequest,
 }
 
 pub struct Roster {
@@ -99,7 +101,7 @@ impl Roster {
         }
         let hook_exts: Vec<Arc<Extension>> = of(Kind::Hook).collect();
         let roster = Roster {
-            hooks: HookRunner::new(&hook_exts, choice.hook_order, bus),
+            hooks: HookRunner::new(&hook_exts, choice.hook_order, bus, choice.first_request),
             provider,
             model,
             models,

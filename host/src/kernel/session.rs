@@ -9,6 +9,7 @@ use super::capabilities::{check_request, check_session};
 use super::compaction::CompactionConfig;
 use super::conversation::Conversation;
 use super::events::Bus;
+use super::first_request::FirstRequest;
 use super::interaction::{Answer, Interactions};
 use super::reload::{Ready, Reloader};
 use super::retry::RetryPolicy;
@@ -97,6 +98,8 @@ pub struct Session {
     pub(crate) editor: Option<super::editor_files::EditorRoute>,
     /// Images that go with the next turn's input (an editor's prompt).
     pub(crate) pending_images: Vec<crate::runtime::bindings::stud::extension::types::Image>,
+    /// Opened once its first provider request is out.
+    pub(crate) first_request: super::first_request::FirstRequest,
 }
 
 impl Session {
@@ -129,19 +132,22 @@ impl Session {
     }
 
     /// Arrange loaded extensions into a session. Returns warnings for tools
-    /// that could not be added.
+    /// that could not be added. Its observers and deferred links wait for
+    /// `first_request` (open: they do not wait).
     pub async fn start(
         exts: &[Arc<Extension>],
         config: SessionConfig,
         authority: Authority,
         interactions: Arc<Interactions>,
         bus: Bus,
+        first_request: FirstRequest,
     ) -> Result<(Session, Vec<String>), SessionError> {
         let choice = RosterChoice {
             provider: &config.provider,
             model: config.model.as_deref(),
             tools_enabled: config.tools_enabled,
             hook_order: &config.hook_order,
+            first_request: &first_request,
         };
         let (roster, warnings) = Roster::arrange(exts, choice, bus.clone()).await?;
         let session = Session {
@@ -165,6 +171,7 @@ impl Session {
             child_spend: Default::default(),
             editor: None,
             pending_images: Vec::new(),
+            first_request,
         };
         Ok((session, warnings))
     }

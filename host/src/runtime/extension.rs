@@ -249,18 +249,6 @@ impl Extension {
             .map(|l| l.source)
     }
 
-    /// Link in the background: an extension the session will surely call
-    /// is ready by then, in parallel with the rest of the start.
-    pub fn prelink(self: &Arc<Self>) {
-        if self.core.code.get().is_none() {
-            let core = self.core.clone();
-            let span = tracing::Span::current();
-            tokio::task::spawn_blocking(move || {
-                span.in_scope(|| core.code.link_blocking(&core.runtime))
-            });
-        }
-    }
-
     /// How many times an instance was created (1 + restarts after faults).
     pub fn instantiations(&self) -> u64 {
         self.core.instantiations.load(Ordering::Relaxed)

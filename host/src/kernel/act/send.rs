@@ -75,6 +75,7 @@ impl Session {
                 iteration: iteration.into(),
             });
             let sent = cancellable(cancel, &provider, provider.provider_send(&request)).await;
+            self.first_request.open();
             // A failure before anything reached the person (Anthropic's
             // overloaded error right after message_start, say) is retried
             // like a failed send.

@@ -124,6 +124,7 @@ impl Session {
             child_spend: Default::default(),
             editor: self.editor.clone(),
             pending_images: Vec::new(),
+            first_request: Default::default(),
         })
     }
 
