@@ -24,6 +24,10 @@ use crate::contract;
 use crate::digest::Sha256Digest;
 use crate::manifest::{HostPattern, Kind, Manifest};
 
+/// The config of an extension without settings. A bundled tool on it
+/// answers `describe` from the spec recorded in the binary.
+pub(crate) const NO_SETTINGS: &str = "{}";
+
 /// Everything needed to load one extension.
 pub struct LoadSpec {
     pub manifest: Manifest,
@@ -124,7 +128,7 @@ impl Runtime {
         // bundled config schema accepts (the golden-manifest test checks
         // it): its schema need not be compiled at start.
         let config = match (&spec.bytes, spec.config) {
-            (ComponentBytes::Embedded(_), None) => "{}".to_string(),
+            (ComponentBytes::Embedded(_), None) => NO_SETTINGS.to_string(),
             (_, config) => validate_config(&spec.manifest, config)?,
         };
         let slot = state_slot(&spec.manifest);

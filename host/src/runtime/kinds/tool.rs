@@ -14,7 +14,7 @@ impl Extension {
     /// compiled code, authenticated like it. Otherwise it is asked, and
     /// kept.
     pub async fn tool_spec(&self) -> Result<ToolSpec, CallError> {
-        if self.ctx.config == "{}" {
+        if self.ctx.config == crate::runtime::load::NO_SETTINGS {
             let recorded = crate::bundled::recorded_tool_spec(&self.digest.hex());
             if let Some(spec) = recorded.and_then(|text| tool_spec_from_json(text.as_bytes())) {
                 tracing::trace!(ext = %self.id(), "spec recorded in the binary");
