@@ -24,8 +24,9 @@ use crate::runtime::bindings::stud::extension::files::{self as f, Content, File,
 use crate::runtime::host_state::{DirGrant, HostState};
 use crate::runtime::services::{ErrorClass, ExtError, ext_error};
 
-/// The most a guest may ask to receive of one file.
-pub const MAX_FILE_BYTES: u64 = 16 << 20;
+/// The most a guest may ask to receive of one file: the SDK's value, so
+/// what guests are told and what the host enforces cannot drift apart.
+pub const MAX_FILE_BYTES: u64 = stud_sdk::files::MAX_FILE_BYTES;
 /// A batch closes at this many files...
 const BATCH_FILES: usize = 64;
 /// ...or once its files hold this many bytes.
