@@ -631,20 +631,19 @@ fn prelink(
 ) {
     let of = |k: Kind| exts.iter().filter(move |e| e.kind() == k);
     let chosen = of(Kind::Provider).filter(|e| e.id().as_str() == provider);
+    let (hooks_before, hooks_after): (Vec<_>, Vec<_>) =
+        of(Kind::Hook).partition(|e| holds_up_first_request(e));
     // The provider's models are listed at start; then RECEIVE_INPUT's
     // hooks run, the input is appended to the store, and the context
     // providers compose the request.
     let soon: VecDeque<Arc<Extension>> = chosen
-        .chain(of(Kind::Hook).filter(|e| holds_up_first_request(e)))
+        .chain(hooks_before)
         .chain(store)
         .chain(of(Kind::ContextProvider))
         .chain(uis.iter().filter(|_| render))
         .cloned()
         .collect();
-    let after: VecDeque<Arc<Extension>> = of(Kind::Logger)
-        .chain(of(Kind::Hook).filter(|e| !holds_up_first_request(e)))
-        .cloned()
-        .collect();
+    let after: VecDeque<Arc<Extension>> = of(Kind::Logger).chain(hooks_after).cloned().collect();
     let span = tracing::Span::current();
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     link_in_order(soon, cores, span.clone());
