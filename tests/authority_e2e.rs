@@ -444,3 +444,78 @@ fn shell_lines_cannot_smuggle_commands_past_a_wildcard_entry() {
     let out = env.run_allowlist(&["bash:git *", "bash:> /dev/null"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// The deriver is a closed world: with the narrowest entry
+/// `bash:git status`, every construct it does not model completely (case
+/// patterns, redirections of compound commands, here-documents, loop
+/// variables, a `cwd` of the call's own) is asked, and nothing runs. Each
+/// of these ran `touch pwned` unasked before (issue 34).
+#[cfg(unix)]
+#[test]
+fn constructs_the_key_does_not_model_are_asked() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = StudEnv::new();
+    let project = env.project.path();
+    // The repository ships `bin/git`...
+    std::fs::create_dir_all(project.join("bin")).expect("mkdir");
+    std::fs::write(project.join("bin/git"), "#!/bin/sh\ntouch pwned\n").expect("write");
+    std::fs::set_permissions(
+        project.join("bin/git"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    // ...and a committed git folder whose config runs a command on status.
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(project)
+            .env("HOME", project)
+            .output()
+            .expect("git")
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "evil"]);
+    git(&[
+        "-C",
+        "evil",
+        "config",
+        "core.fsmonitor",
+        "touch ../pwned; false",
+    ]);
+    let attacks = [
+        json!({"command": "case a in `touch pwned`|a) git status;; esac"}),
+        json!({"command": "{ git status; } < \"$(touch pwned)\""}),
+        json!({"command": "{ git status; } <<EOF\n$(touch pwned)\nEOF"}),
+        json!({"command": "for PATH in bin; do git status; done"}),
+        json!({"command": "git status", "cwd": "evil"}),
+    ];
+    for attack in attacks {
+        env.script(
+            json!([
+                {"text": "", "tool_calls": [call("bash", attack.clone())]},
+                {"text": "{{tool_results}}"}
+            ]),
+            json!({}),
+        );
+        let out = env.run_allowlist(&["bash:git status"]);
+        assert_eq!(out.status.code(), Some(3), "{attack}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("(unclassified)"),
+            "{attack}: the halt does not show the unclassified key: {}",
+            stderr(&out)
+        );
+        assert!(!project.join("pwned").exists(), "{attack} ran a command");
+    }
+    // The entry still approves what it names, in the project root.
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("bash", json!({"command": "git status"}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = env.run_allowlist(&["bash:git status"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

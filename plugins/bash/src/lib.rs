@@ -2,7 +2,11 @@
 //! process capability. The approval key comes from a shell parser
 //! (`stud_sdk::shell`): one line per simple command and per output
 //! redirection, so `bash:git *` approves `git status` but not
-//! `git status; rm -rf ~`; what it cannot classify is asked.
+//! `git status; rm -rf ~`. The parser models a closed world: anything it
+//! does not model completely (loops, `case`, expansions, assignments,
+//! builtins that change the shell's state, ...) is unclassified, and so
+//! is a call with a `cwd` of its own (the folder changes what a command
+//! does): those are asked.
 
 use stud_sdk::host::process::{Command, SpawnRequest, run};
 use stud_sdk::prelude::*;
@@ -46,7 +50,10 @@ impl Tool for Bash {
     }
 
     fn approval_key(&self, args: &Args) -> Result<String, Error> {
-        Ok(stud_sdk::shell::approval_key(args.str("command")?))
+        Ok(stud_sdk::shell::approval_key_in(
+            args.str("command")?,
+            args.opt_str("cwd"),
+        ))
     }
 
     fn invoke(&mut self, _call: &CallContext, args: Args) -> Result<ToolOutput, Error> {
