@@ -12,6 +12,7 @@ mod cli_ext;
 mod commands_e2e;
 mod diagnostics_e2e;
 mod endpoint_e2e;
+mod file_policy_e2e;
 mod files_e2e;
 mod golden_manifests;
 mod index_e2e;

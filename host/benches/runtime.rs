@@ -42,6 +42,7 @@ fn load(rt: &Arc<Runtime>, dir: &str) -> Extension {
         secrets: Default::default(),
         processes: Default::default(),
         net_limits: Default::default(),
+        protected: Default::default(),
         state: None,
         services: Arc::new(Quiet),
     })

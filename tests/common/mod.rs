@@ -150,6 +150,7 @@ pub fn fixture_spec(
         secrets: Default::default(),
         processes: Default::default(),
         net_limits: Default::default(),
+        protected: Default::default(),
         state: None,
         services: Arc::new(Recorder::default()),
     }

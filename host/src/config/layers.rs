@@ -55,6 +55,7 @@ const GLOBAL_ONLY: &[&[&str]] = &[
     &["secrets"],
     &["active", "interactor"],
     &["active", "stateMachine"],
+    &["protectedPaths", "allow"],
 ];
 
 /// Remove the key at `path` (object keys from the root); whether it was there.
@@ -228,7 +229,8 @@ fn merge(
         let replace_whole = BY_ID.contains(&parent);
         let union = key == "allowlist" && parent == "securityMode"
             || parent == "network"
-            || key == "hooks" && parent == "ordering";
+            || key == "hooks" && parent == "ordering"
+            || key == "patterns" && parent == "protectedPaths";
         if union {
             let mut items: Vec<Value> = slot.as_array().cloned().unwrap_or_default();
             for v in value.as_array().into_iter().flatten() {

@@ -95,6 +95,23 @@ pub struct Settings {
     /// Named extension sets for `--profile NAME` (global settings only).
     #[serde(default)]
     pub profiles: HashMap<String, Profile>,
+    /// Project files no extension may open.
+    #[serde(default)]
+    pub protected_paths: ProtectedPathSettings,
+}
+
+/// `protectedPaths`: the host's file policy (`runtime::protected_paths`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtectedPathSettings {
+    /// Globs protected besides the defaults (`.env`, keys); a project may
+    /// add more, never remove any.
+    #[serde(default)]
+    pub patterns: Vec<String>,
+    /// Exact project-relative paths extensions may open although a pattern
+    /// protects them (global settings only).
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 /// `profiles.<name>`: which extensions a session uses, and its provider,

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -15,6 +16,7 @@ use crate::config::{Layered, NetworkSettings, SandboxMode, SecretRef, Settings};
 use crate::manifest::{HostPattern, Kind, Manifest};
 use crate::runtime::caps::confine::ProcessConfinement;
 use crate::runtime::net::NetLimits;
+use crate::runtime::protected_paths::ProtectedPaths;
 
 #[derive(Debug, Default, Clone)]
 pub struct UserGrants {
@@ -27,6 +29,8 @@ pub struct UserGrants {
     pub processes: ProcessConfinement,
     /// What one HTTP response may cost (`runtime.network`).
     pub net_limits: NetLimits,
+    /// Files no extension may open (`protectedPaths`).
+    pub protected: Arc<ProtectedPaths>,
 }
 
 impl UserGrants {
@@ -70,6 +74,7 @@ impl UserGrants {
                 secrets: settings.secrets.clone(),
                 processes,
                 net_limits: net_limits(&settings.runtime.network),
+                protected: Arc::new(protected_paths(settings, &mut warnings)),
             },
             warnings,
         )
@@ -247,4 +252,59 @@ mod tests {
         assert!(p.matches("api.groq.com", 443));
         assert!(base_url_host("not a url").is_none());
     }
+}
+
+/// The protected-path policy: the defaults, `protectedPaths.patterns` and
+/// the patterns the `protect-paths` guard was configured with (so a file
+/// the guard is told to protect is protected where it is opened too). A
+/// pattern that is not a glob is left out with a warning; the rest apply.
+fn protected_paths(settings: &Settings, warnings: &mut Vec<String>) -> ProtectedPaths {
+    let guard = settings
+        .hooks
+        .get("protect-paths")
+        .and_then(|c| c.get("patterns"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str);
+    let mut patterns: Vec<&str> = Vec::new();
+    for p in settings
+        .protected_paths
+        .patterns
+        .iter()
+        .map(String::as_str)
+        .chain(guard)
+    {
+        match globset::Glob::new(p) {
+            Ok(_) => patterns.push(p),
+            Err(e) => warnings.push(format!(
+                "settings.json: protectedPaths.patterns: `{p}` is not a glob ({}); it is left out",
+                e.kind()
+            )),
+        }
+    }
+    let allow = settings.protected_paths.allow.iter().map(String::as_str);
+    ProtectedPaths::new(patterns, allow).unwrap_or_default()
+}
+
+/// The bundled `protect-paths` guard checks arguments with patterns of its
+/// own; it is handed the user's exact grants (`protectedPaths.allow`) so
+/// a file the host policy lets through is not denied by the guard.
+pub fn with_guard_grants(
+    mut configs: HashMap<String, Value>,
+    allow: &[String],
+) -> HashMap<String, Value> {
+    if allow.is_empty() {
+        return configs;
+    }
+    let entry = configs
+        .entry("protect-paths".to_string())
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Value::Object(map) = entry {
+        map.insert(
+            "allow".into(),
+            Value::Array(allow.iter().cloned().map(Value::String).collect()),
+        );
+    }
+    configs
 }

@@ -144,6 +144,7 @@ impl Registry {
             expected_digest: d.expected_digest.clone(),
             config: config.clone(),
             dirs: self.dir_grants(d),
+            protected: self.grants.protected.clone(),
             network: self
                 .grants
                 .network_for(&d.manifest, d.scope, config.as_ref()),

@@ -44,6 +44,9 @@ pub enum ReviewItem {
     Disables { extension: String, kind: String },
     /// The project changes a hook's settings (a guard's patterns, say).
     HookConfig { extension: String },
+    /// The project configures a context provider: what it puts into every
+    /// prompt (a file named in its config, say).
+    ContextConfig { extension: String, config: String },
     /// An extension the project brings, with what it may do.
     Extension {
         id: String,
@@ -113,6 +116,9 @@ impl ReviewItem {
             ReviewItem::HookConfig { extension } => {
                 vec![format!("changes the settings of hook `{extension}`")]
             }
+            ReviewItem::ContextConfig { extension, config } => vec![format!(
+                "changes what context provider `{extension}` puts into every prompt: {config}"
+            )],
             ReviewItem::Extension {
                 id,
                 kind,
@@ -298,7 +304,11 @@ fn escape_pointer(key: &str) -> String {
 }
 
 fn hook_items(project: &Value, lower: &[Discovered], items: &mut Vec<ReviewItem>) {
-    for (key, kind) in [("hooks", "hook"), ("loggers", "logger")] {
+    for (key, kind) in [
+        ("hooks", "hook"),
+        ("loggers", "logger"),
+        ("contextProviders", "context provider"),
+    ] {
         let Some(map) = project.get(key).and_then(Value::as_object) else {
             continue;
         };
@@ -307,6 +317,11 @@ fn hook_items(project: &Value, lower: &[Discovered], items: &mut Vec<ReviewItem>
                 items.push(ReviewItem::Disables {
                     extension: id.clone(),
                     kind: kind.to_string(),
+                });
+            } else if kind == "context provider" {
+                items.push(ReviewItem::ContextConfig {
+                    extension: id.clone(),
+                    config: config.to_string(),
                 });
             } else if kind == "hook"
                 && lower
@@ -338,8 +353,9 @@ fn extension_item(d: &Discovered) -> ReviewItem {
 }
 
 /// Keep only what is honoured without acceptance: `project` (a project
-/// settings document) loses its allowlist, network grants and hook/logger
-/// settings, and its provider `baseUrl`s become the user's (a project
+/// settings document) loses its allowlist, network grants and hook,
+/// logger and context-provider settings (a context provider's config can
+/// name a file whose text then goes into every prompt), and its provider `baseUrl`s become the user's (a project
 /// provider entry replaces the global one whole, so the global value is
 /// put back rather than dropped).
 pub fn strip_unaccepted(project: &mut Value, global: &Value) -> Vec<String> {
@@ -353,7 +369,7 @@ pub fn strip_unaccepted(project: &mut Value, global: &Value) -> Vec<String> {
     }
     drop_empty_security_mode(project);
     if let Some(obj) = project.as_object_mut() {
-        for key in ["network", "hooks", "loggers"] {
+        for key in ["network", "hooks", "loggers", "contextProviders"] {
             if obj.remove(key).is_some() {
                 removed.push(key.to_string());
             }

@@ -250,7 +250,10 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         home: opts.home.clone(),
         project_dir: project_dir(&opts.cwd),
         services: services.clone(),
-        configs: settings.extension_configs(),
+        configs: crate::extensions::grants::with_guard_grants(
+            settings.extension_configs(),
+            &settings.protected_paths.allow,
+        ),
         fallback_configs: layered.global_configs,
         grants,
     });

@@ -38,6 +38,8 @@ pub struct ExtensionContext {
     pub limits: Limits,
     pub slot: StateSlot,
     pub dirs: Vec<DirGrant>,
+    /// The protected-path policy for its file calls.
+    pub files: super::protected_paths::FileGuard,
     pub secrets: Vec<String>,
     /// Secret values resolved from settings references; a name missing
     /// here falls back to [`Services::secret`]. `Err` says why it is unset.

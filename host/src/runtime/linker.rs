@@ -42,6 +42,7 @@ pub fn link_key(kind: Kind, caps: &Capabilities) -> (Kind, Vec<HostInterface>) {
 pub fn build(engine: &Engine, interfaces: &[HostInterface]) -> wasmtime::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    super::caps::fs_policy::add_to_linker(&mut linker)?;
     for iface in interfaces {
         link(&mut linker, *iface)?;
     }

@@ -15,10 +15,11 @@ use super::caps::{Gate, HostInterface};
 use super::code::{CodeInput, ComponentBytes, DeferredCheck, LazyCode};
 use super::error::LoadError;
 use super::extension::Extension;
-use super::host_state::{DirGrant, ExtensionContext, StateSlot};
+use super::host_state::{DirGrant, ExtensionContext, PROJECT_GUEST_DIR, StateSlot};
 use super::inspect::ComponentInfo;
 use super::linker;
 use super::net::{NetLimits, NetPolicy};
+use super::protected_paths::{FileGuard, ProtectedPaths};
 use super::services::Services;
 use crate::contract;
 use crate::digest::Sha256Digest;
@@ -39,6 +40,8 @@ pub struct LoadSpec {
     /// User config; `None` means `{}`.
     pub config: Option<serde_json::Value>,
     pub dirs: Vec<DirGrant>,
+    /// Files no extension may open (`protectedPaths`).
+    pub protected: Arc<ProtectedPaths>,
     /// Hosts the user granted in settings (used only when the manifest
     /// says `user-hosts = true`).
     pub network: Vec<HostPattern>,
@@ -151,6 +154,14 @@ impl Runtime {
                 spec.net_limits,
             ))
         });
+        let files = FileGuard {
+            project: spec
+                .dirs
+                .iter()
+                .find(|d| d.guest == PROJECT_GUEST_DIR)
+                .map(|d| d.host.canonicalize().unwrap_or_else(|_| d.host.clone())),
+            protected: spec.protected,
+        };
         let ctx = Arc::new(ExtensionContext {
             id,
             kind,
@@ -158,6 +169,7 @@ impl Runtime {
             limits: spec.manifest.limits.clone(),
             slot,
             dirs: spec.dirs,
+            files,
             secrets: spec.manifest.capabilities.secrets.clone(),
             secret_values: spec.secrets,
             processes: spec.processes,

@@ -21,6 +21,7 @@ pub mod linker;
 pub mod load;
 mod mapped;
 pub mod net;
+pub mod protected_paths;
 pub mod services;
 mod stderr;
 

@@ -14,6 +14,9 @@ const PATH_KEYS: &[&str] = &["path", "file", "file_path", "paths", "files"];
 #[derive(Default)]
 struct ProtectPaths {
     patterns: Vec<Pattern>,
+    /// Exact project paths the user lifted protection from
+    /// (`protectedPaths.allow`, handed over by the kernel).
+    allow: Vec<String>,
 }
 
 impl Hook for ProtectPaths {
@@ -37,6 +40,14 @@ impl Hook for ProtectPaths {
                 })
             })
             .collect::<Result<_, _>>()?;
+        self.allow = config
+            .get("allow")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|a| a.trim_start_matches("./").to_string())
+            .collect();
         Ok(())
     }
 
@@ -56,6 +67,9 @@ impl Hook for ProtectPaths {
                 // A path that cannot be resolved (it leaves the project) is
                 // refused by the tool itself; match it as written.
                 let resolved = stud_sdk::fs::resolved_path(path).ok();
+                if resolved.as_ref().is_some_and(|r| self.allow.contains(r)) {
+                    continue;
+                }
                 let hit = self
                     .matching(path)
                     .or_else(|| resolved.as_deref().and_then(|r| self.matching(r)));

@@ -22,6 +22,7 @@ use wasmtime::component::Resource;
 
 use crate::runtime::bindings::stud::extension::files::{self as f, Content, File, WalkOptions};
 use crate::runtime::host_state::{DirGrant, HostState};
+use crate::runtime::protected_paths::FileGuard;
 use crate::runtime::services::{ErrorClass, ExtError, ext_error};
 
 /// The most a guest may ask to receive of one file: the SDK's value, so
@@ -71,6 +72,9 @@ struct Plan {
     guest_root: String,
     options: WalkOptions,
     overrides: Option<ignore::overrides::Override>,
+    /// Protected paths are skipped, whatever the globs and ignore files
+    /// say (a glob naming `.env` must not un-hide it).
+    files: FileGuard,
 }
 
 fn invalid(code: &str, message: String) -> ExtError {
@@ -81,6 +85,7 @@ impl Plan {
     fn new(
         ext_id: &str,
         dirs: &[DirGrant],
+        files: &FileGuard,
         root: &str,
         options: WalkOptions,
     ) -> Result<Self, ExtError> {
@@ -143,6 +148,16 @@ impl Plan {
                 ),
             ));
         }
+        if let Some(project) = &files.project
+            && let Some(pattern) = files.protected.protecting_in(project, &root_path)
+        {
+            return Err(invalid(
+                "path-protected",
+                format!(
+                    "`{root}` matches the protected pattern `{pattern}` (protectedPaths); extensions may not read it unless the user adds its exact path to protectedPaths.allow"
+                ),
+            ));
+        }
         let overrides = if options.globs.is_empty() {
             None
         } else {
@@ -162,6 +177,7 @@ impl Plan {
             guest_root: guest_root.to_string(),
             options,
             overrides,
+            files: files.clone(),
         })
     }
 
@@ -205,6 +221,10 @@ impl Plan {
             .sort_by_file_name(|a, b| a.cmp(b));
         if let Some(o) = &self.overrides {
             walk.overrides(o.clone());
+        }
+        if let Some(project) = self.files.project.clone() {
+            let protected = self.files.protected.clone();
+            walk.filter_entry(move |e| protected.protecting_in(&project, e.path()).is_none());
         }
         let mut batch = Vec::new();
         let mut bytes = 0u64;
@@ -387,8 +407,14 @@ impl f::Host for HostState {
             )));
         }
         let open = OpenWalk(open);
-        let walk = Plan::new(self.ext.id.as_str(), &self.ext.dirs, &root, options)
-            .and_then(|plan| plan.start(open));
+        let walk = Plan::new(
+            self.ext.id.as_str(),
+            &self.ext.dirs,
+            &self.ext.files,
+            &root,
+            options,
+        )
+        .and_then(|plan| plan.start(open));
         match walk {
             Ok(walk) => Ok(Ok(self.table().push(walk)?)),
             Err(e) => Ok(Err(e)),
@@ -446,7 +472,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), project.path().join("out")).unwrap();
         std::fs::create_dir(project.path().join("sub")).unwrap();
         let dirs = grant(project.path());
-        let plan = |root: &str| Plan::new("t", &dirs, root, options());
+        let plan = |root: &str| Plan::new("t", &dirs, &FileGuard::default(), root, options());
         assert_eq!(code(plan("/project/out")), "not-granted");
         assert_eq!(code(plan("/projectx")), "not-granted");
         assert_eq!(code(plan("/")), "not-granted");

@@ -6,6 +6,7 @@
 mod base;
 pub mod confine;
 pub mod files;
+pub mod fs_policy;
 pub mod http;
 mod interaction;
 pub mod process;

@@ -1,0 +1,246 @@
+//! Protected paths: project files no extension may open (`.env`, keys),
+//! a host policy enforced where files are opened (WASI `open-at` and the
+//! path calls that could move or alias a file, the `files` walk), on the
+//! path the file system resolved, never on what a tool's arguments say.
+//!
+//! A project path is protected when it, or one of the folders it lies in,
+//! matches a pattern: the pattern is tried against the project-relative
+//! path and against its last component, so `.env` protects every `.env`
+//! and `secrets` protects everything under a folder called `secrets`. The
+//! user lifts protection from single files by naming their exact
+//! project-relative paths in `protectedPaths.allow` (global settings only).
+//! Files outside the project (an extension's own data folder) are not
+//! covered: the policy is about the user's project.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+/// Protected unless the settings add more (they cannot take these away:
+/// `protectedPaths.allow` lifts single files).
+pub const DEFAULT_PATTERNS: &[&str] = &[".env", ".env.*", "*.pem", "*.key", "id_rsa", "id_ed25519"];
+
+/// A pattern that is not a glob.
+#[derive(Debug, thiserror::Error)]
+#[error("protectedPaths.patterns: `{pattern}` is not a glob ({reason}); fix or remove it")]
+pub struct PatternError {
+    pub pattern: String,
+    pub reason: String,
+}
+
+/// The compiled policy; cheap to share (`Arc`) between every extension of
+/// a session.
+#[derive(Debug, Clone)]
+pub struct ProtectedPaths {
+    patterns: Vec<String>,
+    set: GlobSet,
+    /// Exact project-relative paths the user granted (`/`-separated).
+    allow: Vec<String>,
+}
+
+impl Default for ProtectedPaths {
+    fn default() -> Self {
+        ProtectedPaths::new(DEFAULT_PATTERNS.iter().copied(), std::iter::empty::<&str>())
+            .unwrap_or_else(|_| ProtectedPaths::nothing())
+    }
+}
+
+impl ProtectedPaths {
+    /// The defaults plus `extra`; `allow` lists exact project paths.
+    pub fn new<'a>(
+        extra: impl IntoIterator<Item = &'a str>,
+        allow: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self, PatternError> {
+        let mut patterns: Vec<String> = DEFAULT_PATTERNS.iter().map(|p| p.to_string()).collect();
+        for p in extra {
+            if !patterns.iter().any(|q| q == p) {
+                patterns.push(p.to_string());
+            }
+        }
+        let mut builder = GlobSetBuilder::new();
+        for p in &patterns {
+            let glob = Glob::new(p).map_err(|e| PatternError {
+                pattern: p.clone(),
+                reason: e.kind().to_string(),
+            })?;
+            builder.add(glob);
+        }
+        let set = builder.build().map_err(|e| PatternError {
+            pattern: patterns.join(", "),
+            reason: e.to_string(),
+        })?;
+        Ok(ProtectedPaths {
+            patterns,
+            set,
+            allow: allow
+                .into_iter()
+                .map(|a| normalize_rel(a.trim_start_matches("./")))
+                .collect(),
+        })
+    }
+
+    /// Protects nothing (only when the defaults themselves fail to build,
+    /// which a unit test rules out).
+    fn nothing() -> Self {
+        ProtectedPaths {
+            patterns: Vec::new(),
+            set: GlobSet::empty(),
+            allow: Vec::new(),
+        }
+    }
+
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+
+    /// The pattern that protects `rel` (a project-relative path, `/`
+    /// separated, already resolved), unless the user allowed that exact
+    /// path.
+    pub fn protecting(&self, rel: &str) -> Option<&str> {
+        let rel = rel.trim_start_matches("./").trim_matches('/');
+        if rel.is_empty() || rel == "." {
+            return None;
+        }
+        let mut end = 0;
+        let mut hit = None;
+        for part in rel.split('/') {
+            end += part.len();
+            let prefix = &rel[..end];
+            end += 1;
+            let found = self
+                .set
+                .matches(prefix)
+                .into_iter()
+                .chain(self.set.matches(part))
+                .next();
+            if let Some(i) = found {
+                hit = Some(self.patterns[i].as_str());
+                break;
+            }
+        }
+        let hit = hit?;
+        (!self.allow.iter().any(|a| a == rel)).then_some(hit)
+    }
+
+    /// The pattern protecting `real` (an absolute, resolved path) when it
+    /// lies inside `project` (also resolved).
+    pub fn protecting_in(&self, project: &Path, real: &Path) -> Option<&str> {
+        let rel = real.strip_prefix(project).ok()?;
+        self.protecting(&rel.to_string_lossy())
+    }
+}
+
+/// What the policy needs for one extension: the rules and the project
+/// folder it was granted, resolved (`None`: no project grant, nothing to
+/// check).
+#[derive(Debug, Clone, Default)]
+pub struct FileGuard {
+    pub protected: Arc<ProtectedPaths>,
+    pub project: Option<PathBuf>,
+}
+
+/// `a/./b//c` as `a/b/c` (no `..` handling: callers resolve first).
+fn normalize_rel(rel: &str) -> String {
+    Path::new(rel)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(p) => Some(p.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// `path` (relative, from a directory at `dir`) resolved lexically: `.`
+/// dropped, `..` taken back. `None` when it climbs above `dir` or is
+/// absolute (WASI refuses both; this is only for the checks).
+pub fn join_lexical(dir: &Path, path: &str) -> Option<PathBuf> {
+    let mut out = dir.to_path_buf();
+    let mut depth = 0usize;
+    for c in Path::new(path).components() {
+        match c {
+            Component::Normal(p) => {
+                out.push(p);
+                depth += 1;
+            }
+            Component::CurDir => {}
+            Component::ParentDir if depth > 0 => {
+                out.pop();
+                depth -= 1;
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_build_and_protect_secrets_anywhere() {
+        let p = ProtectedPaths::default();
+        assert_eq!(p.patterns().len(), DEFAULT_PATTERNS.len());
+        for hit in [
+            ".env",
+            "config/.env",
+            ".env.local",
+            "a/b/server.key",
+            "id_rsa",
+        ] {
+            assert!(p.protecting(hit).is_some(), "{hit}");
+        }
+        for miss in ["src/main.rs", "env", ".envrc", "keys.md", "", "."] {
+            assert!(p.protecting(miss).is_none(), "{miss}");
+        }
+    }
+
+    #[test]
+    fn a_protected_folder_protects_what_is_inside() {
+        let p = ProtectedPaths::new(["secrets", "deploy/creds/*"], []).unwrap();
+        assert_eq!(p.protecting("secrets/a.txt"), Some("secrets"));
+        assert_eq!(p.protecting("x/secrets/deep/a.txt"), Some("secrets"));
+        assert_eq!(p.protecting("deploy/creds/db"), Some("deploy/creds/*"));
+        assert!(p.protecting("deploy/readme").is_none());
+    }
+
+    #[test]
+    fn only_the_exact_allowed_path_is_lifted() {
+        let p = ProtectedPaths::new([], ["config/dev.key", "./.env.example"]).unwrap();
+        assert!(p.protecting("config/dev.key").is_none());
+        assert!(p.protecting(".env.example").is_none());
+        assert!(p.protecting("config/prod.key").is_some());
+        assert!(p.protecting("other/config/dev.key").is_some());
+    }
+
+    #[test]
+    fn bad_patterns_name_themselves() {
+        let e = ProtectedPaths::new(["a[b"], []).unwrap_err();
+        assert_eq!(e.pattern, "a[b");
+        assert!(e.to_string().contains("protectedPaths.patterns"));
+    }
+
+    #[test]
+    fn paths_outside_the_project_are_not_covered() {
+        let p = ProtectedPaths::default();
+        let project = Path::new("/work/p");
+        assert_eq!(
+            p.protecting_in(project, Path::new("/work/p/.env")),
+            Some(".env")
+        );
+        assert!(
+            p.protecting_in(project, Path::new("/home/u/.stud/data/x/.env"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn lexical_joins_stay_below_their_folder() {
+        let d = Path::new("/p");
+        assert_eq!(join_lexical(d, "a/./b/../c"), Some(PathBuf::from("/p/a/c")));
+        assert_eq!(join_lexical(d, ".."), None);
+        assert_eq!(join_lexical(d, "/etc"), None);
+    }
+}
