@@ -27,6 +27,7 @@ mod providers_e2e;
 mod runtime_faults;
 mod runtime_kinds;
 mod sessions_e2e;
+mod settings_scope_e2e;
 mod startup_e2e;
 mod tools_e2e;
 mod tui_e2e;

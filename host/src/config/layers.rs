@@ -4,9 +4,14 @@
 //! - per-extension maps (`providers`, `tools`, `hooks`, `ui`, `loggers`,
 //!   `contextProviders`, `commands`, `sessionStores`, `secrets`) by id: a later entry
 //!   replaces an earlier one whole; `{"disable": true}` drops it;
-//! - `network` grants and `securityMode.allowlist` are unions;
-//!   `ordering.hooks` lists are concatenated in scope order;
+//! - `network` grants, `securityMode.allowlist` and
+//!   `protectedPaths.patterns` are unions; `ordering.hooks` lists are
+//!   concatenated in scope order;
 //! - everything else by key, the later scope winning.
+//!
+//! Before a project's file is merged, `scope_rules` takes out what a
+//! project may not set (global-only keys, looser limits, reviewed keys the
+//! user has not accepted), each with a warning.
 //!
 //! Every effective leaf remembers the scope (and file) it came from, for
 //! `stud config show`. A project file that fails to parse or validate is
@@ -17,10 +22,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::scope_rules;
 use super::settings::{Settings, SettingsError};
-use crate::extensions::review::{strip_looser_mode, strip_unaccepted};
 
-const BY_ID: &[&str] = &[
+/// Maps merged entry by entry: a later scope's entry replaces an earlier
+/// one's whole.
+pub(super) const BY_ID: &[&str] = &[
     "providers",
     "tools",
     "hooks",
@@ -33,46 +40,6 @@ const BY_ID: &[&str] = &[
     "secrets",
     "mcpServers",
 ];
-
-/// Keys a project's settings may not set, each the user's own decision:
-/// a repository must not loosen the confinement of the commands it will
-/// have run, nor name which file or variable is a provider's "key" (it
-/// could hand any file the user can read to a provider).
-/// Nor choose which extension answers the approval questions, nor attach
-/// a state machine (its stage envelopes approve tools without the mode
-/// gate).
-///
-/// Nor define profiles: `--profile NAME` must mean the user's own set, not
-/// one a repository wrote that leaves out the user's guards.
-///
-/// Nor say whose signatures count or whether unsigned extensions install.
-const GLOBAL_ONLY: &[&[&str]] = &[
-    &["profiles"],
-    &["trustedPublishers"],
-    &["signaturePolicy"],
-    &["extensionIndexes"],
-    &["runtime", "processSandbox"],
-    &["secrets"],
-    &["active", "interactor"],
-    &["active", "stateMachine"],
-    &["protectedPaths", "allow"],
-];
-
-/// Remove the key at `path` (object keys from the root); whether it was there.
-fn remove_at(value: &mut Value, path: &[&str]) -> bool {
-    let Some((last, parents)) = path.split_last() else {
-        return false;
-    };
-    let mut at = value;
-    for key in parents {
-        match at.get_mut(*key) {
-            Some(next) => at = next,
-            None => return false,
-        }
-    }
-    at.as_object_mut()
-        .is_some_and(|map| map.remove(*last).is_some())
-}
 
 /// A trusted project's settings file, and whether the user accepted its
 /// security-relevant items (`extensions::review`). Unaccepted, its
@@ -164,36 +131,25 @@ impl Layered {
                 global_value = value.clone();
             }
             if scope == "project" {
-                if let Some(asked) = strip_looser_mode(&mut value, &global_value) {
-                    out.warnings.push(format!(
-                        "{}: securityMode.mode `{asked}` is ignored: a project can only make approvals stricter (ask > allowlist > yolo)",
-                        path.display()
-                    ));
+                let accepted = project.is_some_and(|p| p.accepted);
+                let applied = scope_rules::apply(&mut value, &global_value, accepted);
+                for line in applied.ignored {
+                    out.warnings.push(format!("{}: {line}", path.display()));
                 }
-                if !project.is_some_and(|p| p.accepted) {
-                    let removed = strip_unaccepted(&mut value, &global_value);
-                    if !removed.is_empty() {
-                        out.warnings.push(format!(
-                            "{}: {} changed since you trusted this project and {} ignored until you accept {}; run `stud trust grant` to review {}",
-                            path.display(),
-                            removed.join(", "),
-                            if removed.len() == 1 { "is" } else { "are" },
-                            if removed.len() == 1 { "it" } else { "them" },
-                            if removed.len() == 1 { "it" } else { "them" },
-                        ));
-                    }
+                let removed = applied.unaccepted;
+                if !removed.is_empty() {
+                    let one = removed.len() == 1;
+                    out.warnings.push(format!(
+                        "{}: {} changed since you trusted this project and {} ignored until you accept {}; run `stud trust grant` to review {}",
+                        path.display(),
+                        removed.join(", "),
+                        if one { "is" } else { "are" },
+                        if one { "it" } else { "them" },
+                        if one { "it" } else { "them" },
+                    ));
                 }
                 if let Ok(p) = Settings::from_value(&value) {
                     out.project_network = p.network;
-                }
-                for key in GLOBAL_ONLY {
-                    if remove_at(&mut value, key) {
-                        out.warnings.push(format!(
-                            "{}: {} is only read from the global settings (~/.stud/settings.json); the project's value is ignored",
-                            path.display(),
-                            key.join(".")
-                        ));
-                    }
                 }
             }
             let source = format!("{scope} {}", path.display());
@@ -318,7 +274,7 @@ mod tests {
             "providers": {"scripted": {"script-file": "s.json"}, "anthropic": {"disable": true}},
             "network": {"web-fetch": ["example.com"]},
             "ordering": {"hooks": ["redact-secrets"]},
-            "runtime": {"continuation": {"maxIterations": 9}}
+            "runtime": {"continuation": {"maxIterations": 3}}
         }).to_string()).unwrap();
         let l = Layered::load(&g, Some(&accepted(&p))).unwrap();
         let s = &l.settings;
@@ -330,7 +286,8 @@ mod tests {
         assert_eq!(s.network["web-fetch"], ["docs.rs", "example.com"]);
         assert_eq!(s.ordering.hooks, ["protect-paths", "redact-secrets"]);
         assert_eq!(s.runtime.tool_parallelism, Some(2));
-        assert_eq!(s.runtime.continuation.max_iterations, Some(9));
+        // A project may lower a limit (raising it is `scope_rules`' test).
+        assert_eq!(s.runtime.continuation.max_iterations, Some(3));
         assert!(l.provenance["/runtime/toolParallelism"].starts_with("global"));
         assert!(l.provenance["/runtime/continuation/maxIterations"].starts_with("project"));
         assert!(l.provenance["/providers/scripted/script-file"].starts_with("project"));

@@ -3,6 +3,7 @@
 
 pub mod edit;
 mod layers;
+pub mod scope_rules;
 mod settings;
 
 pub use layers::{Layered, ProjectLayer};

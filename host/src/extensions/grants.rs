@@ -240,20 +240,6 @@ fn base_url_host(url: &str) -> Option<HostPattern> {
     format!("{host}:{port}").parse().ok()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base_url_grants_its_host_and_port() {
-        let p = base_url_host("http://127.0.0.1:8080/v1").unwrap();
-        assert!(p.matches("127.0.0.1", 8080) && !p.matches("127.0.0.1", 8081));
-        let p = base_url_host("https://api.groq.com/openai/v1").unwrap();
-        assert!(p.matches("api.groq.com", 443));
-        assert!(base_url_host("not a url").is_none());
-    }
-}
-
 /// The protected-path policy: the defaults, `protectedPaths.patterns` and
 /// the patterns the `protect-paths` guard was configured with (so a file
 /// the guard is told to protect is protected where it is opened too). A
@@ -308,3 +294,18 @@ pub fn with_guard_grants(
     }
     configs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_grants_its_host_and_port() {
+        let p = base_url_host("http://127.0.0.1:8080/v1").unwrap();
+        assert!(p.matches("127.0.0.1", 8080) && !p.matches("127.0.0.1", 8081));
+        let p = base_url_host("https://api.groq.com/openai/v1").unwrap();
+        assert!(p.matches("api.groq.com", 443));
+        assert!(base_url_host("not a url").is_none());
+    }
+}
+

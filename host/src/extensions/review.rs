@@ -5,8 +5,9 @@
 //! those items until the user looks at them again.
 //!
 //! Some things a project may never do, accepted or not: loosen the
-//! security mode (ask > allowlist > yolo), or set keys that are the user's
-//! own (`config::layers::GLOBAL_ONLY`). Those are listed as ignored.
+//! security mode (ask > allowlist > yolo) or a limit, or set keys that are
+//! the user's own. `config::scope_rules` has the rule of every key; the
+//! keys it marks `Reviewed` are the ones this review lists.
 
 use std::path::Path;
 
@@ -349,77 +350,5 @@ fn extension_item(d: &Discovered) -> ReviewItem {
         pinned: d.lock.is_some() && d.scope == Scope::Project,
         component,
         capabilities: consent::describe(&d.manifest.capabilities),
-    }
-}
-
-/// Keep only what is honoured without acceptance: `project` (a project
-/// settings document) loses its allowlist, network grants and hook,
-/// logger and context-provider settings (a context provider's config can
-/// name a file whose text then goes into every prompt), and its provider `baseUrl`s become the user's (a project
-/// provider entry replaces the global one whole, so the global value is
-/// put back rather than dropped).
-pub fn strip_unaccepted(project: &mut Value, global: &Value) -> Vec<String> {
-    let mut removed = Vec::new();
-    if let Some(sm) = project
-        .get_mut("securityMode")
-        .and_then(Value::as_object_mut)
-        && sm.remove("allowlist").is_some()
-    {
-        removed.push("securityMode.allowlist".to_string());
-    }
-    drop_empty_security_mode(project);
-    if let Some(obj) = project.as_object_mut() {
-        for key in ["network", "hooks", "loggers", "contextProviders"] {
-            if obj.remove(key).is_some() {
-                removed.push(key.to_string());
-            }
-        }
-    }
-    if let Some(providers) = project.get_mut("providers").and_then(Value::as_object_mut) {
-        for (id, config) in providers.iter_mut() {
-            let Some(c) = config.as_object_mut() else {
-                continue;
-            };
-            let users = global
-                .pointer(&format!("/providers/{}/baseUrl", escape_pointer(id)))
-                .cloned();
-            let theirs = c.get("baseUrl").cloned();
-            if theirs.is_some() && theirs != users {
-                match users {
-                    Some(u) => c.insert("baseUrl".into(), u),
-                    None => c.remove("baseUrl"),
-                };
-                removed.push(format!("providers.{id}.baseUrl"));
-            }
-        }
-    }
-    removed
-}
-
-/// A project's mode may only be stricter than the global one: a looser
-/// `securityMode.mode` is removed from `project`. `Some` names what was.
-pub fn strip_looser_mode(project: &mut Value, global: &Value) -> Option<String> {
-    let asked = mode_of(project)?;
-    let kept = mode_of(global).unwrap_or(Mode::Ask);
-    if !asked.is_looser_than(kept) {
-        return None;
-    }
-    project
-        .get_mut("securityMode")
-        .and_then(Value::as_object_mut)
-        .and_then(|sm| sm.remove("mode"));
-    drop_empty_security_mode(project);
-    Some(asked.to_string())
-}
-
-/// `securityMode: {}` left behind would not parse (it needs a mode).
-fn drop_empty_security_mode(project: &mut Value) {
-    if project
-        .get("securityMode")
-        .and_then(Value::as_object)
-        .is_some_and(|sm| sm.is_empty())
-        && let Some(obj) = project.as_object_mut()
-    {
-        obj.remove("securityMode");
     }
 }

@@ -11,7 +11,9 @@ mod lineage;
 mod run;
 mod task_tool;
 
-pub use catalog::{AgentCatalog, DEFAULT_BUDGET_SHARE, DEFAULT_MAX_DEPTH};
+pub use catalog::{
+    AgentCatalog, DEFAULT_BUDGET_SHARE, DEFAULT_CHILD_ITERATIONS, DEFAULT_MAX_DEPTH,
+};
 pub use definition::{AgentDefinition, AgentSource, DefinitionError};
 pub use lineage::{Lineage, MAIN, ParentLink, is_child_id, is_child_of};
 pub(crate) use run::{ChildSpend, Delegated};
