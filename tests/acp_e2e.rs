@@ -35,13 +35,14 @@ fn editor_with(
 ) -> Vec<Value> {
     let out = Command::new("node")
         .arg(common::npm::acp_client())
-        .envs(vars.iter().map(|(k, v)| (k, v)))
         .env("STUD_BIN", env!("CARGO_BIN_EXE_stud"))
         .env("STUD_HOME", env.home.path())
         .env("STUD_CACHE_DIR", common::shared_cache())
         .env("PROJECT", env.project.path())
         .env("PROMPTS", json!(prompts).to_string())
         .env("LOAD_SESSION", load.unwrap_or_default())
+        // Last, so a test may send another `PROJECT`.
+        .envs(vars.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("run node");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -59,6 +60,15 @@ fn editor_with(
     let exit = log.iter().find(|m| m["type"] == "exit");
     assert_eq!(exit.map(|m| &m["code"]), Some(&json!(0)), "{log:#?}");
     log
+}
+
+/// The id of the session the editor opened.
+fn opened_id(log: &[Value]) -> String {
+    log.iter()
+        .find(|m| m["type"] == "session")
+        .and_then(|m| m["sessionId"].as_str())
+        .unwrap_or_else(|| panic!("no session opened: {log:#?}"))
+        .to_string()
 }
 
 fn position(log: &[Value], what: impl Fn(&Value) -> bool) -> usize {
@@ -147,6 +157,56 @@ fn an_editor_runs_turns_with_permission_diff_history_and_cancel() {
     );
 }
 
+/// The attack: `session/load` of a session kept for one folder with
+/// another `cwd` replayed it there and re-homed it (the listings then
+/// showed it under the other folder). A session loads only in its own
+/// project root: another is a typed error naming the session's folder,
+/// nothing is replayed, and the listing still shows the session where it
+/// was.
+#[test]
+fn loading_a_session_of_another_folder_is_refused_and_changes_nothing() {
+    let env = StudEnv::new();
+    env.script(
+        json!([{"text": "the first answer"}, {"text": "never"}]),
+        json!({}),
+    );
+    let id = opened_id(&editor(&env, &["hello there"]));
+    let listed =
+        || -> Value { serde_json::from_str(&env.ok(&["session", "list", "--json"])).unwrap() };
+    let before = listed();
+    let other = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        env.project.path().join("script.json"),
+        other.path().join("script.json"),
+    )
+    .unwrap();
+    let log = editor_with(
+        &env,
+        Some(&id),
+        &["and then?"],
+        &[("PROJECT", other.path().display().to_string())],
+    );
+    let refused = log
+        .iter()
+        .find(|m| m["type"] == "error" && m["at"] == "open")
+        .unwrap_or_else(|| panic!("loaded in another folder: {log:#?}"));
+    assert_eq!(
+        refused["error"]["data"]["code"], "session-of-another-project",
+        "{refused}"
+    );
+    let home = env.project.path().canonicalize().unwrap();
+    let message = refused["error"]["data"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&home.display().to_string()) && message.contains(&id),
+        "{message}"
+    );
+    assert!(
+        !log.iter().any(|m| m["type"] == "update"),
+        "the session was replayed: {log:#?}"
+    );
+    assert_eq!(listed(), before, "a refused load changed the listing");
+}
+
 /// `session/load` in a new agent process replays the kept conversation as
 /// updates before it answers, and the next prompt continues it.
 #[test]
@@ -161,13 +221,7 @@ fn loading_a_session_after_a_restart_replays_its_history() {
         json!({}),
     );
     env.file("notes.txt", "hello\n");
-    let first = editor(&env, &["read the notes"]);
-    let id = first
-        .iter()
-        .find(|m| m["type"] == "session")
-        .and_then(|m| m["sessionId"].as_str())
-        .unwrap()
-        .to_string();
+    let id = opened_id(&editor(&env, &["read the notes"]));
     let log = editor_loading(&env, Some(&id), &["and then?"]);
     let loaded = position(&log, |m| m["type"] == "loaded");
     let replayed: Vec<(String, String)> = log[..loaded]
@@ -472,6 +526,20 @@ fn mcp_servers_from_the_editor_are_trusted_once_then_used() {
     assert_eq!(
         refused["error"]["data"]["code"], "mcp-transport-unsupported",
         "{refused}"
+    );
+    // A server id with `__` (it would look like another server's tools to
+    // an allowlist entry) is refused by name.
+    let spoof = json!([{"name": "everything__x", "command": common::npm::bin("mcp-server-everything"), "args": ["stdio"], "env": []}]);
+    let log = editor_with(&env, None, &[], &[("MCP_SERVERS", spoof.to_string())]);
+    let refused = &log[position(&log, |m| m["type"] == "error")];
+    assert_eq!(
+        refused["error"]["data"]["code"], "invalid-mcp-server",
+        "{refused}"
+    );
+    let message = refused["error"]["data"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`everything__x`") && message.contains("`__`"),
+        "{message}"
     );
 }
 

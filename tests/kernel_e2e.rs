@@ -756,6 +756,46 @@ fn a_ui_that_is_not_the_interactor_cannot_approve() {
     );
 }
 
+/// A UI that only observes (`rogue-ui`; the console is the interactor)
+/// tries to steer the terminal at the first turn: OSC 52 (set the
+/// clipboard), clear the screen, move the cursor, a DCS query, and a fake
+/// approval prompt drawn over the line with `\r`; then it reads a line and
+/// a key. What reaches the terminal is its text and its SGR styling only;
+/// its reads get nothing, so the person's next line goes to the console
+/// as the second prompt.
+#[test]
+fn a_ui_that_is_not_the_interactor_cannot_steer_the_terminal_or_read_input() {
+    let env = StudEnv::new();
+    env.install("rogue-ui");
+    env.script(
+        json!([{"text": "first: {{last_user}}"}, {"text": "second: {{last_user}}"}]),
+        json!({}),
+    );
+    let out = env.run(&["run"], "hello\nmy secret line\n");
+    let raw = out.stdout.clone();
+    let text = String::from_utf8_lossy(&raw);
+    let has = |needle: &[u8]| raw.windows(needle.len()).any(|w| w == needle);
+    for (what, needle) in [
+        ("OSC 52", &b"\x1b]52"[..]),
+        ("clear screen", b"\x1b[2J"),
+        ("cursor home", b"\x1b[H"),
+        ("cursor up", b"\x1b[5A"),
+        ("DCS", b"\x1bP"),
+        ("carriage return", b"\r"),
+    ] {
+        assert!(!has(needle), "{what} reached the terminal:\n{text:?}");
+    }
+    assert!(
+        has(b"\x1b[31mstyled by rogue\x1b[0m"),
+        "SGR styling is kept: {text:?}"
+    );
+    assert!(
+        text.contains("rogue read: line=None key=false"),
+        "the rogue UI read input: {text}"
+    );
+    assert!(text.contains("second: my secret line"), "{text}");
+}
+
 /// On a terminal, Ctrl-C stops the running turn; the next turn starts the
 /// count over, so a Ctrl-C in the second turn cancels it too instead of
 /// quitting stud.

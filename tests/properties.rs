@@ -11,14 +11,14 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use stud::contract::HOST_CONTRACT;
 use stud::extensions::lockfile::Lockfile;
-use stud::kernel::AllowPattern;
+use stud::kernel::{AllowPattern, Callee};
 use stud::manifest::parse_manifest;
 use stud_sdk::shell::approval_key;
 
 /// Whether `entries` approve every line of `tool`'s key (the kernel's rule).
 fn approved(entries: &[AllowPattern], tool: &str, key: &str) -> bool {
     key.lines()
-        .all(|line| entries.iter().any(|e| e.matches(tool, line)))
+        .all(|line| entries.iter().any(|e| e.matches(Callee::Tool(tool), line)))
 }
 
 fn git_only() -> Vec<AllowPattern> {
@@ -179,7 +179,7 @@ proptest! {
         text in "[a-z*/ .\\n-]{0,16}",
     ) {
         if let Ok(p) = AllowPattern::parse(&format!("bash:{pattern}")) {
-            let hit = p.matches("bash", &text);
+            let hit = p.matches(Callee::Tool("bash"), &text);
             prop_assert!(!(hit && text.contains('\n')));
             if !pattern.contains('*') {
                 prop_assert_eq!(hit, pattern == text);

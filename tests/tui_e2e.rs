@@ -82,6 +82,38 @@ fn streamed_text_appears_and_the_status_line_names_the_model() {
     );
 }
 
+/// Bidirectional overrides and isolates in model text would reorder what
+/// the person reads (`invoice_\u{202e}fdp.exe` shows as `invoice_exe.pdf`).
+/// The bundled UI's layout happens to leave them out, but the painter is
+/// what every full-screen UI draws through: `raw-screen` draws the model's
+/// text one character per cell, exactly as it came, and the screen (read
+/// through a terminal emulator) still shows none of them.
+#[test]
+fn bidi_overrides_in_model_text_never_reach_the_screen() {
+    let env = env_with(
+        json!([{"text": "see invoice_\u{202e}fdp.exe and \u{2066}x\u{2069} and \u{202a}y\u{202c} \u{200f}end"}]),
+        json!({"active": {"interactor": "raw-screen"}}),
+    );
+    env.install("raw-screen");
+    let mut t = Term::spawn(&env, &[], 100, 40);
+    t.wait_for("ready>", WAIT);
+    t.line("hello");
+    let screen = t.wait_for("end", WAIT);
+    assert!(screen.contains("see invoice_"), "{screen}");
+    let steering: Vec<char> = screen
+        .chars()
+        .filter(|c| {
+            matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+        })
+        .collect();
+    assert!(steering.is_empty(), "{steering:?} on screen:\n{screen}");
+    t.send(CTRL_C);
+    assert!(
+        t.wait_exit(WAIT).is_some(),
+        "Ctrl-C did not end the program"
+    );
+}
+
 #[test]
 fn help_lists_every_bundled_command() {
     let env = env_with(json!([]), json!({}));

@@ -176,11 +176,15 @@ pub mod interaction {
 pub mod terminal {
     use super::w::terminal;
 
-    /// Write text as is (no newline added).
+    /// Write text (no newline added). The host passes text, line breaks,
+    /// tabs and SGR styling (`ESC [ ... m`) only: other escape sequences
+    /// are dropped, `\r` and other controls are shown as escapes.
     pub fn write(text: &str) {
         terminal::write(text)
     }
-    /// Read one line without its newline; `None` at end of input.
+    /// Read one line without its newline; `None` at end of input, and
+    /// always for a UI that is not the session's interactor (only the UI
+    /// that answers questions reads the person's input).
     pub fn read_line(prompt: &str) -> Option<String> {
         terminal::read_line(prompt)
     }
@@ -195,8 +199,9 @@ pub mod terminal {
     pub fn size() -> ScreenSize {
         terminal::size()
     }
-    /// Change these cells on the screen; the host renders them and shows
-    /// any control character as `?`.
+    /// Change these cells on the screen; the host renders them, shows any
+    /// control character as `?` and drops bidirectional controls. Only the
+    /// interactor draws; for another UI this does nothing.
     pub fn draw(cells: &[Cell]) {
         terminal::draw(cells)
     }
@@ -209,7 +214,8 @@ pub mod terminal {
         terminal::clear()
     }
     /// The next key, paste or resize within `timeout_ms` (for a UI
-    /// answering a question inside `on_interaction`).
+    /// answering a question inside `on_interaction`); always `None` for a
+    /// UI that is not the interactor.
     pub fn read_event(timeout_ms: u32) -> Option<TermEvent> {
         terminal::read_event(timeout_ms)
     }

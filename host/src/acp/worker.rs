@@ -25,7 +25,8 @@ use super::updates::{Calls, text};
 use crate::extensions::trust::recorded_scope;
 use crate::kernel::commands::{After, Input, classify};
 use crate::kernel::interaction::Ask;
-use crate::kernel::persist::ResumeTarget;
+use crate::kernel::launch::LaunchError;
+use crate::kernel::persist::{ResumeError, ResumeTarget};
 use crate::kernel::{LaunchOptions, Launched, Mode, Subscriber, TurnStatus, launch};
 use crate::paths::StudHome;
 use crate::runtime::bindings::stud::extension::interaction::{
@@ -238,8 +239,11 @@ async fn start(
     let calls = Arc::new(std::sync::Mutex::new(Calls::new(cwd.clone())));
     let launched = launch(opts).await.map_err(|e| {
         let message = e.to_string();
-        match resume {
-            Some(id) if message.contains("no session") => Failure::NoSession(id),
+        match (resume, &e) {
+            (_, LaunchError::Resume(ResumeError::OtherProject { .. })) => {
+                Failure::invalid("cwd", "session-of-another-project", message)
+            }
+            (Some(id), _) if message.contains("no session") => Failure::NoSession(id),
             _ => Failure::failed("launch-failed", message),
         }
     })?;

@@ -45,8 +45,8 @@ pub enum McpCommand {
 
 #[derive(Args)]
 pub struct AddArgs {
-    /// The server id (letters, digits, `_`, `-`); its tools are named
-    /// `mcp__<id>__<tool>`.
+    /// The server id (letters, digits, `_`, `-`; no `__`); its tools are
+    /// named `mcp__<id>__<tool>`.
     name: String,
     /// A streamable HTTP server at this URL (https://, or http:// to
     /// 127.0.0.1).
@@ -98,6 +98,9 @@ pub fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
                 server.scope.as_str(),
                 server.describe()
             );
+            for w in server.warnings() {
+                outln!("  ! {w}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         McpCommand::Revoke { name } => {
@@ -212,6 +215,7 @@ fn list(
                     "file": s.file.display().to_string(),
                     "transport": match s.transport { crate::mcp::Transport::Stdio { .. } => "stdio", crate::mcp::Transport::Http { .. } => "http" },
                     "target": s.describe(),
+                    "warnings": s.warnings(),
                     "trust": t.as_str(),
                 });
                 if let Some(c) = check_of(i) {
@@ -237,6 +241,9 @@ fn list(
                 t.as_str(),
                 s.describe()
             );
+            for w in s.warnings() {
+                outln!("{:<20} ! {w}", "");
+            }
             if let Some(c) = check_of(i) {
                 outln!("{:<20} {}", "", c.line());
             }
@@ -338,6 +345,9 @@ fn add(home: &StudHome, cwd: &Path, trust: &McpTrust, args: AddArgs) -> anyhow::
         file.display(),
         server.describe()
     );
+    for w in server.warnings() {
+        outln!("  ! {w}");
+    }
     if let McpScope::Project(_) = scope {
         outln!("(others who open this project are asked before it starts for them)");
     }

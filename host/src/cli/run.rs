@@ -484,10 +484,11 @@ fn first_input(args: &RunArgs, headless: bool) -> anyhow::Result<Option<String>>
     Ok(None)
 }
 
-/// The next prompt from the first UI, once it has shown the last answer.
+/// The next prompt from the interactor (the one UI that reads the
+/// person's input), once the UIs have shown the last answer.
 async fn read_from_ui(launched: &Launched) -> Option<String> {
     launched.settle_ui().await;
-    let ui = launched.uis.first()?;
+    let ui = launched.session.interactions.interactor()?;
     match ui.ui_read_input().await {
         Ok(line) => line,
         Err(e) => {

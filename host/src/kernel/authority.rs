@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::events::Bus;
 use super::interaction::{Answer, Interactions};
 use crate::config::edit::{edit_settings, list_at, object_at};
+use crate::mcp::tool::MCP_PREFIX;
 use crate::runtime::bindings::stud::extension::interaction::{
     Approval, InteractionKind, InteractionStatus,
 };
@@ -89,12 +90,40 @@ impl FromStr for Mode {
 /// line of the approval key>`. In the pattern only `*` is special (any run
 /// of characters, `/` included, never a line end); everything else is
 /// literal and the pattern is anchored at both ends.
+///
+/// An entry for an MCP tool, `mcp__<server>__<tool>[:key]`, is read as two
+/// fields, split at the first `__` after `mcp__` (a server id never has
+/// `__`), and each is matched against what the kernel knows of the call:
+/// the server it goes to and that server's tool, never the name string.
+/// `mcp__github__*` is every tool of server `github` and nothing else. An
+/// entry for a stud tool never approves an MCP tool (`*` is every stud
+/// tool), and an MCP entry never approves a stud tool, whatever its name.
 #[derive(Debug, Clone)]
 pub struct AllowPattern {
     text: String,
-    tool: String,
+    target: Target,
     /// `None`: any key (`tool` alone).
     key: Option<String>,
+}
+
+/// What an entry names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    /// Stud tools by name (a pattern).
+    Tool(String),
+    /// MCP tools: a pattern for the server id and one for its tool.
+    Mcp { server: String, tool: String },
+}
+
+/// What a call runs, as the allowlist matches it: known from the tool
+/// table's entry (who provides the tool), not read from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Callee<'a> {
+    /// A stud tool (a component's, or the kernel's), by its name.
+    Tool(&'a str),
+    /// Tool `tool` (as the session names it after `mcp__<server>__`) of
+    /// MCP server `server`.
+    Mcp { server: &'a str, tool: &'a str },
 }
 
 /// A key line a tool could not classify with certainty (a shell line with
@@ -118,17 +147,43 @@ impl AllowPattern {
                 "allowlist entry `{text}` has a line break; a pattern matches one line"
             ));
         }
+        let target = match tool.strip_prefix(MCP_PREFIX) {
+            None => Target::Tool(tool.to_string()),
+            Some(rest) => match rest.split_once("__") {
+                Some((server, tool)) if !server.is_empty() && !tool.is_empty() => Target::Mcp {
+                    server: server.to_string(),
+                    tool: tool.to_string(),
+                },
+                _ => {
+                    return Err(format!(
+                        "allowlist entry `{text}` does not name an MCP server and tool; write `mcp__<server>__<tool>` (`mcp__github__*` for every tool of server `github`, `mcp__*__*` for every MCP tool)"
+                    ));
+                }
+            },
+        };
         Ok(AllowPattern {
             text: text.to_string(),
-            tool: tool.to_string(),
+            target,
             key: key.map(str::to_string),
         })
     }
 
-    /// Whether the entry approves one line of `tool`'s key. The tool part
-    /// may use `*` too (`mcp__github__*`: every tool of one MCP server).
-    pub fn matches(&self, tool: &str, line: &str) -> bool {
-        if !wildcard_match(&self.tool, tool) || line.contains(['\n', '\r']) {
+    /// Whether the entry approves one line of the key of a call to
+    /// `callee`. The name parts may use `*` too (`mcp__github__*`: every
+    /// tool of one MCP server).
+    pub fn matches(&self, callee: Callee<'_>, line: &str) -> bool {
+        let named = match (&self.target, callee) {
+            (Target::Tool(pattern), Callee::Tool(name)) => wildcard_match(pattern, name),
+            (
+                Target::Mcp {
+                    server: sp,
+                    tool: tp,
+                },
+                Callee::Mcp { server, tool },
+            ) => wildcard_match(sp, server) && wildcard_match(tp, tool),
+            (Target::Tool(_), Callee::Mcp { .. }) | (Target::Mcp { .. }, Callee::Tool(_)) => false,
+        };
+        if !named || line.contains(['\n', '\r']) {
             return false;
         }
         let pattern = self.key.as_deref();
@@ -190,7 +245,10 @@ pub enum Decision {
 /// A call as the authority sees it.
 pub struct Proposal<'a> {
     pub call_id: &'a str,
+    /// The tool's name in this session (what is shown and audited).
     pub tool: &'a str,
+    /// What the call runs, which allowlist entries are matched against.
+    pub callee: Callee<'a>,
     pub key: &'a str,
     pub read_only: bool,
     pub description: String,
@@ -276,7 +334,7 @@ impl Authority {
 
     /// The entries that approve `key`: every line of it (a shell tool's key
     /// has one per simple command) must match one, or the call is asked.
-    fn allowlisted(&self, tool: &str, key: &str) -> Option<String> {
+    fn allowlisted(&self, callee: Callee<'_>, key: &str) -> Option<String> {
         let mut lines: Vec<&str> = key.lines().collect();
         if lines.is_empty() {
             lines.push("");
@@ -284,7 +342,7 @@ impl Authority {
         let allowlist = self.allowlist.lock().unwrap_or_else(|e| e.into_inner());
         let mut used: Vec<&str> = Vec::new();
         for line in lines {
-            let entry = allowlist.iter().find(|a| a.matches(tool, line))?;
+            let entry = allowlist.iter().find(|a| a.matches(callee, line))?;
             if !used.contains(&entry.text.as_str()) {
                 used.push(&entry.text);
             }
@@ -306,7 +364,7 @@ impl Authority {
                 );
             }
             Mode::Allowlist => {
-                if let Some(entries) = self.allowlisted(p.tool, p.key) {
+                if let Some(entries) = self.allowlisted(p.callee, p.key) {
                     return (
                         Decision::Approve,
                         "mode",
@@ -478,6 +536,13 @@ impl Authority {
 mod tests {
     use super::*;
 
+    const BASH: Callee<'static> = Callee::Tool("bash");
+    const READ: Callee<'static> = Callee::Tool("read");
+
+    fn mcp<'a>(server: &'a str, tool: &'a str) -> Callee<'a> {
+        Callee::Mcp { server, tool }
+    }
+
     #[test]
     fn stricter_mode_wins() {
         use Mode::*;
@@ -491,23 +556,24 @@ mod tests {
     #[test]
     fn allow_patterns() {
         let p = AllowPattern::parse("bash:git *").unwrap();
-        assert!(p.matches("bash", "git status"));
-        assert!(!p.matches("bash", "rm -rf /"));
-        assert!(!p.matches("read", "git status"));
+        assert!(p.matches(BASH, "git status"));
+        assert!(!p.matches(BASH, "rm -rf /"));
+        assert!(!p.matches(READ, "git status"));
         assert!(
             AllowPattern::parse("read")
                 .unwrap()
-                .matches("read", "anything")
+                .matches(READ, "anything")
         );
         assert!(AllowPattern::parse(":x").is_err());
         // Only `*` is special.
         let p = AllowPattern::parse("edit:src/[a]?.rs").unwrap();
-        assert!(p.matches("edit", "src/[a]?.rs") && !p.matches("edit", "src/a1.rs"));
+        let edit = Callee::Tool("edit");
+        assert!(p.matches(edit, "src/[a]?.rs") && !p.matches(edit, "src/a1.rs"));
         let p = AllowPattern::parse("read:src/*").unwrap();
-        assert!(p.matches("read", "src/a/b.rs") && !p.matches("read", "src"));
-        assert!(!p.matches("read", "src/a\nrm"));
+        assert!(p.matches(READ, "src/a/b.rs") && !p.matches(READ, "src"));
+        assert!(!p.matches(READ, "src/a\nrm"));
         let p = AllowPattern::parse("bash:*a*b*").unwrap();
-        assert!(p.matches("bash", "xaybz") && !p.matches("bash", "ba"));
+        assert!(p.matches(BASH, "xaybz") && !p.matches(BASH, "ba"));
     }
 
     #[test]
@@ -515,10 +581,10 @@ mod tests {
         let line = format!("{UNCLASSIFIED}echo $HOME");
         for wildcard in ["bash", "bash:*", "bash:(unclassified) *"] {
             let p = AllowPattern::parse(wildcard).unwrap();
-            assert!(!p.matches("bash", &line), "{wildcard}");
+            assert!(!p.matches(BASH, &line), "{wildcard}");
         }
         let exact = AllowPattern::parse(&format!("bash:{line}")).unwrap();
-        assert!(exact.matches("bash", &line));
+        assert!(exact.matches(BASH, &line));
     }
 
     #[test]
@@ -529,22 +595,55 @@ mod tests {
             .collect();
         let a = Authority::new(Mode::Allowlist, list, Bus::new());
         assert_eq!(
-            a.allowlisted("bash", "git status\nls").as_deref(),
+            a.allowlisted(BASH, "git status\nls").as_deref(),
             Some("bash:git *`, `bash:ls")
         );
-        assert_eq!(a.allowlisted("bash", "git log\nrm -rf ~"), None);
-        assert_eq!(a.allowlisted("read", "").as_deref(), Some("read"));
-        assert_eq!(a.allowlisted("bash", ""), None);
+        assert_eq!(a.allowlisted(BASH, "git log\nrm -rf ~"), None);
+        assert_eq!(a.allowlisted(READ, "").as_deref(), Some("read"));
+        assert_eq!(a.allowlisted(BASH, ""), None);
     }
 
     #[test]
     fn a_tool_pattern_covers_the_tools_of_one_mcp_server_only() {
         let p = AllowPattern::parse("mcp__github__*").unwrap();
-        assert!(p.matches("mcp__github__create_issue", "{\"title\":\"x\"}"));
-        assert!(!p.matches("mcp__gitlab__create_issue", "{}"));
-        assert!(!p.matches("bash", "rm -rf /"));
+        assert!(p.matches(mcp("github", "create_issue"), "{\"title\":\"x\"}"));
+        assert!(!p.matches(mcp("gitlab", "create_issue"), "{}"));
+        assert!(!p.matches(BASH, "rm -rf /"));
         let exact = AllowPattern::parse("read").unwrap();
-        assert!(!exact.matches("read2", ""));
+        assert!(!exact.matches(Callee::Tool("read2"), ""));
+    }
+
+    /// The attack of issue 34: a server `github__x` offering `pwn` made
+    /// `mcp__github__x__pwn`, which `mcp__github__*` matched as a string.
+    /// Matched as fields, the entry means server `github` only; and the
+    /// name a server's tool shows may hold `__` without confusing it.
+    #[test]
+    fn mcp_entries_match_the_server_and_the_tool_as_separate_fields() {
+        let github = AllowPattern::parse("mcp__github__*").unwrap();
+        assert!(!github.matches(mcp("github__x", "pwn"), "{}"));
+        assert!(!github.matches(mcp("github-x", "pwn"), "{}"));
+        assert!(github.matches(mcp("github", "x__pwn"), "{}"));
+        let one = AllowPattern::parse("mcp__github__x__pwn").unwrap();
+        assert!(one.matches(mcp("github", "x__pwn"), "{}"));
+        assert!(!one.matches(mcp("github", "x"), "{}"));
+        let every = AllowPattern::parse("mcp__*__*").unwrap();
+        assert!(every.matches(mcp("any", "tool"), "{}"));
+        // A stud tool's entry never approves an MCP tool, and the other
+        // way round, whatever the names look like.
+        for stud in ["*", "m*", "mcp_*"] {
+            let p = AllowPattern::parse(stud).unwrap();
+            assert!(!p.matches(mcp("github", "pwn"), "{}"), "{stud}");
+        }
+        assert!(!github.matches(Callee::Tool("mcp__github__pwn"), "{}"));
+        assert!(!every.matches(Callee::Tool("mcp__github__pwn"), "{}"));
+        // An MCP entry must name both parts.
+        for bad in ["mcp__github", "mcp__*", "mcp____x", "mcp__github__"] {
+            let e = AllowPattern::parse(bad).unwrap_err();
+            assert!(
+                e.contains(&format!("`{bad}`")) && e.contains("mcp__<server>__<tool>"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
@@ -560,14 +659,15 @@ mod tests {
             .map(|t| AllowPattern::parse(t).unwrap())
             .collect();
         let a = Authority::new(Mode::Allowlist, list, Bus::new());
-        assert!(a.allowlisted("bash", "git status\ncargo test").is_some());
-        assert!(a.allowlisted("bash", "cargo test --release").is_none());
+        assert!(a.allowlisted(BASH, "git status\ncargo test").is_some());
+        assert!(a.allowlisted(BASH, "cargo test --release").is_none());
         let empty = Authority::new(
             Mode::Allowlist,
             vec![AllowPattern::parse("web-fetch:").unwrap()],
             Bus::new(),
         );
-        assert!(empty.allowlisted("web-fetch", "").is_some());
-        assert!(empty.allowlisted("web-fetch", "https://x").is_none());
+        let fetch = Callee::Tool("web-fetch");
+        assert!(empty.allowlisted(fetch, "").is_some());
+        assert!(empty.allowlisted(fetch, "https://x").is_none());
     }
 }

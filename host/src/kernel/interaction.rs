@@ -78,6 +78,12 @@ impl Interactions {
         self.headless
     }
 
+    /// The UI that answers questions, reads the person's input and draws
+    /// the full screen; none in a headless run.
+    pub fn interactor(&self) -> Option<&Arc<Extension>> {
+        self.interactor.as_ref().filter(|_| !self.headless)
+    }
+
     pub async fn request(&self, kind: InteractionKind) -> Answer {
         let _turn = self.one_at_a_time.lock().await;
         let correlation_id = format!("i{}", self.next.fetch_add(1, Ordering::Relaxed));

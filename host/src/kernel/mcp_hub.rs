@@ -469,14 +469,17 @@ pub async fn start(
     (hub, warnings)
 }
 
-/// What the person is asked before a server not trusted yet starts.
+/// What the person is asked before a server not trusted yet starts: what
+/// runs (a project's values in full), one line per variable that changes
+/// which code runs, and the file it came from.
 pub fn trust_question(s: &McpServer, status: &McpTrustStatus) -> String {
     let what = match &s.transport {
         Transport::Stdio { .. } => "run this command as you, in this project",
         Transport::Http { .. } => "connect to this URL",
     };
+    let warnings: String = s.warnings().iter().map(|w| format!("\n  ! {w}")).collect();
     format!(
-        "MCP server `{}` is {} ({} scope). Trust it and {what}?\n  {}\nfrom {}",
+        "MCP server `{}` is {} ({} scope). Trust it and {what}?\n  {}{warnings}\nfrom {}",
         s.id,
         status.as_str(),
         s.scope.as_str(),

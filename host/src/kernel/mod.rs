@@ -39,7 +39,7 @@ pub mod turn;
 pub mod usage;
 pub mod workflow;
 
-pub use authority::{AllowPattern, Authority, Mode};
+pub use authority::{AllowPattern, Authority, Callee, Mode};
 pub use events::{Bus, Event, Subscriber};
 pub use interaction::Interactions;
 pub use launch::{LaunchOptions, Launched, launch};

@@ -47,6 +47,19 @@ pub enum ResumeError {
     },
     #[error("session `{id}` cannot be resumed: its manifest is missing or unreadable ({detail})")]
     BadManifest { id: String, detail: String },
+    /// A session is resumed only in the project root it was kept for: in
+    /// another it would run its conversation against other files, and
+    /// its record would move there (listings show it under the new root).
+    #[error(
+        "session `{id}` belongs to the project folder {}, not {here}; a session is resumed only in its own folder: open it there, or start a new session here",
+        recorded.as_deref().unwrap_or("(none recorded)")
+    )]
+    OtherProject {
+        id: String,
+        /// The root its manifest names (`None`: it names none).
+        recorded: Option<String>,
+        here: String,
+    },
 }
 
 /// A session read back from its store.
@@ -185,6 +198,16 @@ pub async fn read(
             id,
             wrote,
             active: store_id,
+        });
+    }
+    // Checked before anything is restored or written: a refused session
+    // is left exactly as it was.
+    let recorded = manifest["project_root"].as_str();
+    if recorded != Some(project_root) {
+        return Err(ResumeError::OtherProject {
+            id,
+            recorded: recorded.map(str::to_string),
+            here: project_root.to_string(),
         });
     }
     let mut history = Vec::new();

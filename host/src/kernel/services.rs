@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::events::Bus;
 use super::interaction::{Answer, Interactions};
 use crate::manifest::ExtensionId;
+use crate::runtime::host_state::ExtensionContext;
 use crate::runtime::services::{
     BoxFuture, Cell, ErrorClass, ExtError, InteractionKind, InteractionResponse, LogLevel,
     ScreenSize, Services, SessionRequest, TermEvent, ext_error, read_line,
@@ -125,6 +126,13 @@ impl Services for KernelServices {
         request: SessionRequest,
     ) -> BoxFuture<'static, Result<String, ExtError>> {
         self.commands.send(ext, request)
+    }
+
+    fn is_interactor(&self, ext: &ExtensionContext) -> bool {
+        self.interactions
+            .get()
+            .and_then(|i| i.interactor())
+            .is_some_and(|ui| ui.is_context(ext))
     }
 
     fn terminal_write(&self, text: &str) {

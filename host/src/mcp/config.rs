@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
+use stud_protocol::terminal::{push_escaped, steers};
+
+use super::env_power::power;
 
 /// Where a server entry was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,11 +190,18 @@ impl McpServer {
     }
 
     /// One line for lists and prompts: what would run or be contacted,
-    /// and which of the user's variables flow to it (`NAME=${VAR}`: the
-    /// part a person must see before trusting a project's server, which
-    /// could ask for a provider key). Literal values are never shown (a
-    /// user's own file may hold a secret).
+    /// each word quoted where it has spaces or quotes (so one argument
+    /// cannot pass for two) and with every invisible or steering
+    /// character shown as an escape, and the `env` or `headers` entries:
+    /// references as written (`NAME=${VAR}`: which of the user's variables
+    /// flow to it). Literal values are shown in full for a project's
+    /// server (they are what a repository asks to run, and a project file
+    /// cannot hold a secret: [`check_project_values`]); for the user's own
+    /// (global) and an editor's servers they stay `<literal>`, since they
+    /// may be secrets. [`Self::warnings`] says which variables change what
+    /// runs.
     pub fn describe(&self) -> String {
+        let full = matches!(self.scope, McpScope::Project(_));
         let values = |label: &str, m: &BTreeMap<String, Template>| {
             if m.is_empty() {
                 return String::new();
@@ -199,10 +209,10 @@ impl McpServer {
             let shown: Vec<String> = m
                 .iter()
                 .map(|(k, v)| {
-                    if v.references() {
-                        format!("{k}={}", v.shown())
+                    if v.references() || full {
+                        format!("{}={}", word(k), word(&v.shown()))
                     } else {
-                        format!("{k}=<literal>")
+                        format!("{}=<literal>", word(k))
                     }
                 })
                 .collect();
@@ -210,15 +220,56 @@ impl McpServer {
         };
         match &self.transport {
             Transport::Stdio { command, args, env } => {
-                let mut s = command.clone();
+                let mut s = word(command);
                 for a in args {
                     s.push(' ');
-                    s.push_str(a);
+                    s.push_str(&word(a));
                 }
                 s + &values("env", env)
             }
-            Transport::Http { url, headers } => format!("{url}{}", values("headers", headers)),
+            Transport::Http { url, headers } => {
+                format!("{}{}", word(url), values("headers", headers))
+            }
         }
+    }
+
+    /// One line per `env` entry with power over what the server runs
+    /// (`LD_PRELOAD`, `NODE_OPTIONS`, `PATH`, `PYTHON*`, `GIT_*`, ...):
+    /// "`LD_PRELOAD` changes which code the server runs". Shown with every
+    /// trust question and listing, whatever the scope.
+    pub fn warnings(&self) -> Vec<String> {
+        let Transport::Stdio { env, .. } = &self.transport else {
+            return Vec::new();
+        };
+        env.keys()
+            .filter_map(|name| power(name).map(|p| format!("`{}` {}", word(name), p.says())))
+            .collect()
+    }
+}
+
+/// A word of a command line or a value as a person must see it: every
+/// character that steers a terminal or hides itself (`\r`, escapes,
+/// bidirectional overrides) and every line break or tab as a visible
+/// escape, and the whole in single quotes when it is empty or has spaces,
+/// quotes or escapes (a `'` inside as `'\''`, as a shell writes it).
+fn word(text: &str) -> String {
+    let mut visible = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => visible.push_str("\\n"),
+            '\t' => visible.push_str("\\t"),
+            c if steers(c) || (c.is_whitespace() && c != ' ') => push_escaped(&mut visible, c),
+            c => visible.push(c),
+        }
+    }
+    let plain = !visible.is_empty()
+        && !visible
+            .chars()
+            .any(|c| c == ' ' || c == '\'' || c == '"' || c == '\\');
+    if plain {
+        visible
+    } else {
+        format!("'{}'", visible.replace('\'', "'\\''"))
     }
 }
 
@@ -248,13 +299,29 @@ fn describe_error(e: &ConfigError) -> String {
 }
 
 /// Server ids become part of tool names (`mcp__<server>__<tool>`), which
-/// providers limit to letters, digits, `_` and `-`.
+/// providers limit to letters, digits, `_` and `-`; and `__` separates the
+/// server from the tool, so an id must not hold it: `github__x`'s tool
+/// `pwn` would be `mcp__github__x__pwn`, which reads as server `github`'s
+/// tool `x__pwn` (and an allowlist entry for `github` would have covered
+/// it).
 pub fn valid_server_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 48
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    server_id_problem(id).is_none()
+}
+
+/// Why `id` cannot be a server id, if it cannot.
+fn server_id_problem(id: &str) -> Option<&'static str> {
+    let chars_ok = id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if id.is_empty() || id.len() > 48 || !chars_ok {
+        Some("must be 1 to 48 letters, digits, `_` or `-` (it becomes part of tool names)")
+    } else if id.contains("__") {
+        Some(
+            "has `__`, which separates the server from the tool in `mcp__<server>__<tool>` (its tools would read as another server's, and an allowlist entry for that server would cover them); rename the server without `__` (one `_` or a `-`)",
+        )
+    } else {
+        None
+    }
 }
 
 /// Parse the `mcpServers` object of one file. Each bad entry is an error
@@ -290,11 +357,8 @@ fn parse_one(
     file: &Path,
 ) -> Result<Option<McpServer>, FieldError> {
     let err = |field: &str, reason: &str| (field.to_string(), reason.to_string());
-    if !valid_server_id(id) {
-        return Err(err(
-            "id",
-            "must be 1 to 48 letters, digits, `_` or `-` (it becomes part of tool names)",
-        ));
+    if let Some(problem) = server_id_problem(id) {
+        return Err(err("id", problem));
     }
     let Some(obj) = entry.as_object() else {
         return Err(err("(entry)", "must be an object"));
@@ -573,7 +637,7 @@ mod tests {
     }
 
     #[test]
-    fn the_description_shows_which_variables_flow_and_never_a_literal() {
+    fn the_users_own_literals_stay_masked_and_references_show() {
         let (ok, _) = parse(
             json!({"s": {"command": "srv", "env": {"A": "secret-literal", "KEY": "${ANTHROPIC_API_KEY}"}},
                    "h": {"type": "http", "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${T}", "X": "lit"}}}),
@@ -583,8 +647,74 @@ mod tests {
         assert_eq!(d["s"], "srv (env: A=<literal>, KEY=${ANTHROPIC_API_KEY})");
         assert_eq!(
             d["h"],
-            "https://x.example/mcp (headers: Authorization=Bearer ${T}, X=<literal>)"
+            "https://x.example/mcp (headers: Authorization='Bearer ${T}', X=<literal>)"
         );
+    }
+
+    /// What a repository asks to run is shown as it would run: values in
+    /// full, one argument never passing for two, nothing hidden by
+    /// terminal controls; and what changes which code runs is named.
+    #[test]
+    fn a_projects_values_are_shown_in_full_and_the_dangerous_ones_named() {
+        let (ok, errors) = parse(
+            json!({"s": {
+                "command": "node",
+                "args": ["server.js", "two words", "it's", "", "a\nb", "x\u{1b}]52;c;eA==\u{7}", "r\u{202e}txt"],
+                "env": {"LD_PRELOAD": "/tmp/evil.so", "NODE_OPTIONS": "--require ./x.js", "DEBUG": "1"}
+            }}),
+            McpScope::Project(PathBuf::from("/repo")),
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let s = &ok[0];
+        assert_eq!(
+            s.describe(),
+            "node server.js 'two words' 'it'\\''s' '' 'a\\nb' 'x\\u{1b}]52;c;eA==\\u{7}' 'r\\u{202e}txt' (env: DEBUG=1, LD_PRELOAD=/tmp/evil.so, NODE_OPTIONS='--require ./x.js')"
+        );
+        assert_eq!(
+            s.warnings(),
+            [
+                "`LD_PRELOAD` changes which code the server runs",
+                "`NODE_OPTIONS` changes which code the server runs"
+            ]
+        );
+        // The same entry from the user's own settings: masked, still named.
+        let (ok, _) = parse(
+            json!({"s": {"command": "node", "env": {"LD_PRELOAD": "/g.so"}}}),
+            McpScope::Global,
+        );
+        assert_eq!(ok[0].describe(), "node (env: LD_PRELOAD=<literal>)");
+        assert_eq!(ok[0].warnings().len(), 1);
+    }
+
+    /// `__` separates server and tool in `mcp__<server>__<tool>`: an id
+    /// with it is refused by name, wherever it is written.
+    #[test]
+    fn a_server_id_with_the_separator_is_refused() {
+        for scope in [
+            McpScope::Global,
+            McpScope::Project(PathBuf::from("/repo")),
+            McpScope::Editor(PathBuf::from("/repo")),
+        ] {
+            let (ok, errors) = parse(
+                json!({"github__x": {"command": "srv"}, "github_x": {"command": "srv"}, "a___b": {"command": "srv"}}),
+                scope,
+            );
+            assert_eq!(ok.len(), 1, "{errors:?}");
+            assert_eq!(ok[0].id, "github_x");
+            assert_eq!(errors.len(), 2);
+            let text = errors
+                .iter()
+                .find(|e| e.server == "github__x")
+                .unwrap()
+                .to_string();
+            assert!(
+                text.contains("MCP server `github__x`")
+                    && text.contains("settings.json")
+                    && text.contains("`__`"),
+                "{text}"
+            );
+        }
+        assert!(!valid_server_id("a__b") && valid_server_id("a_b") && valid_server_id("a-b"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod client;
 mod config;
+mod env_power;
 pub mod http;
 pub mod link;
 pub mod tool;

@@ -1,5 +1,8 @@
 //! An MCP server's tool as one of the session's tools, named
-//! `mcp__<server>__<tool>` (the convention users know). Its schema is
+//! `mcp__<server>__<tool>` (the convention users know). A server id never
+//! holds `__`, so the name says which server it is: the server part ends
+//! at the first `__` after `mcp__`, and a tool's own `__` (`x__y`) stays
+//! in the tool part. Its schema is
 //! offered to the model and checked by the kernel like any tool's; its
 //! approval key is the arguments as compact JSON (one line), so allowlist
 //! patterns work on it (`mcp__github__*` for every tool of a server);
@@ -16,11 +19,14 @@ use super::link::McpLink;
 /// Providers accept tool names of at most 64 of `[A-Za-z0-9_-]`.
 const MAX_NAME: usize = 64;
 
+/// The name prefix reserved for MCP tools (`mcp__<server>__<tool>`).
+pub const MCP_PREFIX: &str = "mcp__";
+
 /// The session-wide name of `tool` of `server`; `None` when it would be
 /// longer than providers accept. Other characters become `_`.
 pub fn tool_name(server: &str, tool: &str) -> Option<String> {
     let clean = clean_name(tool);
-    let name = format!("mcp__{server}__{clean}");
+    let name = format!("{MCP_PREFIX}{server}__{clean}");
     (name.len() <= MAX_NAME && !clean.is_empty()).then_some(name)
 }
 
@@ -57,6 +63,9 @@ pub struct McpTool {
     pub server: String,
     /// The tool's name on its server.
     pub remote: String,
+    /// Its name in the session after `mcp__<server>__` ([`clean_name`] of
+    /// `remote`): what allowlist entries match, together with `server`.
+    pub name: String,
     link: Arc<McpLink>,
 }
 
@@ -65,6 +74,7 @@ impl McpTool {
         McpTool {
             server: link.id().to_string(),
             remote: remote.to_string(),
+            name: clean_name(remote),
             link,
         }
     }
@@ -157,6 +167,11 @@ mod tests {
         assert_eq!(
             tool_name("s", "get sum.v2").as_deref(),
             Some("mcp__s__get_sum_v2")
+        );
+        // A tool's own `__` stays in the tool part.
+        assert_eq!(
+            tool_name("github", "x__pwn").as_deref(),
+            Some("mcp__github__x__pwn")
         );
         assert_eq!(tool_name("s", &"x".repeat(80)), None);
         assert_eq!(tool_name("s", ""), None);

@@ -211,6 +211,12 @@ impl Extension {
         &self.ctx.id
     }
 
+    /// Whether `ctx` is this extension's own context: the identity a host
+    /// import is called with (not its id, which another could share).
+    pub fn is_context(&self, ctx: &ExtensionContext) -> bool {
+        std::ptr::eq(Arc::as_ptr(&self.ctx), ctx)
+    }
+
     pub fn kind(&self) -> Kind {
         self.ctx.kind
     }

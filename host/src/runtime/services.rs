@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use super::host_state::ExtensionContext;
 use crate::manifest::ExtensionId;
 use stud_protocol::events::KernelEvent;
 
@@ -62,7 +63,16 @@ pub trait Services: Send + Sync + 'static {
         std::env::var(name).ok().filter(|v| !v.is_empty())
     }
 
-    /// Write to the user's terminal (UI extensions only).
+    /// Whether `ext` is the session's interactor: the one UI that reads
+    /// the person's input (lines, keys) and draws the full screen. Any
+    /// other UI only writes. Outside a session none is.
+    fn is_interactor(&self, ext: &ExtensionContext) -> bool {
+        let _ = ext;
+        false
+    }
+
+    /// Write to the user's terminal (UI extensions only; the text was
+    /// filtered to text and styling by the `terminal` import).
     fn terminal_write(&self, text: &str) {
         use std::io::Write;
         let mut out = std::io::stdout().lock();

@@ -1,12 +1,15 @@
 //! The terminal a full-screen UI draws on. The host owns it: raw mode,
 //! the alternate screen and bracketed paste are switched on here and
 //! always switched off again (drop, panic). UIs only send cells and read
-//! events; every cell is rendered here with control characters replaced,
-//! so no text a UI draws can move the cursor or rewrite the screen.
+//! events; every cell is rendered here with control characters replaced
+//! and bidirectional controls dropped, so no text a UI draws can move the
+//! cursor, rewrite the screen or reorder what is shown. A line UI's text
+//! passes [`styled_only`].
 
 mod keys;
 mod paint;
 mod raw;
+mod styled_text;
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -17,6 +20,7 @@ use tokio::sync::mpsc;
 use crate::runtime::services::{Cell, ScreenSize, TermEvent};
 pub use keys::convert;
 pub use raw::RawGuard;
+pub use styled_text::styled_only;
 
 pub struct Screen {
     out: Mutex<Box<dyn Write + Send>>,

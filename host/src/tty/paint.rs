@@ -1,6 +1,7 @@
 //! Cells to the terminal with crossterm. A cell's symbol is shown as is
 //! only when it holds no control character; otherwise as `?`.
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use crossterm::style::{
@@ -10,6 +11,7 @@ use crossterm::{cursor, queue, terminal};
 
 use crate::runtime::bindings::stud::extension::terminal::{Color as WitColor, Modifiers};
 use crate::runtime::services::Cell;
+use stud_protocol::terminal::steers;
 
 pub fn cells<W: Write>(out: &mut W, cells: &[Cell]) -> std::io::Result<()> {
     for c in cells {
@@ -40,14 +42,23 @@ pub fn clear<W: Write>(out: &mut W) -> std::io::Result<()> {
     out.flush()
 }
 
-/// What a cell may put on the screen: printable text only.
-pub fn inert(symbol: &str) -> &str {
-    if symbol.is_empty() {
-        " "
-    } else if symbol.chars().any(char::is_control) {
-        "?"
+/// What a cell may put on the screen: printable text only. A control
+/// character makes the cell `?`; the invisible marks that reorder or hide
+/// text (bidirectional overrides and isolates, LRM, RLM, ALM: what
+/// [`steers`] names besides controls) are dropped from it, so model text
+/// shows in the order it was written, whichever UI drew it.
+pub fn inert(symbol: &str) -> Cow<'_, str> {
+    if symbol.chars().any(char::is_control) {
+        return Cow::Borrowed("?");
+    }
+    if !symbol.chars().any(steers) {
+        return Cow::Borrowed(if symbol.is_empty() { " " } else { symbol });
+    }
+    let kept: String = symbol.chars().filter(|c| !steers(*c)).collect();
+    if kept.is_empty() {
+        Cow::Borrowed(" ")
     } else {
-        symbol
+        Cow::Owned(kept)
     }
 }
 
@@ -92,5 +103,14 @@ mod tests {
         assert_eq!(inert("\u{9b}"), "?");
         assert_eq!(inert(""), " ");
         assert_eq!(inert("é"), "é");
+    }
+
+    #[test]
+    fn bidi_controls_are_dropped_from_cells() {
+        assert_eq!(inert("\u{202e}"), " ");
+        assert_eq!(inert("a\u{202e}"), "a");
+        assert_eq!(inert("\u{2066}b\u{2069}"), "b");
+        assert_eq!(inert("\u{200f}"), " ");
+        assert!(matches!(inert("ok"), Cow::Borrowed("ok")));
     }
 }

@@ -18,17 +18,22 @@ pub fn safe(text: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         if steers(c) {
-            match c {
-                '\r' => out.push_str("\\r"),
-                _ => {
-                    let _ = write!(out, "\\u{{{:x}}}", c as u32);
-                }
-            }
+            push_escaped(&mut out, c);
         } else {
             out.push(c);
         }
     }
     Cow::Owned(out)
+}
+
+/// `c` as the visible escape [`safe`] shows it: `\r`, or `\u{1b}`.
+pub fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '\r' => out.push_str("\\r"),
+        _ => {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+    }
 }
 
 /// Whether `c` can change what a terminal shows other than by printing

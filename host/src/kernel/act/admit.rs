@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::stage_gate::{StageAuthority, StageDecision};
 use super::tool_result::error_result;
 use crate::kernel::agents::Delegated;
-use crate::kernel::authority::{Decision, Proposal};
+use crate::kernel::authority::{Callee, Decision, Proposal};
 use crate::kernel::payloads::call_json;
 use crate::kernel::session::Session;
 use crate::kernel::tools::{ToolEntry, ToolRunner};
@@ -161,9 +161,17 @@ impl Session {
                 "the tool derived an approval key with a control character",
             ));
         }
+        let callee = match &entry.runner {
+            ToolRunner::Mcp(tool) => Callee::Mcp {
+                server: &tool.server,
+                tool: &tool.name,
+            },
+            ToolRunner::Component(_) | ToolRunner::Task => Callee::Tool(&call.name),
+        };
         let proposal = Proposal {
             call_id: &call.id,
             tool: &call.name,
+            callee,
             key: &key,
             read_only: entry.spec.read_only,
             description: format!("{}({})", call.name, call.arguments),
