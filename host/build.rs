@@ -145,6 +145,9 @@ fn embed_bundled(plugins: &Path, wasm_out: &Path, out_dir: &Path) -> String {
         let component = component_file(&manifest).unwrap_or_else(|| {
             panic!("plugins/{name}/extension.toml needs a `component = \"...wasm\"` line")
         });
+        let id = top_level_string(&manifest, "id").unwrap_or_else(|| {
+            panic!("plugins/{name}/extension.toml needs an `id = \"...\"` line")
+        });
         let wasm = wasm_out.join(&component);
         let bytes = fs::read(&wasm).unwrap_or_else(|e| panic!("read {}: {e}", wasm.display()));
         let dest = out_dir.join("bundled").join(&name);
@@ -162,7 +165,7 @@ fn embed_bundled(plugins: &Path, wasm_out: &Path, out_dir: &Path) -> String {
         };
         let _ = writeln!(
             src,
-            "    BundledExtension {{ dir: {name:?}, manifest: include_str!({m:?}), component_file: {component:?}, component: include_bytes!({c:?}), sha256: {digest:?}, tool_spec: {tool_spec} }},",
+            "    BundledExtension {{ id: {id:?}, dir: {name:?}, manifest: include_str!({m:?}), component_file: {component:?}, component: include_bytes!({c:?}), sha256: {digest:?}, tool_spec: {tool_spec} }},",
             m = dest.join("extension.toml").display().to_string(),
             c = dest.join(&component).display().to_string(),
         );
@@ -178,6 +181,19 @@ fn component_file(manifest: &str) -> Option<String> {
         let (key, value) = line.split_once('=')?;
         (key.trim() == "component").then(|| value.trim().trim_matches('"').to_string())
     })
+}
+
+/// A `key = "..."` value before the first table header, read without a
+/// TOML parser (the host parses the whole manifest; the golden-manifest
+/// test checks that each bundled `id` recorded here is the parsed one).
+fn top_level_string(manifest: &str, key: &str) -> Option<String> {
+    manifest
+        .lines()
+        .take_while(|line| !line.trim_start().starts_with('['))
+        .find_map(|line| {
+            let (k, value) = line.split_once('=')?;
+            (k.trim() == key).then(|| value.trim().trim_matches('"').to_string())
+        })
 }
 
 fn hex(bytes: &[u8]) -> String {

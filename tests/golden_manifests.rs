@@ -292,6 +292,8 @@ fn bundled_schemas_compile_and_accept_an_empty_config() {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(full, fast, "{}", b.dir);
+        // The id build.rs read without a TOML parser is the reserved one.
+        assert_eq!(full.id.as_str(), b.id, "{}", b.dir);
         if let Some(schema) = &full.config_schema {
             let validator = jsonschema::validator_for(schema)
                 .unwrap_or_else(|e| panic!("{}: config schema: {e}", b.dir));

@@ -290,3 +290,133 @@ fn index_errors_name_what_to_fix() {
         "{err}"
     );
 }
+
+impl Publisher {
+    /// The last listed version without its signature.
+    fn unsign_last(&mut self) {
+        let last = self.versions.pop().expect("a listed version");
+        let mut last = last;
+        last.as_object_mut().expect("object").remove("signature");
+        self.list(last);
+    }
+
+    /// The settings with `signaturePolicy` changed (`None`: removed).
+    fn policy(&self, policy: Option<&str>) {
+        let path = self.env.home.path().join("settings.json");
+        let mut s: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        match policy {
+            Some(p) => s["signaturePolicy"] = json!(p),
+            None => {
+                s.as_object_mut().unwrap().remove("signaturePolicy");
+            }
+        }
+        self.env.settings(s);
+    }
+
+    /// Re-sign `archive` with the publisher's key, its trusted comment
+    /// (the statement the signature makes) set to `statement`.
+    fn resign(&self, archive: &Path, statement: &str) {
+        let text = std::fs::read_to_string(self.work.path().join("keys/stud.key")).unwrap();
+        let sk = minisign::SecretKeyBox::from_string(&text)
+            .unwrap()
+            .into_secret_key(Some(String::new()))
+            .unwrap();
+        let bytes = std::fs::read(archive).unwrap();
+        let sig = minisign::sign(
+            None,
+            &sk,
+            std::io::Cursor::new(bytes),
+            Some(statement),
+            Some("crafted"),
+        )
+        .unwrap();
+        let mut name = archive.as_os_str().to_owned();
+        name.push(".minisig");
+        std::fs::write(PathBuf::from(name), sig.to_string()).unwrap();
+    }
+
+    fn lockfile(&self) -> String {
+        std::fs::read_to_string(self.env.home.path().join("extensions.lock")).unwrap()
+    }
+}
+
+/// 1.0.0 is installed signed by the trusted publisher; the index then
+/// offers 1.1.0 unsigned (the default policy lets unsigned ones install).
+/// `stud ext update` must not take it silently: the lockfile pins the
+/// signer, a lost signer is refused without a terminal, `--yes` does not
+/// accept it, and only `--allow-signer-change` does.
+#[test]
+fn an_update_that_loses_the_signer_is_refused_unless_allowed() {
+    let mut p = Publisher::new();
+    p.policy(None);
+    p.publish("counter", "1.0.0");
+    p.env.ok(&["ext", "install", "shout@^1", "--yes"]);
+    assert!(p.lockfile().contains("Ada"), "{}", p.lockfile());
+    p.publish("counter", "1.1.0");
+    p.unsign_last();
+
+    for args in [
+        &["ext", "update", "shout"][..],
+        &["ext", "update", "shout", "--yes"][..],
+    ] {
+        let err = p.fails(args, "y\n");
+        assert!(
+            err.contains("signed by Ada")
+                && err.contains("unsigned")
+                && err.contains("--allow-signer-change"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(p.version(), "1.0.0", "{args:?} updated");
+        assert!(p.lockfile().contains("Ada"), "{}", p.lockfile());
+    }
+
+    // On a terminal the person is asked; "no" keeps 1.0.0.
+    let shown = p.env.on_terminal("ext update shout", "n\n");
+    let screen = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        screen.contains("signed by Ada") && screen.contains("Accept the new signer"),
+        "{screen}"
+    );
+    assert_eq!(p.version(), "1.0.0");
+
+    let out = p
+        .env
+        .ok(&["ext", "update", "shout", "--allow-signer-change"]);
+    assert!(out.contains("updated from 1.0.0"), "{out}");
+    assert_eq!(p.version(), "1.1.0");
+    assert!(!p.lockfile().contains("Ada"), "{}", p.lockfile());
+}
+
+/// A signature states what it signs (`stud-extension id=.. version=..
+/// sha256=..` in minisign's trusted comment). One whose statement names
+/// another release than the archive holds does not count, and one without
+/// a statement (an old `file:` comment) binds nothing: under
+/// `signaturePolicy: "trusted"` both are refused.
+#[test]
+fn a_signature_that_names_another_release_does_not_count() {
+    let mut p = Publisher::new();
+    let v100 = p.publish("counter", "1.0.0");
+    let v110 = p.publish("counter", "1.1.0");
+    let v120 = p.publish("counter", "1.2.0");
+    p.resign(
+        &v110,
+        &format!(
+            "stud-extension id=shout version=1.0.0 sha256={}",
+            sha256_hex(&v100)
+        ),
+    );
+    p.resign(&v120, "file:shout-1.2.0.tar.gz");
+    let err = p.fails(&["ext", "install", "shout@=1.1.0", "--yes"], "");
+    assert!(
+        err.contains("`shout` 1.0.0") && err.contains("holds `shout` 1.1.0"),
+        "{err}"
+    );
+    let err = p.fails(&["ext", "install", "shout@=1.2.0", "--yes"], "");
+    assert!(
+        err.contains("does not say which extension it signs") && err.contains("signaturePolicy"),
+        "{err}"
+    );
+    assert_eq!(p.version(), "", "nothing was installed");
+    let out = p.env.ok(&["ext", "install", "shout@=1.0.0", "--yes"]);
+    assert!(out.contains("shout 1.0.0 installed"), "{out}");
+}

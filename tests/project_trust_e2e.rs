@@ -159,27 +159,46 @@ fn project_extension(env: &StudEnv, fixture: &str, id: &str) {
     std::fs::write(target.join("extension.toml"), manifest).expect("write manifest");
 }
 
-/// A repository ships a provider under the id of the user's provider. It
-/// is trusted (the user accepted it), yet it gets none of the user's
-/// `openai-compatible` key or hosts.
+/// The thief fixture installed globally as the user's provider `my-llm`.
+fn global_my_llm(env: &StudEnv) {
+    let global = common::install_fixture(env.home.path(), "thief");
+    let renamed = env.home.path().join("extensions").join("my-llm");
+    std::fs::rename(&global, &renamed).expect("rename");
+    let manifest = std::fs::read_to_string(renamed.join("extension.toml"))
+        .expect("manifest")
+        .replace("id = \"thief\"", "id = \"my-llm\"");
+    std::fs::write(renamed.join("extension.toml"), manifest).expect("write manifest");
+}
+
+/// A repository ships a provider under the id of one of the user's global
+/// providers (`my-llm`, the thief fixture the user installed and granted
+/// the key and a host). The review says it replaces the user's; trusted
+/// (the user accepted it) and chosen by the project's own settings, it
+/// runs, yet it gets none of the user's key or hosts. (Bundled ids, such
+/// as `openai-compatible`, cannot be taken at all: `identity_e2e`.)
 #[test]
 fn a_project_extension_does_not_inherit_grants_by_id() {
     let server = TestServer::start(vec![Reply::new(200, "thanks"); 4]);
     let env = StudEnv::new();
+    global_my_llm(&env);
     env.settings(json!({
-        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
-        "providers": {"openai-compatible": {"baseUrl": server.url()}},
-        "network": {"openai-compatible": [server.addr.to_string()]}
+        "providers": {"my-llm": {"target": server.url()}},
+        "network": {"my-llm": [server.addr.to_string()]}
     }));
-    project_extension(&env, "thief", "openai-compatible");
+    project_extension(&env, "thief", "my-llm");
     project_settings(
         &env,
-        json!({"providers": {"openai-compatible": {"target": server.url()}}}),
+        json!({
+            "active": {"provider": "my-llm"},
+            "providers": {"my-llm": {"target": server.url()}}
+        }),
     );
     let shown = env.ok(&["trust", "grant"]);
     assert!(
-        shown.contains("brings the provider extension `openai-compatible` 0.1.0 (an unpinned folder in .stud/extensions/)")
-            && shown.contains("read the secret OPENAI_API_KEY"),
+        shown.contains(
+            "brings the provider extension `my-llm` 0.1.0 (an unpinned folder in .stud/extensions/)"
+        ) && shown.contains("read the secret OPENAI_API_KEY")
+            && shown.contains("replaces your global provider extension `my-llm`"),
         "{shown}"
     );
     let out = env
@@ -196,6 +215,33 @@ fn a_project_extension_does_not_inherit_grants_by_id() {
         "the project provider reached the user's host"
     );
     assert!(!answer.contains(KEY));
+}
+
+/// The user's global settings choose their provider `my-llm`; a trusted
+/// project brings its own `my-llm`. The user's setting does not come to
+/// mean the project's code: the session refuses to start and says why.
+#[test]
+fn a_global_setting_never_names_a_project_extension() {
+    let env = StudEnv::new();
+    global_my_llm(&env);
+    env.settings(json!({"active": {"provider": "my-llm"}}));
+    project_extension(&env, "thief", "my-llm");
+    env.ok(&["trust", "grant"]);
+    let out = env
+        .command(&["run", "-p", "--output-format", "json", "hi"])
+        .output()
+        .expect("run stud");
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        stderr(&out).contains("active.provider: `my-llm`")
+            && stderr(&out).contains("project extension"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// The interactive trust prompt names every security-relevant thing the

@@ -106,6 +106,7 @@ async fn install_time() {
             signatures: Default::default(),
             origin: None,
             expect: None,
+            allow_signer_change: false,
         };
         let source = Source::parse(&format!("{}/read.tar.gz", server.url())).expect("source");
         let t = Instant::now();
@@ -150,6 +151,7 @@ async fn verify_50() {
             signatures: Default::default(),
             origin: None,
             expect: None,
+            allow_signer_change: false,
         };
         install(&Source::Folder(dir), &opts, &runtime, &mut Yes)
             .await

@@ -33,6 +33,7 @@ fn load(rt: &Arc<Runtime>, dir: &str) -> Extension {
         parse_manifest(b.manifest, std::path::Path::new(b.dir), &HOST_CONTRACT).expect("manifest");
     rt.load(LoadSpec {
         manifest,
+        scope: stud::extensions::Scope::Bundled,
         component_path: b.component_file.into(),
         bytes: stud::runtime::ComponentBytes::Embedded(b.component),
         expected_digest: None,

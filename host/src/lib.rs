@@ -19,6 +19,8 @@ pub mod tty;
 pub mod bundled {
     /// One embedded extension.
     pub struct BundledExtension {
+        /// The manifest's `id`: reserved, no other scope may use it.
+        pub id: &'static str,
         pub dir: &'static str,
         pub manifest: &'static str,
         pub component_file: &'static str,
@@ -41,6 +43,35 @@ pub mod bundled {
             .iter()
             .find(|b| b.sha256 == sha256)
             .and_then(|b| b.tool_spec)
+    }
+
+    /// Whether `id` is a bundled extension's. Bundled ids are reserved: a
+    /// global, project or development extension that takes one is
+    /// refused, so a name the kernel or the user's settings rely on
+    /// (`console` answers approvals, `protect-paths` guards) always means
+    /// the code shipped in this binary.
+    pub fn is_bundled_id(id: &str) -> bool {
+        BUNDLED.iter().any(|b| b.id == id)
+    }
+
+    /// The bundled extension whose tool is called `name` (its recorded
+    /// spec), when there is one: an allowlist entry `bash:...` means the
+    /// bundled shell, so no other extension may offer a tool of that name.
+    pub fn tool_owner(name: &str) -> Option<&'static str> {
+        static NAMES: std::sync::OnceLock<Vec<(String, &'static str)>> = std::sync::OnceLock::new();
+        NAMES
+            .get_or_init(|| {
+                BUNDLED
+                    .iter()
+                    .filter_map(|b| {
+                        let spec: serde_json::Value = serde_json::from_str(b.tool_spec?).ok()?;
+                        Some((spec.get("name")?.as_str()?.to_string(), b.id))
+                    })
+                    .collect()
+            })
+            .iter()
+            .find(|(tool, _)| tool == name)
+            .map(|(_, id)| *id)
     }
 }
 

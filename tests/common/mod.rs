@@ -141,6 +141,7 @@ pub fn fixture_spec(
         .unwrap_or_default();
     LoadSpec {
         manifest,
+        scope: stud::extensions::Scope::Global,
         component_path: path,
         bytes: bytes.into(),
         expected_digest: None,

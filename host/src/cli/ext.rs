@@ -64,6 +64,10 @@ pub enum ExtCommand {
         /// beside it, when there is one).
         #[arg(long)]
         signature: Option<std::path::PathBuf>,
+        /// Replace an installed extension even when its signer changes
+        /// (another publisher's key, or unsigned); `--yes` does not.
+        #[arg(long)]
+        allow_signer_change: bool,
     },
     /// Search the configured extension indexes (`extensionIndexes`) by id,
     /// name or description; offline, their last fetched copies.
@@ -84,6 +88,10 @@ pub enum ExtCommand {
         /// Consent on the command line (no prompt).
         #[arg(long, short = 'y')]
         yes: bool,
+        /// Take a new version even when its signer is not the pinned one
+        /// (another publisher's key, or unsigned); `--yes` does not.
+        #[arg(long)]
+        allow_signer_change: bool,
     },
     /// Uninstall an extension from a scope.
     Remove {
@@ -176,6 +184,11 @@ impl Consent for StdinConsent {
             _ => false,
         }
     }
+
+    fn interactive(&self) -> bool {
+        use std::io::IsTerminal as _;
+        std::io::stdin().is_terminal()
+    }
 }
 
 /// The folder of a scope: `~/.stud` or a trusted `<cwd>/.stud`.
@@ -214,6 +227,7 @@ async fn install_cmd(
     scope: InstallScope,
     yes: bool,
     (sha256, signature): (Option<String>, Option<std::path::PathBuf>),
+    allow_signer_change: bool,
 ) -> anyhow::Result<ExitCode> {
     let (scope, root) = scope_root(&home, &cwd, scope)?;
     // Whose signatures count, and which indexes, is the user's own
@@ -232,6 +246,7 @@ async fn install_cmd(
         },
         origin: None,
         expect: None,
+        allow_signer_change,
     };
     let source = match Source::parse(&text) {
         Ok(source) => source,
@@ -494,7 +509,7 @@ async fn update_cmd(
     cwd: std::path::PathBuf,
     id: Option<String>,
     scope: InstallScope,
-    yes: bool,
+    (yes, allow_signer_change): (bool, bool),
 ) -> anyhow::Result<ExitCode> {
     let (scope, root) = scope_root(&home, &cwd, scope)?;
     let (found, fetched) = newer(&home, &root, id.as_deref()).await?;
@@ -531,6 +546,7 @@ async fn update_cmd(
                 range: n.range.to_string(),
             }),
             expect: Some((n.id.clone(), to.to_string())),
+            allow_signer_change,
         };
         let source = Source::Url(c.archive_url()?);
         if run_install(&home, &source, &opts).await? != ExitCode::SUCCESS {
@@ -722,6 +738,7 @@ pub fn run(cmd: ExtCommand) -> anyhow::Result<ExitCode> {
             yes,
             sha256,
             signature,
+            allow_signer_change,
         } => rt()?.block_on(install_cmd(
             home,
             cwd,
@@ -729,6 +746,7 @@ pub fn run(cmd: ExtCommand) -> anyhow::Result<ExitCode> {
             scope,
             yes,
             (sha256, signature),
+            allow_signer_change,
         )),
         ExtCommand::Remove { id, scope } => remove_cmd(&home, &cwd, &id, scope),
         ExtCommand::Verify => verify_cmd(&home, &cwd),
@@ -737,9 +755,18 @@ pub fn run(cmd: ExtCommand) -> anyhow::Result<ExitCode> {
         ExtCommand::Keygen { output } => keygen_cmd(&home, output),
         ExtCommand::Search { text } => rt()?.block_on(search_cmd(&home, &text)),
         ExtCommand::Outdated { scope } => rt()?.block_on(outdated_cmd(&home, &cwd, scope)),
-        ExtCommand::Update { id, scope, yes } => {
-            rt()?.block_on(update_cmd(home.clone(), cwd.clone(), id, scope, yes))
-        }
+        ExtCommand::Update {
+            id,
+            scope,
+            yes,
+            allow_signer_change,
+        } => rt()?.block_on(update_cmd(
+            home.clone(),
+            cwd.clone(),
+            id,
+            scope,
+            (yes, allow_signer_change),
+        )),
         ExtCommand::Dev { dir, remove } => dev_cmd(&home, &cwd, dir, remove),
         ExtCommand::New { name, kind } => new_cmd(&home, &cwd, &name, kind),
         ExtCommand::Build { dir } => build_cmd(&home, dir.unwrap_or_else(|| cwd.clone())),
@@ -791,10 +818,13 @@ fn dev_cmd(
         build_cmd(home, dir.clone())?;
     }
     // The manifest and component must be usable as they are.
-    let found = crate::extensions::discovery::from_folder(&dir, Scope::Global)?;
+    // A bundled id is refused as it would be at discovery: a link must not
+    // replace the code `console` or `protect-paths` means.
+    let found = crate::extensions::discovery::from_folder(&dir, Scope::Global)
+        .and_then(crate::extensions::discovery::not_reserved)?;
     let linked = DevLinks::link(home.root(), &dir)?;
     outln!(
-        "linked `{}` {} ({}) from {} as a development extension: not pinned, `stud ext build` there reloads it in running sessions; `stud ext dev --remove {}` unlinks it",
+        "linked `{}` {} ({}) from {} as a development extension: used from that folder (each session pins the bytes it starts with), `stud ext build` there reloads it in running sessions; `stud ext dev --remove {}` unlinks it",
         found.manifest.id,
         found.manifest.version,
         found.manifest.kind,

@@ -66,6 +66,10 @@ pub struct Layered {
     /// extension named like a global one gets none of its grants).
     pub global_network: HashMap<String, Vec<String>>,
     pub project_network: HashMap<String, Vec<String>>,
+    /// `ordering.hooks` of the global file alone: those entries name the
+    /// user's hooks (bundled or global), never a project hook that took
+    /// the same id (`kernel::hooks::HookOrder`).
+    pub global_hook_order: Vec<String>,
     pub warnings: Vec<String>,
 }
 
@@ -128,6 +132,7 @@ impl Layered {
                     })?;
                 out.global_configs = global.extension_configs();
                 out.global_network = global.network.clone();
+                out.global_hook_order = global.ordering.hooks.clone();
                 global_value = value.clone();
             }
             if scope == "project" {

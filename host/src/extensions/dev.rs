@@ -1,7 +1,9 @@
 //! Development extensions (`stud ext dev DIR`): folders linked into the
-//! global scope as they are, never copied or pinned, so each `stud ext
-//! build` there is picked up by running sessions (the folder is watched)
-//! and by the next start. The links live in `~/.stud/dev.toml`.
+//! global scope as they are, never copied or recorded in a lockfile, so
+//! each `stud ext build` there is picked up by running sessions (the
+//! folder is watched; a reload reads and pins the new build) and by the
+//! next start. Each session pins the bytes it starts with; a folder that
+//! takes a bundled id is refused. The links live in `~/.stud/dev.toml`.
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,11 @@
 //! Discovery: read every manifest, refuse bad ones with their full error,
 //! resolve overrides by id, and say what was skipped.
+//!
+//! Bundled ids are reserved: an extension of another scope that takes one
+//! is refused naming its file ([`not_reserved`]), so only a project
+//! extension replacing a global one is an override. A component with no
+//! recorded digest (hand-placed, `stud ext dev`) is pinned to the bytes
+//! read here ([`Discovered::session_pin`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +46,10 @@ pub struct Discovered {
     pub lock: Option<LockEntry>,
     /// Linked with `stud ext dev`: read from the author's folder.
     pub dev: bool,
+    /// `expected_digest` is the digest its bytes had when discovery read
+    /// them (no lockfile records one): a later load that finds other
+    /// bytes was not announced by a reload and is refused.
+    pub session_pin: bool,
 }
 
 impl Discovered {
@@ -110,6 +120,22 @@ pub enum DiscoveryProblem {
         path: PathBuf,
         found: String,
     },
+    #[error(
+        "{}: the id `{id}` is reserved for the bundled extension of that name, so this {scope} extension is not loaded (the bundled one is); give it an id of its own in that file",
+        .manifest.display()
+    )]
+    ReservedId {
+        id: ExtensionId,
+        scope: Scope,
+        /// Its `extension.toml`.
+        manifest: PathBuf,
+    },
+    #[error("extension `{id}`: cannot read its component {path} to pin it: {source}")]
+    Unpinnable {
+        id: ExtensionId,
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// Whether the project scope is read.
@@ -153,8 +179,9 @@ pub struct Discovery {
 }
 
 impl Discovery {
-    /// Bundled, global and (when trusted) project extensions; later
-    /// scopes override earlier ones by id.
+    /// Bundled, global and (when trusted) project extensions; a project
+    /// extension overrides a global one of the same id (no scope takes a
+    /// bundled id).
     pub fn scan(home: &StudHome, project: &ProjectScope) -> Self {
         let mut d = Discovery::default();
         let mut by_id: BTreeMap<ExtensionId, Discovered> = BTreeMap::new();
@@ -236,6 +263,7 @@ fn bundled(b: &'static BundledExtension) -> Result<Discovered, DiscoveryProblem>
         overrides: None,
         lock: None,
         dev: false,
+        session_pin: false,
     })
 }
 
@@ -251,6 +279,40 @@ impl Discovered {
                 .is_ok_and(|now| now.manifest == self.manifest),
         }
     }
+}
+
+/// Refuse an extension outside the bundled scope that takes a bundled id:
+/// bundled ids are reserved (`crate::bundled::is_bundled_id`), so what the
+/// kernel and the user's settings mean by `console` or `protect-paths` is
+/// always the code in this binary.
+pub fn not_reserved(x: Discovered) -> Result<Discovered, DiscoveryProblem> {
+    if x.scope != Scope::Bundled && crate::bundled::is_bundled_id(x.manifest.id.as_str()) {
+        return Err(DiscoveryProblem::ReservedId {
+            id: x.manifest.id.clone(),
+            scope: x.scope,
+            manifest: x.location.join("extension.toml"),
+        });
+    }
+    Ok(x)
+}
+
+/// Pin an extension that has no recorded digest (a hand-placed folder, a
+/// `stud ext dev` link) to the bytes it has now: every later load in
+/// the session (a command at its first use, a fallback config) must find
+/// these bytes, or is refused. A reload reads and pins anew (and says so).
+fn pinned(mut x: Discovered) -> Result<Discovered, DiscoveryProblem> {
+    if x.expected_digest.is_none()
+        && let ComponentSource::File(path) = &x.source
+    {
+        let bytes = std::fs::read(path).map_err(|source| DiscoveryProblem::Unpinnable {
+            id: x.manifest.id.clone(),
+            path: path.clone(),
+            source,
+        })?;
+        x.expected_digest = Some(Sha256Digest::of(&bytes));
+        x.session_pin = true;
+    }
+    Ok(x)
 }
 
 /// One extension folder: `extension.toml` plus its component.
@@ -307,6 +369,7 @@ fn from_manifest(dir: &Path, scope: Scope, bytes: &[u8]) -> Result<Discovered, D
         overrides: None,
         lock: None,
         dev: false,
+        session_pin: false,
     })
 }
 
@@ -323,7 +386,10 @@ fn dev_links(home: &Path, problems: &mut Vec<DiscoveryProblem>) -> Vec<(Extensio
             problems.push(DiscoveryProblem::DevMissing(dir));
             continue;
         }
-        match from_folder(&dir, Scope::Global) {
+        match from_folder(&dir, Scope::Global)
+            .and_then(not_reserved)
+            .and_then(pinned)
+        {
             Ok(mut x) => {
                 x.dev = true;
                 out.push((x.manifest.id.clone(), x));
@@ -359,7 +425,7 @@ fn scan_scope(
     });
     for (id, entry) in &lock.extensions {
         let dir = root.join(&entry.path);
-        match locked(&dir, scope, id, entry) {
+        match locked(&dir, scope, id, entry).and_then(not_reserved) {
             Ok(x) => {
                 out.insert(x.manifest.id.clone(), x);
             }
@@ -367,7 +433,7 @@ fn scan_scope(
         }
     }
     for dir in sorted_subdirs(&root.join("extensions")) {
-        match from_folder(&dir, scope) {
+        match from_folder(&dir, scope).and_then(not_reserved) {
             Ok(x) => {
                 if let Some(first) = out.get(&x.manifest.id) {
                     problems.push(DiscoveryProblem::Duplicate {
@@ -378,7 +444,12 @@ fn scan_scope(
                     });
                     continue;
                 }
-                out.insert(x.manifest.id.clone(), x);
+                match pinned(x) {
+                    Ok(x) => {
+                        out.insert(x.manifest.id.clone(), x);
+                    }
+                    Err(p) => problems.push(p),
+                }
             }
             Err(p) => problems.push(p),
         }

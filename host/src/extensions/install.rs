@@ -48,6 +48,12 @@ pub enum InstallError {
     DigestMismatch { expected: String, actual: String },
     #[error(transparent)]
     Signature(#[from] super::signing::SigningError),
+    #[error("{0}")]
+    SignerChanged(Box<SignerChange>),
+    #[error(
+        "{from}: its extension.toml takes the id `{id}`, which is reserved for the bundled extension of that name; nothing was installed. Give it an id of its own"
+    )]
+    ReservedId { id: String, from: String },
 }
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> InstallError + 'a {
@@ -121,6 +127,9 @@ pub struct InstallOptions {
     /// an index entry cannot slip in another extension, such as one that
     /// replaces a bundled tool.
     pub expect: Option<(String, String)>,
+    /// `--allow-signer-change`: take a version whose signer is not the
+    /// one pinned for the installed extension.
+    pub allow_signer_change: bool,
 }
 
 /// What install checks signatures against (from the global settings).
@@ -179,6 +188,91 @@ pub struct Report {
 /// The prompt shown before installing; answers yes or no.
 pub trait Consent {
     fn ask(&mut self, question: &str) -> bool;
+
+    /// Whether a person answers (a terminal): a question no `--yes` may
+    /// answer (a changed signer) is asked only then.
+    fn interactive(&self) -> bool {
+        false
+    }
+}
+
+/// An installed extension's signer is pinned in the lockfile: a new
+/// version signed by another publisher's key, or by none, is taken only
+/// when the person says so at a terminal or the command line says
+/// `--allow-signer-change` (`--yes` does not: it consents to what an
+/// extension may do, not to who it comes from). Gaining a signer is no
+/// change.
+fn signer_kept(
+    prev: &LockEntry,
+    signed: &super::signing::Signed,
+    (id, version): (&str, &str),
+    opts: &InstallOptions,
+    consent: &mut dyn Consent,
+) -> Result<(), InstallError> {
+    let Some(was) = prev.signer_key() else {
+        return Ok(());
+    };
+    if signed.signer_key() == Some(was.as_str()) || opts.allow_signer_change {
+        return Ok(());
+    }
+    let change = SignerChange {
+        id: id.to_string(),
+        from: prev.version.clone(),
+        to: version.to_string(),
+        was: prev
+            .publisher
+            .clone()
+            .unwrap_or_else(|| format!("key {was}")),
+        now: signed.describe(),
+    };
+    if !consent.interactive() {
+        return Err(InstallError::SignerChanged(Box::new(change)));
+    }
+    let question = format!(
+        "{}
+Accept the new signer for `{id}`? (it replaces the pinned one)
+",
+        change.what()
+    );
+    if consent.ask(&question) {
+        Ok(())
+    } else {
+        Err(InstallError::Declined {
+            id: id.to_string(),
+            version: version.to_string(),
+        })
+    }
+}
+
+/// Who signed the installed version and who signs the new one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignerChange {
+    pub id: String,
+    pub from: String,
+    pub to: String,
+    /// The pinned publisher (`Ada (key ...)`).
+    pub was: String,
+    /// What the new version's signature says (`Signed::describe`).
+    pub now: String,
+}
+
+impl SignerChange {
+    fn what(&self) -> String {
+        format!(
+            "`{}` {} is signed by {}, and {} is {}: the signer pinned in extensions.lock would change",
+            self.id, self.from, self.was, self.to, self.now
+        )
+    }
+}
+
+impl std::fmt::Display for SignerChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}; nothing was installed. A new signer is accepted only by a person at a terminal, or with --allow-signer-change (not with --yes) when you know why it changed",
+            self.what()
+        )
+    }
 }
 
 pub async fn install(
@@ -202,18 +296,6 @@ pub async fn install(
             Some(bytes)
         }
     };
-    // Who published it, checked before anything is shown or unpacked: a
-    // signature that does not match refuses the install outright.
-    let shown_file = PathBuf::from(source.describe());
-    let signed = super::signing::check(
-        archive.as_deref().unwrap_or_default(),
-        &shown_file,
-        signature_of(source, &opts.signatures)?
-            .as_ref()
-            .map(|(p, t)| (p.as_path(), t.as_str())),
-        &opts.signatures.publishers,
-        opts.signatures.policy,
-    )?;
     let peeked = match (source, &archive) {
         (_, Some(bytes)) => peek_archive(bytes)?,
         (Source::Folder(dir), None) => peek_folder(dir)?,
@@ -222,6 +304,21 @@ pub async fn install(
     let manifest = peeked.manifest.clone();
     let id = manifest.id.to_string();
     let version = manifest.version.to_string();
+    // Who published it, checked before anything is shown or unpacked: a
+    // signature that does not match, or that vouches for another release
+    // than the archive holds, refuses the install outright.
+    let shown_file = PathBuf::from(source.describe());
+    let archive_bytes = archive.as_deref().unwrap_or_default();
+    let signed = super::signing::check(
+        archive_bytes,
+        &shown_file,
+        &super::signing::Statement::of(archive_bytes, &id, &version),
+        signature_of(source, &opts.signatures)?
+            .as_ref()
+            .map(|(p, t)| (p.as_path(), t.as_str())),
+        &opts.signatures.publishers,
+        opts.signatures.policy,
+    )?;
     if let Some((want_id, want_version)) = &opts.expect
         && (want_id != &id || want_version != &version)
     {
@@ -229,6 +326,12 @@ pub async fn install(
             "{} is listed as `{want_id}` {want_version} but holds `{id}` {version}; nothing was installed",
             source.describe()
         )));
+    }
+    if crate::bundled::is_bundled_id(&id) {
+        return Err(InstallError::ReservedId {
+            id,
+            from: source.describe(),
+        });
     }
     let manifest_digest = Sha256Digest::of(&peeked.manifest_bytes);
     let component = peeked.component.clone();
@@ -248,6 +351,9 @@ pub async fn install(
             component,
             capabilities,
         });
+    }
+    if let Some(prev) = &previous {
+        signer_kept(prev, &signed, (&id, &version), opts, consent)?;
     }
     let limits = describe_limits(&manifest);
     let question = match &previous {
@@ -332,6 +438,7 @@ pub async fn install(
                 }
                 _ => None,
             },
+            signer_key: signed.signer_key().map(str::to_string),
             index: opts.origin.clone(),
         },
     );
@@ -411,6 +518,16 @@ fn peek_folder(dir: &Path) -> Result<Peeked, InstallError> {
         manifest,
         component: Sha256Digest::of(&bytes),
     })
+}
+
+/// The id and version of the extension an archive holds (what a
+/// signature of it states), read without unpacking it.
+pub fn archive_release(bytes: &[u8]) -> Result<(String, String), InstallError> {
+    let peeked = peek_archive(bytes)?;
+    Ok((
+        peeked.manifest.id.to_string(),
+        peeked.manifest.version.to_string(),
+    ))
 }
 
 /// The manifest and component digest of an archive, read from its entries

@@ -116,6 +116,12 @@ pub struct LockEntry {
     /// The trusted publisher whose signature it carried, and the key id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publisher: Option<String>,
+    /// The key id of that signature: the signer pinned for this
+    /// extension. A new version signed by another key, or unsigned, is
+    /// installed only when the person accepts the change
+    /// (`install::signer_kept`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer_key: Option<String>,
     /// The index it was installed from by name, and the version range
     /// asked for (`stud ext update` stays inside it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -134,6 +140,16 @@ pub struct IndexOrigin {
 impl LockEntry {
     pub fn kind(&self) -> Option<Kind> {
         self.kind.parse().ok()
+    }
+
+    /// The pinned signer's key id; for an entry written before it was
+    /// recorded, the key named in `publisher` (`Ada (key 0123...)`).
+    pub fn signer_key(&self) -> Option<String> {
+        self.signer_key.clone().or_else(|| {
+            let p = self.publisher.as_deref()?;
+            let key = p.rsplit_once("(key ")?.1.strip_suffix(')')?;
+            (!key.is_empty()).then(|| key.to_string())
+        })
     }
 }
 
@@ -215,6 +231,7 @@ mod tests {
                     installed_at: 1,
                     granted: Granted::of(&caps),
                     publisher: None,
+                    signer_key: None,
                     index: Some(IndexOrigin {
                         url: "https://example.com/index.json".into(),
                         range: "^1".into(),
@@ -240,5 +257,23 @@ mod tests {
         let missing = granted.missing(&caps);
         assert_eq!(missing.len(), 2, "{missing:?}");
         assert!(missing.iter().any(|m| m.contains("evil.example")));
+    }
+
+    #[test]
+    fn the_pinned_signer_is_read_from_entries_written_before_it_was_recorded() {
+        let text = format!(
+            "[extensions.shout]\nversion = \"1.0.0\"\nkind = \"tool\"\nsource = \"x\"\npath = \"store/{}\"\ncomponent = \"sha256:00\"\nmanifest = \"sha256:11\"\ninstalled_at = 1\npublisher = \"Ada (key 0123ABCD)\"\n\n[extensions.shout.granted]\n",
+            "ab".repeat(32)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(LOCKFILE), text).unwrap();
+        let lock = Lockfile::load(dir.path()).unwrap();
+        let mut entry = lock.extensions["shout"].clone();
+        assert_eq!(entry.signer_key().as_deref(), Some("0123ABCD"));
+        entry.signer_key = Some("FEED".into());
+        assert_eq!(entry.signer_key().as_deref(), Some("FEED"));
+        entry.signer_key = None;
+        entry.publisher = None;
+        assert_eq!(entry.signer_key(), None);
     }
 }

@@ -137,8 +137,22 @@ impl Registry {
             path: d.component_path.clone(),
             source,
         })?;
+        if d.session_pin
+            && let Some(pinned) = &d.expected_digest
+        {
+            let actual = crate::digest::Sha256Digest::of(&bytes);
+            if &actual != pinned {
+                return Err(LoadError::ChangedSincePinned {
+                    id: d.manifest.id.clone(),
+                    path: d.component_path.clone(),
+                    pinned: pinned.to_string(),
+                    actual: actual.to_string(),
+                });
+            }
+        }
         Ok(LoadSpec {
             manifest: d.manifest.clone(),
+            scope: d.scope,
             component_path: d.component_path.clone(),
             bytes,
             expected_digest: d.expected_digest.clone(),

@@ -58,7 +58,16 @@ pub enum ReviewItem {
         pinned: bool,
         component: String,
         capabilities: Vec<String>,
+        /// The kind of the user's global extension of the same id, which
+        /// this one replaces while the project is trusted (it gets none of
+        /// that one's grants, and settings that name it keep meaning the
+        /// user's own).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replaces: Option<String>,
     },
+    /// A folder that takes a bundled extension's id: never loaded
+    /// (`discovery::not_reserved`).
+    ReservedId { id: String, manifest: String },
 }
 
 impl ReviewItem {
@@ -67,7 +76,9 @@ impl ReviewItem {
     fn needs_acceptance(&self) -> bool {
         !matches!(
             self,
-            ReviewItem::ModeLoosened { .. } | ReviewItem::ModeStricter { .. }
+            ReviewItem::ModeLoosened { .. }
+                | ReviewItem::ModeStricter { .. }
+                | ReviewItem::ReservedId { .. }
         )
     }
 
@@ -126,6 +137,7 @@ impl ReviewItem {
                 version,
                 pinned,
                 capabilities,
+                replaces,
                 ..
             } => {
                 let how = if *pinned {
@@ -137,8 +149,16 @@ impl ReviewItem {
                     "brings the {kind} extension `{id}` {version} ({how}); it may:"
                 )];
                 lines.extend(capabilities.iter().map(|c| format!("    - {c}")));
+                if let Some(theirs) = replaces {
+                    lines.push(format!(
+                        "    and it replaces your global {theirs} extension `{id}` in this project (your settings that name `{id}` keep meaning yours: it is not the interactor, nor a hook or profile entry they name)"
+                    ));
+                }
                 lines
             }
+            ReviewItem::ReservedId { id, manifest } => vec![format!(
+                "ships {manifest}, which takes the id `{id}` reserved for the bundled extension: refused, never loaded (the bundled `{id}` stays)"
+            )],
         }
     }
 }
@@ -186,10 +206,25 @@ impl ProjectReview {
         }
         redirect_items(&project, &global, lower, &mut items);
         hook_items(&project, lower, &mut items);
-        let (found, _) = project_extensions(stud_dir);
+        let (found, problems) = project_extensions(stud_dir);
         for d in found {
-            items.push(extension_item(&d));
+            items.push(extension_item(&d, lower));
         }
+        items.extend(problems.into_iter().filter_map(|p| {
+            match p {
+                super::discovery::DiscoveryProblem::ReservedId { id, manifest, .. } => {
+                    Some(ReviewItem::ReservedId {
+                        id: id.to_string(),
+                        manifest: manifest
+                            .strip_prefix(stud_dir.parent().unwrap_or(stud_dir))
+                            .unwrap_or(&manifest)
+                            .display()
+                            .to_string(),
+                    })
+                }
+                _ => None,
+            }
+        }));
         ProjectReview { items }
     }
 
@@ -337,11 +372,11 @@ fn hook_items(project: &Value, lower: &[Discovered], items: &mut Vec<ReviewItem>
     }
 }
 
-fn extension_item(d: &Discovered) -> ReviewItem {
-    let component = match (&d.lock, d.read_bytes()) {
+fn extension_item(d: &Discovered, lower: &[Discovered]) -> ReviewItem {
+    let component = match (&d.lock, &d.expected_digest) {
         (Some(lock), _) => lock.component.clone(),
-        (None, Ok(bytes)) => Sha256Digest::of(&bytes).to_string(),
-        (None, Err(_)) => "unreadable".into(),
+        (None, Some(pinned)) => pinned.to_string(),
+        (None, None) => "unreadable".into(),
     };
     ReviewItem::Extension {
         id: d.manifest.id.to_string(),
@@ -350,5 +385,9 @@ fn extension_item(d: &Discovered) -> ReviewItem {
         pinned: d.lock.is_some() && d.scope == Scope::Project,
         component,
         capabilities: consent::describe(&d.manifest.capabilities),
+        replaces: lower
+            .iter()
+            .find(|g| g.scope == Scope::Global && g.manifest.id == d.manifest.id)
+            .map(|g| g.manifest.kind.to_string()),
     }
 }

@@ -18,6 +18,10 @@ pub enum ScaffoldError {
     BadName { name: String, reason: String },
     #[error("{0} already exists; pick another name or remove it first")]
     Exists(PathBuf),
+    #[error(
+        "`{0}` is the id of a bundled extension, and bundled ids are reserved (an extension under it would never load); pick another name"
+    )]
+    Reserved(String),
     #[error("cannot {what} {}: {source}", .path.display())]
     Io {
         what: &'static str,
@@ -134,6 +138,9 @@ pub fn new_crate(
                 name: name.to_string(),
                 reason: e.reason.to_string(),
             })?;
+    if crate::bundled::is_bundled_id(id.as_str()) {
+        return Err(ScaffoldError::Reserved(name.to_string()));
+    }
     let dir = parent.join(name);
     if dir.exists() {
         return Err(ScaffoldError::Exists(dir));

@@ -1,6 +1,14 @@
 //! Who published an extension: minisign signatures (the format and tool
 //! publishers already use) over the archive, checked at install against
 //! the publishers the user trusts in their global settings.
+//!
+//! A signature states what it is for: minisign's trusted comment (signed
+//! with the archive) reads `stud-extension id=<id> version=<version>
+//! sha256=<archive hex>` ([`Statement`]), and install checks it against
+//! the archive it holds. A signature therefore vouches for one release of
+//! one extension, never for another id or version. A signature without
+//! that statement (made before stud wrote it, or by `minisign` without
+//! `-t`) binds nothing: it counts as unsigned.
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
@@ -33,6 +41,69 @@ pub enum SignaturePolicy {
     Trusted,
 }
 
+/// The release a signature vouches for: its trusted comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Statement {
+    pub id: String,
+    pub version: String,
+    /// Hex sha256 of the archive.
+    pub sha256: String,
+}
+
+/// How a statement starts.
+const STATEMENT_TAG: &str = "stud-extension";
+
+impl Statement {
+    /// The statement of `archive` (an extension archive's bytes).
+    pub fn of(archive: &[u8], id: &str, version: &str) -> Self {
+        Statement {
+            id: id.to_string(),
+            version: version.to_string(),
+            sha256: crate::digest::Sha256Digest::of(archive).hex().to_string(),
+        }
+    }
+
+    /// Read a trusted comment; `None` unless it is a whole statement.
+    pub fn parse(comment: &str) -> Option<Self> {
+        let mut words = comment.split_whitespace();
+        if words.next()? != STATEMENT_TAG {
+            return None;
+        }
+        let (mut id, mut version, mut sha256) = (None, None, None);
+        for word in words {
+            match word.split_once('=')? {
+                ("id", v) => id = Some(v.to_string()),
+                ("version", v) => version = Some(v.to_string()),
+                ("sha256", v) => sha256 = Some(v.to_ascii_lowercase()),
+                _ => return None,
+            }
+        }
+        Some(Statement {
+            id: id?,
+            version: version?,
+            sha256: sha256?,
+        })
+    }
+
+    /// `` `id` version (sha256 ...) ``, for messages.
+    fn describe(&self) -> String {
+        format!(
+            "`{}` {} (archive sha256 {})",
+            self.id, self.version, self.sha256
+        )
+    }
+}
+
+impl std::fmt::Display for Statement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{STATEMENT_TAG} id={} version={} sha256={}",
+            self.id, self.version, self.sha256
+        )
+    }
+}
+
 /// What a signature said about an archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Signed {
@@ -41,6 +112,14 @@ pub enum Signed {
     UnknownKey {
         key_id: String,
     },
+    /// A trusted publisher's signature that does not say which release it
+    /// is for (no [`Statement`]): it binds nothing, so it counts as
+    /// unsigned.
+    Unbound {
+        publisher: String,
+        key_id: String,
+    },
+    /// A trusted publisher's signature stating this very release.
     By {
         publisher: String,
         key_id: String,
@@ -55,7 +134,19 @@ impl Signed {
             Signed::UnknownKey { key_id } => {
                 format!("signed by key {key_id}, which no trusted publisher has")
             }
+            Signed::Unbound { publisher, key_id } => format!(
+                "signed by {publisher} (key {key_id}) with a signature that does not say which extension it signs (no `{STATEMENT_TAG} id=... version=... sha256=...` trusted comment), so it counts as unsigned"
+            ),
             Signed::By { publisher, key_id } => format!("signed by {publisher} (key {key_id})"),
+        }
+    }
+
+    /// The key id of the trusted publisher who vouches for the release
+    /// (`None` when none does): what the lockfile pins.
+    pub fn signer_key(&self) -> Option<&str> {
+        match self {
+            Signed::By { key_id, .. } => Some(key_id),
+            _ => None,
         }
     }
 }
@@ -71,8 +162,24 @@ pub enum SigningError {
         key_id: String,
         file: PathBuf,
     },
+    #[error(
+        "{}: the signature of {signer} is for {signed}, but this archive holds {holds}: a signature counts only for the release it names; nothing was installed",
+        .file.display()
+    )]
+    OtherRelease {
+        /// `Ada (key 0123...)`.
+        signer: String,
+        file: PathBuf,
+        signed: String,
+        holds: String,
+    },
     #[error("{}: not a minisign signature ({reason})", .file.display())]
     Unreadable { file: PathBuf, reason: String },
+    #[error(
+        "{}: only an extension archive (from `stud ext pack`) is signed, since the signature names the extension and version it holds: {reason}",
+        .file.display()
+    )]
+    NotAnArchive { file: PathBuf, reason: String },
     #[error("{what}: {reason}")]
     Key { what: String, reason: String },
     #[error(
@@ -113,11 +220,13 @@ pub fn signature_path(file: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Check `bytes` (read from `file`) against `signature` (the text of its
-/// `.minisig`, if it has one) and `publishers`, under `policy`.
+/// Check `bytes` (read from `file`, an archive holding the release
+/// `holds`) against `signature` (the text of its `.minisig`, if it has
+/// one) and `publishers`, under `policy`.
 pub fn check(
     bytes: &[u8],
     file: &Path,
+    holds: &Statement,
     signature: Option<(&Path, &str)>,
     publishers: &[TrustedPublisher],
     policy: SignaturePolicy,
@@ -149,9 +258,25 @@ pub fn check(
                             file: file.to_path_buf(),
                         },
                     )?;
-                    Signed::By {
-                        publisher: p.name.clone(),
-                        key_id: id,
+                    // Verified with the archive: the trusted comment is
+                    // what the publisher signed.
+                    match Statement::parse(&sig.trusted_comment().unwrap_or_default()) {
+                        None => Signed::Unbound {
+                            publisher: p.name.clone(),
+                            key_id: id,
+                        },
+                        Some(stated) if &stated == holds => Signed::By {
+                            publisher: p.name.clone(),
+                            key_id: id,
+                        },
+                        Some(stated) => {
+                            return Err(SigningError::OtherRelease {
+                                signer: format!("{} (key {id})", p.name),
+                                file: file.to_path_buf(),
+                                signed: stated.describe(),
+                                holds: holds.describe(),
+                            });
+                        }
                     }
                 }
             }
@@ -210,8 +335,9 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::write(path, bytes)
 }
 
-/// Sign `file` with the secret key at `key` (its public key beside it as
-/// `.pub` is not needed); writes `<file>.minisig` and returns its path.
+/// Sign `file` (an extension archive) with the secret key at `key` (its
+/// public key beside it as `.pub` is not needed), stating the release it
+/// holds; writes `<file>.minisig` and returns its path.
 pub fn sign(file: &Path, key: &Path, password: Option<String>) -> Result<PathBuf, SigningError> {
     let text = std::fs::read_to_string(key).map_err(io("read", key))?;
     let sk = SecretKeyBox::from_string(&text)
@@ -221,15 +347,17 @@ pub fn sign(file: &Path, key: &Path, password: Option<String>) -> Result<PathBuf
             key.display()
         )))?;
     let bytes = std::fs::read(file).map_err(io("read", file))?;
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let (id, version) =
+        super::install::archive_release(&bytes).map_err(|e| SigningError::NotAnArchive {
+            file: file.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+    let statement = Statement::of(&bytes, &id, &version);
     let sig = minisign::sign(
         None,
         &sk,
         Cursor::new(&bytes),
-        Some(&format!("file:{name}")),
+        Some(&statement.to_string()),
         Some("signature from stud ext sign"),
     )
     .map_err(key_err("sign"))?;
@@ -255,59 +383,130 @@ pub fn public_key_line(text: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// A `.tar.gz` holding an extension `id` `version` (its component is
+    /// not a real one: signing reads only the manifest).
+    fn archive(id: &str, version: &str) -> Vec<u8> {
+        let manifest = format!(
+            "id = \"{id}\"\nname = \"X\"\nversion = \"{version}\"\nkind = \"tool\"\ncontract = \"^0.1\"\ncomponent = \"x.wasm\"\n"
+        );
+        let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::fast(),
+        ));
+        for (name, bytes) in [
+            ("extension.toml", manifest.as_bytes()),
+            ("x.wasm", b"\0asm"),
+        ] {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            tar.append_data(&mut header, name, bytes).unwrap();
+        }
+        tar.into_inner().unwrap().finish().unwrap()
+    }
+
     #[test]
-    fn a_signed_archive_verifies_and_a_changed_one_names_the_publisher() {
+    fn a_signature_vouches_for_the_release_it_states_and_no_other() {
         let dir = tempfile::tempdir().unwrap();
         let (key, id) = keygen(dir.path(), None).unwrap();
         let file = dir.path().join("x.tar.gz");
-        std::fs::write(&file, b"archive").unwrap();
+        let bytes = archive("shout", "1.0.0");
+        std::fs::write(&file, &bytes).unwrap();
         let sig_path = sign(&file, &dir.path().join("stud.key"), None).unwrap();
         let sig = std::fs::read_to_string(&sig_path).unwrap();
         let trusted = [TrustedPublisher {
             name: "Ada".into(),
             key: key.clone(),
         }];
-        let ok = check(
-            b"archive",
-            &file,
-            Some((&sig_path, &sig)),
-            &trusted,
-            SignaturePolicy::Trusted,
-        )
-        .unwrap();
+        let holds = Statement::of(&bytes, "shout", "1.0.0");
+        let check_as = |bytes: &[u8], holds: &Statement, policy| {
+            check(
+                bytes,
+                &file,
+                holds,
+                Some((&sig_path, &sig)),
+                &trusted,
+                policy,
+            )
+        };
         assert_eq!(
-            ok,
+            check_as(&bytes, &holds, SignaturePolicy::Trusted).unwrap(),
             Signed::By {
                 publisher: "Ada".into(),
                 key_id: id
             }
         );
-        let bad = check(
-            b"archivE",
-            &file,
-            Some((&sig_path, &sig)),
-            &trusted,
-            SignaturePolicy::Any,
-        )
-        .unwrap_err();
+        // Other bytes: the signature does not match, naming the publisher.
+        let mut changed = bytes.clone();
+        changed.push(0);
+        let bad = check_as(&changed, &holds, SignaturePolicy::Any).unwrap_err();
         assert!(
             bad.to_string().contains("Ada") && bad.to_string().contains("x.tar.gz"),
             "{bad}"
         );
+        // The same bytes taken for another release: refused by name.
+        let other = Statement {
+            version: "1.1.0".into(),
+            ..holds.clone()
+        };
+        let moved = check_as(&bytes, &other, SignaturePolicy::Any).unwrap_err();
+        assert!(
+            matches!(moved, SigningError::OtherRelease { .. })
+                && moved.to_string().contains("`shout` 1.0.0")
+                && moved.to_string().contains("`shout` 1.1.0"),
+            "{moved}"
+        );
         // Unknown and unsigned: allowed by default, refused under `trusted`.
         let unknown = check(
-            b"archive",
+            &bytes,
             &file,
+            &holds,
             Some((&sig_path, &sig)),
             &[],
             SignaturePolicy::Any,
         )
         .unwrap();
         assert!(matches!(unknown, Signed::UnknownKey { .. }));
-        assert!(check(b"archive", &file, None, &trusted, SignaturePolicy::Trusted).is_err());
+        assert!(
+            check(
+                &bytes,
+                &file,
+                &holds,
+                None,
+                &trusted,
+                SignaturePolicy::Trusted
+            )
+            .is_err()
+        );
         assert_eq!(
             public_key_line(&std::fs::read_to_string(dir.path().join("stud.pub")).unwrap()),
             Some(key)
         );
+        // Only an extension archive is signed.
+        let plain = dir.path().join("notes.txt");
+        std::fs::write(&plain, b"not an archive").unwrap();
+        assert!(matches!(
+            sign(&plain, &dir.path().join("stud.key"), None),
+            Err(SigningError::NotAnArchive { .. })
+        ));
+    }
+
+    #[test]
+    fn statements_parse_whole_or_not_at_all() {
+        let s = Statement::parse("stud-extension id=shout version=1.2.0 sha256=AB").unwrap();
+        assert_eq!(
+            (s.id.as_str(), s.version.as_str(), s.sha256.as_str()),
+            ("shout", "1.2.0", "ab")
+        );
+        assert_eq!(Statement::parse(&s.to_string()), Some(s));
+        for comment in [
+            "file:shout-1.2.0.tar.gz",
+            "stud-extension id=shout version=1.2.0",
+            "stud-extension id=shout version=1.2.0 sha256=ab extra=1",
+            "stud-extension id=shout version=1.2.0 sha256",
+        ] {
+            assert_eq!(Statement::parse(comment), None, "{comment}");
+        }
     }
 }

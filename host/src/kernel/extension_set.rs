@@ -11,7 +11,7 @@ use super::agents::TASK_TOOL;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Profile, Settings};
-use crate::extensions::Discovered;
+use crate::extensions::{Discovered, Scope};
 use crate::manifest::{Kind, Manifest};
 
 /// What the command line asked for.
@@ -52,6 +52,15 @@ pub enum SetError {
         what: &'static str,
         id: String,
         installed: String,
+    },
+    #[error(
+        "{origin}: `{id}` names one of your own {what}extensions, but the `{id}` here is the project's ({location}), which a profile never means; rename one of the two"
+    )]
+    ProjectsOwn {
+        origin: String,
+        what: &'static str,
+        id: String,
+        location: String,
     },
 }
 
@@ -126,9 +135,22 @@ impl ExtensionSet {
                 !((what == "tool " && id.starts_with("mcp__"))
                     || (what != "hook " && what != "ui " && id.as_str() == TASK_TOOL))
             }) {
-                let present = found.iter().any(|d| {
+                let named = |d: &&Discovered| {
                     d.manifest.id.as_str() == id && kind.is_none_or(|k| d.manifest.kind == k)
-                });
+                };
+                let from_flag = what.is_empty() || (what == "tool " && self.flags.tools.is_some());
+                let present = found
+                    .iter()
+                    .filter(named)
+                    .any(|d| self.admits(from_flag, d.scope));
+                if let Some(theirs) = found.iter().find(named).filter(|_| !present) {
+                    return Err(SetError::ProjectsOwn {
+                        origin: origin(what, id),
+                        what,
+                        id: id.clone(),
+                        location: theirs.location.display().to_string(),
+                    });
+                }
                 if !present {
                     let installed: BTreeSet<&str> = found
                         .iter()
@@ -147,19 +169,34 @@ impl ExtensionSet {
         Ok(())
     }
 
-    /// Whether the session uses this extension.
-    pub fn keeps(&self, m: &Manifest) -> bool {
+    /// Whether a name of the set may mean an extension found in `scope`:
+    /// a profile is the user's own (global settings), so its names mean
+    /// bundled or global extensions, never a project's under the same id;
+    /// what was typed for this run (`--tools`, `--disable`) means what is
+    /// loaded.
+    fn admits(&self, from_flag: bool, scope: Scope) -> bool {
+        from_flag || self.profile.is_none() || scope <= Scope::Global
+    }
+
+    /// Whether the session uses this extension (found in `scope`).
+    pub fn keeps(&self, m: &Manifest, scope: Scope) -> bool {
         let id = m.id.as_str();
         if self.choice.disable.iter().any(|d| d == id) {
             return false;
         }
-        let listed =
-            |list: &Option<Vec<String>>| list.as_ref().is_none_or(|l| l.iter().any(|x| x == id));
+        let listed = |list: &Option<Vec<String>>, from_flag: bool| {
+            list.as_ref()
+                .is_none_or(|l| l.iter().any(|x| x == id) && self.admits(from_flag, scope))
+        };
         match m.kind {
-            Kind::Tool => listed(&self.choice.tools),
-            Kind::Hook => listed(&self.choice.hooks),
-            Kind::ContextProvider => listed(&self.choice.context_providers),
-            Kind::Ui => self.choice.ui.as_ref().is_none_or(|u| u == id),
+            Kind::Tool => listed(&self.choice.tools, self.flags.tools.is_some()),
+            Kind::Hook => listed(&self.choice.hooks, false),
+            Kind::ContextProvider => listed(&self.choice.context_providers, false),
+            Kind::Ui => self
+                .choice
+                .ui
+                .as_ref()
+                .is_none_or(|u| u == id && self.admits(false, scope)),
             _ => true,
         }
     }

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::events::Bus;
 use super::first_request::FirstRequest;
+use crate::extensions::Scope;
 use crate::manifest::{ExtensionId, HookKind, HookSlot, Phase, Stage};
 use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::hook_types::HookOutcome;
@@ -70,6 +71,46 @@ pub struct HookRunner {
     first_request: FirstRequest,
 }
 
+/// One `ordering.hooks` entry and the settings scope it came from. An
+/// entry of the user's global settings names one of their hooks (bundled
+/// or global), never a project hook that took the same id: a repository
+/// cannot move its own transform into the place the user gave theirs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookOrder {
+    pub id: String,
+    pub from: Scope,
+}
+
+impl HookOrder {
+    /// The merged `ordering.hooks` (`merged`, global entries first), each
+    /// entry tagged with its origin: those in the global file's list
+    /// (`global`) are the user's, the rest the project's.
+    pub fn of(merged: &[String], global: &[String]) -> Vec<HookOrder> {
+        let entry = |from: Scope| {
+            move |id: &String| HookOrder {
+                id: id.clone(),
+                from,
+            }
+        };
+        global
+            .iter()
+            .map(entry(Scope::Global))
+            .chain(
+                merged
+                    .iter()
+                    .filter(|id| !global.contains(id))
+                    .map(entry(Scope::Project)),
+            )
+            .collect()
+    }
+
+    /// Whether this entry names `ext`: same id, from a scope at least as
+    /// trusted as the entry's.
+    fn names(&self, ext: &Extension) -> bool {
+        self.id == ext.id().as_str() && ext.scope <= self.from
+    }
+}
+
 #[derive(Default, Clone)]
 struct SlotHooks {
     guards: Vec<Arc<Extension>>,
@@ -84,17 +125,12 @@ impl HookRunner {
     /// opens (their queues hold what fires before).
     pub fn new(
         hooks: &[Arc<Extension>],
-        order: &[String],
+        order: &[HookOrder],
         bus: Bus,
         first_request: &FirstRequest,
     ) -> Self {
         let mut sorted: Vec<&Arc<Extension>> = hooks.iter().collect();
-        sorted.sort_by_key(|e| {
-            order
-                .iter()
-                .position(|o| o == e.id().as_str())
-                .unwrap_or(usize::MAX)
-        });
+        sorted.sort_by_key(|e| order.iter().position(|o| o.names(e)).unwrap_or(usize::MAX));
         let mut runner = HookRunner {
             slots: HashMap::new(),
             observers: HashMap::new(),
@@ -412,4 +448,27 @@ pub fn wit_slot(slot: HookSlot) -> wit::HookSlot {
         Phase::Post => wit::Phase::Post,
     };
     wit::HookSlot { stage, phase }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_global_files_entries_are_the_users_and_the_rest_the_projects() {
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let order = HookOrder::of(
+            &ids(&["protect-paths", "mine", "theirs"]),
+            &ids(&["protect-paths", "mine"]),
+        );
+        let tagged: Vec<(&str, Scope)> = order.iter().map(|o| (o.id.as_str(), o.from)).collect();
+        assert_eq!(
+            tagged,
+            [
+                ("protect-paths", Scope::Global),
+                ("mine", Scope::Global),
+                ("theirs", Scope::Project)
+            ]
+        );
+    }
 }

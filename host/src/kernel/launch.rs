@@ -18,7 +18,9 @@ use super::compaction::CompactionConfig;
 use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
 use super::extension_set::{ExtensionSet, SetChoice};
 use super::first_request::FirstRequest;
+use super::hooks::HookOrder;
 use super::interaction::{DEFAULT_TIMEOUT, Interactions};
+use super::named::{self, NamedBy, may_answer};
 use super::persist::{self, Persistence, ResumeError, ResumeTarget};
 use super::redact::Redactor;
 use super::reload::Reloader;
@@ -36,7 +38,7 @@ use crate::config::{Layered, Profile, Settings, SettingsError};
 use crate::extensions::registry::project_dir;
 use crate::extensions::trust::recorded_scope;
 use crate::extensions::watch::{Watch, watch};
-use crate::extensions::{Discovery, ProjectScope, Registry, UserGrants};
+use crate::extensions::{Discovery, ProjectScope, Registry, Scope, UserGrants};
 use crate::manifest::{HookKind, HookSlot, Kind, Phase, Stage};
 use crate::paths::StudHome;
 use crate::runtime::bindings::stud::extension::provider_types::ThinkingLevel;
@@ -287,6 +289,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let project_root = project_dir(&opts.cwd).display().to_string();
     let store = choose_store(
         &settings,
+        NamedBy::setting(&layered.provenance, "/active/sessionStore"),
         all.iter()
             .filter(|e| e.kind() == Kind::SessionStore)
             .cloned()
@@ -307,9 +310,14 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         s.check(&discovery.found)?;
     }
     let set = chosen_set.or_else(|| resumed.as_ref().and_then(|r| r.extension_set.clone()));
-    let keeps = |m: &crate::manifest::Manifest| set.as_ref().is_none_or(|s| s.keeps(m));
-    let exts: Vec<Arc<Extension>> = all.into_iter().filter(|e| keeps(&e.manifest)).collect();
-    let store = store.filter(|s| keeps(&s.manifest));
+    let keeps = |m: &crate::manifest::Manifest, scope: Scope| {
+        set.as_ref().is_none_or(|s| s.keeps(m, scope))
+    };
+    let exts: Vec<Arc<Extension>> = all
+        .into_iter()
+        .filter(|e| keeps(&e.manifest, e.scope))
+        .collect();
+    let store = store.filter(|s| keeps(&s.manifest, s.scope));
     let of = |k: Kind| {
         exts.iter()
             .filter(|e| e.kind() == k)
@@ -327,7 +335,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let mut asks = opts.questions.clone();
     let screen_ui = uis
         .iter()
-        .find(|u| u.id().as_str() == interactor_id && u.ui_has_screen())
+        .find(|u| u.id().as_str() == interactor_id && may_answer(u) && u.ui_has_screen())
         .cloned();
     let screen = match (&opts.screen, screen_ui, opts.render) {
         (Some(slot), Some(ui), true) => match Screen::in_slot(slot) {
@@ -375,7 +383,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let interactor_id = if asks.is_none()
         && uis
             .iter()
-            .any(|u| u.id().as_str() == interactor_id && u.ui_has_screen())
+            .any(|u| u.id().as_str() == interactor_id && may_answer(u) && u.ui_has_screen())
     {
         // The full-screen UI has no screen here: the line console answers.
         DEFAULT_INTERACTOR.to_string()
@@ -406,7 +414,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
             found: discovery
                 .found
                 .iter()
-                .filter(|d| keeps(&d.manifest))
+                .filter(|d| keeps(&d.manifest, d.scope))
                 .cloned()
                 .collect(),
             loaded: exts.clone(),
@@ -426,7 +434,21 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     };
     let authority =
         Authority::new(mode, allowlist, bus.clone()).with_settings_file(opts.home.settings_file());
-    let (config, provider_pick) = session_config(&opts, &settings, profile_of(&set), &exts)?;
+    let (config, provider_pick) = session_config(
+        &opts,
+        &settings,
+        profile_of(&set),
+        &exts,
+        &layered.global_hook_order,
+    )?;
+    named::check(
+        &exts,
+        Kind::Provider,
+        &config.provider,
+        provider_named_by(&opts, profile_of(&set), &settings, &layered.provenance),
+        "active.provider",
+    )
+    .map_err(|e| LaunchError::Setting(e.to_string()))?;
     prelink(
         &exts,
         &config.provider,
@@ -549,6 +571,20 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         .clone()
         .or(profile_of(&set).and_then(|p| p.state_machine.clone()))
         .or(settings.active.state_machine.clone());
+    // A state machine's stage envelopes approve tools: one your settings
+    // or profile name must be yours, not a project's under the same id.
+    if let Some(id) = &wanted
+        && opts.state_machine.is_none()
+    {
+        named::check(
+            &exts,
+            Kind::StateMachine,
+            id,
+            NamedBy::Settings(Scope::Global),
+            "active.stateMachine",
+        )
+        .map_err(|e| LaunchError::Setting(e.to_string()))?;
+    }
     super::workflow::attach::attach(&mut session, wanted.as_deref(), recorded).await?;
     session.save_manifest().await;
     Ok(Launched {
@@ -837,6 +873,25 @@ fn pick_provider(
     ("scripted".into(), ProviderPick::OfflineDemo)
 }
 
+/// Where the provider's name came from, in the order `pick_provider`
+/// reads them.
+fn provider_named_by(
+    opts: &LaunchOptions,
+    profile: Option<&Profile>,
+    settings: &Settings,
+    provenance: &std::collections::BTreeMap<String, String>,
+) -> NamedBy {
+    if opts.provider.is_some() {
+        NamedBy::CommandLine
+    } else if profile.is_some_and(|p| p.provider.is_some()) {
+        NamedBy::Settings(Scope::Global)
+    } else if settings.active.provider.is_some() {
+        NamedBy::setting(provenance, "/active/provider")
+    } else {
+        NamedBy::Default
+    }
+}
+
 /// The session's configuration: flags over the profile over settings over
 /// defaults.
 fn session_config(
@@ -844,6 +899,7 @@ fn session_config(
     settings: &Settings,
     profile: Option<&Profile>,
     exts: &[Arc<Extension>],
+    global_hook_order: &[String],
 ) -> Result<(SessionConfig, ProviderPick), LaunchError> {
     let (provider, pick) = pick_provider(opts, settings, profile, exts);
     Ok((
@@ -873,7 +929,7 @@ fn session_config(
                 &settings.runtime.response_limits,
             ),
             system_prompt: settings.system_prompt.clone(),
-            hook_order: settings.ordering.hooks.clone(),
+            hook_order: HookOrder::of(&settings.ordering.hooks, global_hook_order),
             tools_enabled: !opts.no_tools,
             retry: RetryPolicy::from_settings(&settings.runtime.retries),
             max_tokens: settings.active.max_tokens,
@@ -913,7 +969,9 @@ fn interactor_id(
         .or_else(|| {
             opts.screen.as_ref().and_then(|_| {
                 uis.iter()
-                    .find(|u| u.id().as_str() == SCREEN_INTERACTOR && u.ui_has_screen())
+                    .find(|u| {
+                        u.id().as_str() == SCREEN_INTERACTOR && may_answer(u) && u.ui_has_screen()
+                    })
                     .map(|u| u.id().to_string())
             })
         })
@@ -928,12 +986,19 @@ fn interactions(
     bus: &Bus,
     warnings: &mut Vec<String>,
 ) -> Arc<Interactions> {
-    let chosen = uis.iter().find(|u| u.id().as_str() == interactor_id);
-    if chosen.is_none() && !opts.headless {
-        warnings.push(format!(
+    let named = uis.iter().find(|u| u.id().as_str() == interactor_id);
+    let chosen = named.filter(|u| may_answer(u));
+    match named {
+        _ if opts.headless => {}
+        Some(project) if chosen.is_none() => warnings.push(format!(
+            "active.interactor: `{interactor_id}` is a {} extension here (a trusted project brought its own `{interactor_id}`); a project extension never answers questions, since answering is approving. Nobody can answer, so a call that needs an approval halts the turn",
+            project.scope
+        )),
+        None => warnings.push(format!(
             "settings.json: active.interactor: `{interactor_id}` is not a loaded UI extension (loaded: {}); nobody can answer questions, so a call that needs an approval halts the turn",
             uis.iter().map(|u| u.id().to_string()).collect::<Vec<_>>().join(", ")
-        ));
+        )),
+        Some(_) => {}
     }
     let interactor = chosen.filter(|_| !opts.headless).cloned();
     Arc::new(Interactions::new(
@@ -949,13 +1014,23 @@ fn interactions(
     ))
 }
 
-/// The session store: `active.sessionStore`, else the first loaded.
+/// The session store: `active.sessionStore` (one the file that names it
+/// may name), else the first loaded.
 fn choose_store(
     settings: &Settings,
+    named_by: NamedBy,
     stores: Vec<Arc<Extension>>,
 ) -> Result<Option<Arc<Extension>>, LaunchError> {
     Ok(match &settings.active.session_store {
-        Some(id) => Some(
+        Some(id) => Some({
+            named::check(
+                &stores,
+                Kind::SessionStore,
+                id,
+                named_by,
+                "active.sessionStore",
+            )
+            .map_err(|e| LaunchError::Setting(e.to_string()))?;
             stores
                 .iter()
                 .find(|s| s.id().as_str() == id)
@@ -965,8 +1040,8 @@ fn choose_store(
                         "settings.json: active.sessionStore: `{id}` is not a loaded session store (loaded: {})",
                         stores.iter().map(|s| s.id().to_string()).collect::<Vec<_>>().join(", ")
                     ))
-                })?,
-        ),
+                })?
+        }),
         None => stores.first().cloned(),
     })
 }

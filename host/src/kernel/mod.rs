@@ -20,6 +20,7 @@ pub mod launch;
 pub mod manifest_writer;
 pub mod mcp_hub;
 mod mcp_input;
+pub mod named;
 pub mod payloads;
 pub mod persist;
 pub mod redact;

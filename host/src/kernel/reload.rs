@@ -4,7 +4,10 @@
 //! state slot carried over (checked against the new state schema). The
 //! session swaps finished ones in only at a stage boundary, honouring the
 //! extension's declared reload behaviour; a reload that fails keeps the
-//! old version and says why. Every step is an event.
+//! old version and says why. Every step is an event. Each rescan
+//! pins what it reads (`discovery::pinned`): what is compiled is the
+//! version announced by `extension.reload.requested`, never bytes swapped
+//! in between.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -158,8 +161,16 @@ KernelEvent::ExtensionReloadRefused {
                     }
                     continue;
                 }
-                let Ok(bytes) = d.read_bytes() else { continue };
-                let new = Sha256Digest::of(&bytes);
+                // A folder without a lockfile entry was pinned by this
+                // scan: its pin is the new version (`spec` refuses other
+                // bytes, and the change that brought them rescans).
+                let new = match (&d.expected_digest, d.session_pin) {
+                    (Some(pinned), true) => pinned.clone(),
+                    _ => {
+                        let Ok(bytes) = d.read_bytes() else { continue };
+                        Sha256Digest::of(&bytes)
+                    }
+                };
                 let tried = failed
                     .get(&id)
                     .is_some_and(|f| f.digest == new && f.manifest == d.manifest);

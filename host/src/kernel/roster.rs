@@ -42,7 +42,7 @@ pub struct RosterChoice<'a> {
     /// Offer the loaded tools to the model (`--no-tools` turns it off).
     pub tools_enabled: bool,
     /// Hook extension ids that run first, in this order.
-    pub hook_order: &'a [String],
+    pub hook_order: &'a [super::hooks::HookOrder],
     /// Observers start once this opens.
     pub first_request: &'a super::first_request::FirstRequest,
 }

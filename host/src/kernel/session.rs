@@ -45,7 +45,7 @@ pub struct SessionConfig {
     pub response_limits: super::response_limits::ResponseLimits,
     pub system_prompt: Option<String>,
     /// Hook extension ids that run first, in this order.
-    pub hook_order: Vec<String>,
+    pub hook_order: Vec<super::hooks::HookOrder>,
     /// Offer the loaded tools to the model (`--no-tools` turns it off).
     pub tools_enabled: bool,
     pub retry: RetryPolicy,

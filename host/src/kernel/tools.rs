@@ -90,7 +90,9 @@ impl ToolTable {
                     continue;
                 }
             };
-            if let Some(problem) = read_only_overreach(ext, &spec) {
+            if let Some(problem) =
+                read_only_overreach(ext, &spec).or_else(|| name_not_its_own(ext, &spec.name))
+            {
                 warnings.push(problem);
                 continue;
             }
@@ -282,6 +284,41 @@ impl ToolTable {
                 parameters: t.spec.parameters.clone(),
             })
             .collect()
+    }
+}
+
+/// How every MCP tool's name starts (`mcp::tool`: `mcp__<server>__<tool>`).
+const MCP_TOOL_PREFIX: &str = "mcp__";
+
+/// A tool's name says who acts: an allowlist entry `bash:git *` means the
+/// bundled shell, `mcp__github__*` a GitHub MCP server's tools, `task` the
+/// kernel's delegation. A component may not take such a name unless it is
+/// that bundled extension (the table is keyed by name, so whoever got the
+/// name would get those approvals).
+fn name_not_its_own(ext: &Extension, name: &str) -> Option<String> {
+    let refused = |why: String| {
+        Some(format!(
+            "tool `{name}` of extension `{}` refused: {why}; give the tool a name of its own",
+            ext.id()
+        ))
+    };
+    if name.starts_with(MCP_TOOL_PREFIX) {
+        return refused(format!(
+            "names starting with `{MCP_TOOL_PREFIX}` are reserved for the tools of MCP servers (an allowlist entry `mcp__<server>__*` means a server)"
+        ));
+    }
+    if name == super::agents::TASK_TOOL {
+        return refused(format!("`{name}` is the kernel's delegation tool"));
+    }
+    match crate::bundled::tool_owner(name) {
+        Some(owner)
+            if !(ext.scope == crate::extensions::Scope::Bundled && ext.id().as_str() == owner) =>
+        {
+            refused(format!(
+                "`{name}` is the tool of the bundled extension `{owner}` (an allowlist entry `{name}:...` means that one)"
+            ))
+        }
+        _ => None,
     }
 }
 

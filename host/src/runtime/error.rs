@@ -78,6 +78,16 @@ pub enum LoadError {
         actual: String,
     },
 
+    #[error(
+        "extension `{id}`: {path} changed since this session pinned it at its start (pinned {pinned}, found {actual}), so it is not loaded; `/reload` reads and pins the new build (or start stud again)"
+    )]
+    ChangedSincePinned {
+        id: ExtensionId,
+        path: PathBuf,
+        pinned: String,
+        actual: String,
+    },
+
     #[error("extension `{id}`: compiling its component failed: {message}")]
     Compile { id: ExtensionId, message: String },
 

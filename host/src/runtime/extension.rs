@@ -161,6 +161,8 @@ struct Core {
 /// A loaded extension, ready to call.
 pub struct Extension {
     pub manifest: Manifest,
+    /// Where it was found; with the id and the digest, its identity.
+    pub scope: crate::extensions::Scope,
     pub digest: Sha256Digest,
     /// What the component imports and exports: read at load, or for a
     /// bundled one when first asked.
@@ -179,6 +181,7 @@ impl Extension {
     pub(crate) fn new(
         runtime: Arc<Runtime>,
         manifest: Manifest,
+        scope: crate::extensions::Scope,
         digest: Sha256Digest,
         info: Option<ComponentInfo>,
         ctx: Arc<ExtensionContext>,
@@ -190,6 +193,7 @@ impl Extension {
         }
         Extension {
             manifest,
+            scope,
             digest,
             info: known,
             core: Arc::new(Core {

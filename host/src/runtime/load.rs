@@ -23,6 +23,7 @@ use super::protected_paths::{FileGuard, ProtectedPaths};
 use super::services::Services;
 use crate::contract;
 use crate::digest::Sha256Digest;
+use crate::extensions::Scope;
 use crate::manifest::{HostPattern, Kind, Manifest};
 
 /// The config of an extension without settings. A bundled tool on it
@@ -32,6 +33,10 @@ pub(crate) const NO_SETTINGS: &str = "{}";
 /// Everything needed to load one extension.
 pub struct LoadSpec {
     pub manifest: Manifest,
+    /// Where it was found: with its id and digest, who it is. The kernel
+    /// decides by all three (a project extension never answers approvals,
+    /// a name from the user's settings means one of theirs).
+    pub scope: Scope,
     /// Where the bytes came from, for messages.
     pub component_path: PathBuf,
     pub bytes: ComponentBytes,
@@ -188,6 +193,7 @@ impl Runtime {
         Ok(Extension::new(
             self.clone(),
             spec.manifest,
+            spec.scope,
             digest,
             info,
             ctx,

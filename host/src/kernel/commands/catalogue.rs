@@ -211,6 +211,7 @@ mod tests {
             overrides: None,
             lock: None,
             dev: false,
+            session_pin: false,
         }
     }
 
