@@ -434,3 +434,61 @@ fn dev_bytes_swapped_after_the_session_pinned_them_are_refused() {
         "{shown}"
     );
 }
+
+/// The user's own allowlist entry `mytool:*` approves the user's global
+/// `mytool`; once a trusted project brings a `mytool` of its own (the
+/// review says it replaces the user's), the same entry no longer approves
+/// it: the user's entries reach only the tools the user installed. An
+/// entry the project adds (accepted in its review) or one typed for the
+/// run does.
+#[test]
+fn the_users_allowlist_does_not_approve_a_project_tool_that_took_the_id() {
+    let env = StudEnv::new();
+    global_extension(&env, "hostile", "mytool");
+    let script = |env: &StudEnv, extra: Value| {
+        let mut settings = json!({
+            "securityMode": {"mode": "allowlist", "allowlist": ["mytool:*"]},
+            "tools": {"mytool": {"name": "mytool"}}
+        });
+        common::merge(&mut settings, extra);
+        env.script(
+            json!([
+                {"text": "", "tool_calls": [call("mytool", json!({"mode": "ok"}))]},
+                {"text": "result: {{tool_results}}"}
+            ]),
+            settings,
+        );
+    };
+    script(&env, json!({}));
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "-p", "--output-format", "json"];
+        args.extend_from_slice(extra);
+        args.push("go");
+        env.command(&args).output().expect("run stud")
+    };
+    let out = run(&[]);
+    assert!(
+        all_text(&out).contains("result: alive"),
+        "{}",
+        all_text(&out)
+    );
+
+    project_extension(&env, "hostile", "mytool");
+    let shown = env.ok(&["trust", "grant"]);
+    assert!(shown.contains("replaces your global"), "{shown}");
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(3), "{}", all_text(&out));
+    assert!(
+        !all_text(&out).contains("result: alive"),
+        "{}",
+        all_text(&out)
+    );
+
+    // Typed for this run, the entry reaches it.
+    let out = run(&["--allow", "mytool:*"]);
+    assert!(
+        all_text(&out).contains("result: alive"),
+        "{}",
+        all_text(&out)
+    );
+}

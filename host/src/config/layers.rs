@@ -66,6 +66,9 @@ pub struct Layered {
     /// extension named like a global one gets none of its grants).
     pub global_network: HashMap<String, Vec<String>>,
     pub project_network: HashMap<String, Vec<String>>,
+    /// The allowlist entries an accepted project adds: unlike the user's
+    /// own, they may approve the project's own tools.
+    pub project_allowlist: Vec<String>,
     /// `ordering.hooks` of the global file alone: those entries name the
     /// user's hooks (bundled or global), never a project hook that took
     /// the same id (`kernel::hooks::HookOrder`).
@@ -155,6 +158,8 @@ impl Layered {
                 }
                 if let Ok(p) = Settings::from_value(&value) {
                     out.project_network = p.network;
+                    out.project_allowlist =
+                        p.security_mode.map(|m| m.allowlist).unwrap_or_default();
                 }
             }
             let source = format!("{scope} {}", path.display());

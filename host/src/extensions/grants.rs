@@ -308,4 +308,3 @@ mod tests {
         assert!(base_url_host("not a url").is_none());
     }
 }
-

@@ -104,6 +104,21 @@ pub struct AllowPattern {
     target: Target,
     /// `None`: any key (`tool` alone).
     key: Option<String>,
+    reach: Reach,
+}
+
+/// Which tools an entry may approve, by who wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// An entry of the user's global settings: a standing decision about
+    /// the tools the user installed (bundled and global extensions, the
+    /// user's and the editor's MCP servers). It never approves a tool a
+    /// project brought, even one that took the id of the user's own
+    /// (`mytool:*` must not approve a repository's `mytool`).
+    Own,
+    /// An entry of a project's accepted review, of the command line or
+    /// added in this session's approval dialog: any tool of the session.
+    Any,
 }
 
 /// What an entry names.
@@ -165,7 +180,20 @@ impl AllowPattern {
             text: text.to_string(),
             target,
             key: key.map(str::to_string),
+            reach: Reach::Own,
         })
+    }
+
+    /// The entry, approving tools as far as `reach` says (parsed entries
+    /// reach only the user's own tools).
+    pub fn reaching(mut self, reach: Reach) -> Self {
+        self.reach = reach;
+        self
+    }
+
+    /// Whether the entry may approve a call to a tool a project brought.
+    fn approves_project_tools(&self) -> bool {
+        self.reach == Reach::Any
     }
 
     /// Whether the entry approves one line of the key of a call to
@@ -249,6 +277,10 @@ pub struct Proposal<'a> {
     pub tool: &'a str,
     /// What the call runs, which allowlist entries are matched against.
     pub callee: Callee<'a>,
+    /// The tool was brought by the project (a project extension, a
+    /// project's MCP server): entries of the user's global settings do not
+    /// approve it ([`Reach::Own`]).
+    pub project_tool: bool,
     pub key: &'a str,
     pub read_only: bool,
     pub description: String,
@@ -334,7 +366,7 @@ impl Authority {
 
     /// The entries that approve `key`: every line of it (a shell tool's key
     /// has one per simple command) must match one, or the call is asked.
-    fn allowlisted(&self, callee: Callee<'_>, key: &str) -> Option<String> {
+    fn allowlisted(&self, callee: Callee<'_>, project_tool: bool, key: &str) -> Option<String> {
         let mut lines: Vec<&str> = key.lines().collect();
         if lines.is_empty() {
             lines.push("");
@@ -342,7 +374,10 @@ impl Authority {
         let allowlist = self.allowlist.lock().unwrap_or_else(|e| e.into_inner());
         let mut used: Vec<&str> = Vec::new();
         for line in lines {
-            let entry = allowlist.iter().find(|a| a.matches(callee, line))?;
+            let entry = allowlist
+                .iter()
+                .filter(|a| !project_tool || a.approves_project_tools())
+                .find(|a| a.matches(callee, line))?;
             if !used.contains(&entry.text.as_str()) {
                 used.push(&entry.text);
             }
@@ -364,7 +399,7 @@ impl Authority {
                 );
             }
             Mode::Allowlist => {
-                if let Some(entries) = self.allowlisted(p.callee, p.key) {
+                if let Some(entries) = self.allowlisted(p.callee, p.project_tool, p.key) {
                     return (
                         Decision::Approve,
                         "mode",
@@ -483,6 +518,9 @@ impl Authority {
         let parsed: Vec<AllowPattern> = entries
             .iter()
             .filter_map(|e| AllowPattern::parse(e).ok())
+            // The person approved this very call: in this session the
+            // entries reach whatever tool it was.
+            .map(|e| e.reaching(Reach::Any))
             .collect();
         self.allowlist
             .lock()
@@ -595,12 +633,12 @@ mod tests {
             .collect();
         let a = Authority::new(Mode::Allowlist, list, Bus::new());
         assert_eq!(
-            a.allowlisted(BASH, "git status\nls").as_deref(),
+            a.allowlisted(BASH, false, "git status\nls").as_deref(),
             Some("bash:git *`, `bash:ls")
         );
-        assert_eq!(a.allowlisted(BASH, "git log\nrm -rf ~"), None);
-        assert_eq!(a.allowlisted(READ, "").as_deref(), Some("read"));
-        assert_eq!(a.allowlisted(BASH, ""), None);
+        assert_eq!(a.allowlisted(BASH, false, "git log\nrm -rf ~"), None);
+        assert_eq!(a.allowlisted(READ, false, "").as_deref(), Some("read"));
+        assert_eq!(a.allowlisted(BASH, false, ""), None);
     }
 
     #[test]
@@ -659,15 +697,29 @@ mod tests {
             .map(|t| AllowPattern::parse(t).unwrap())
             .collect();
         let a = Authority::new(Mode::Allowlist, list, Bus::new());
-        assert!(a.allowlisted(BASH, "git status\ncargo test").is_some());
-        assert!(a.allowlisted(BASH, "cargo test --release").is_none());
+        assert!(
+            a.allowlisted(BASH, false, "git status\ncargo test")
+                .is_some()
+        );
+        assert!(a.allowlisted(BASH, false, "cargo test --release").is_none());
         let empty = Authority::new(
             Mode::Allowlist,
             vec![AllowPattern::parse("web-fetch:").unwrap()],
             Bus::new(),
         );
         let fetch = Callee::Tool("web-fetch");
-        assert!(empty.allowlisted(fetch, "").is_some());
-        assert!(empty.allowlisted(fetch, "https://x").is_none());
+        assert!(empty.allowlisted(fetch, false, "").is_some());
+        assert!(empty.allowlisted(fetch, false, "https://x").is_none());
+    }
+
+    #[test]
+    fn the_users_own_entries_never_approve_a_tool_a_project_brought() {
+        let own = AllowPattern::parse("mytool:*").unwrap();
+        let any = AllowPattern::parse("other:*").unwrap().reaching(Reach::Any);
+        let a = Authority::new(Mode::Allowlist, vec![own, any], Bus::new());
+        let (mine, other) = (Callee::Tool("mytool"), Callee::Tool("other"));
+        assert!(a.allowlisted(mine, false, "x").is_some());
+        assert!(a.allowlisted(mine, true, "x").is_none());
+        assert!(a.allowlisted(other, true, "x").is_some());
     }
 }

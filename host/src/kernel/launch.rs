@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 
 use stud_protocol::events::KernelEvent;
 
+use super::authority::Reach;
 use super::commands::{CommandEnv, Commands};
 use super::compaction::CompactionConfig;
 use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
@@ -215,7 +216,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let settings = std::mem::take(&mut layered.settings);
     let chosen_set = ExtensionSet::resolve(&opts.set, &settings)?;
     let profile = chosen_set.as_ref().map(|s| &s.choice);
-    let (mode, allowlist) = security(&opts, &settings, profile)?;
+    let (mode, allowlist) = security(&opts, &settings, profile, &layered.project_allowlist)?;
 
     let bus = Bus::new();
     let services = Arc::new(KernelServices::new(bus.clone(), opts.terminal));
@@ -805,10 +806,14 @@ fn profile_of(set: &Option<ExtensionSet>) -> Option<&Profile> {
 }
 
 /// The security mode and allowlist: flags over the profile over settings.
+/// The mode and the allowlist. Entries of the user's global settings
+/// reach only the user's own tools ([`Reach::Own`]); an accepted project's
+/// entries and `--allow` reach any tool of the session.
 fn security(
     opts: &LaunchOptions,
     settings: &Settings,
     profile: Option<&Profile>,
+    project_allowlist: &[String],
 ) -> Result<(Mode, Vec<AllowPattern>), LaunchError> {
     let from_profile = match profile.and_then(|p| p.mode.as_deref()) {
         Some(m) => Some(
@@ -829,15 +834,23 @@ fn security(
             (None, None) => Mode::Ask,
         }
     };
-    let mut allow_texts = settings
+    let configured = settings
         .security_mode
         .as_ref()
-        .map(|s| s.allowlist.clone())
+        .map(|s| s.allowlist.as_slice())
         .unwrap_or_default();
-    allow_texts.extend(opts.allow.iter().cloned());
-    let allowlist = allow_texts
+    let reach = |t: &String| {
+        if project_allowlist.contains(t) {
+            Reach::Any
+        } else {
+            Reach::Own
+        }
+    };
+    let allowlist = configured
         .iter()
-        .map(|t| AllowPattern::parse(t))
+        .map(|t| (t, reach(t)))
+        .chain(opts.allow.iter().map(|t| (t, Reach::Any)))
+        .map(|(t, r)| AllowPattern::parse(t).map(|p| p.reaching(r)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(LaunchError::Allowlist)?;
     Ok((mode, allowlist))

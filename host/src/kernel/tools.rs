@@ -32,6 +32,16 @@ impl ToolRunner {
         }
     }
 
+    /// Whether the project brought it (a project extension, a project's
+    /// MCP server): the user's own allowlist entries do not reach it.
+    pub fn from_project(&self) -> bool {
+        match self {
+            ToolRunner::Component(ext) => ext.scope == crate::extensions::Scope::Project,
+            ToolRunner::Mcp(t) => t.from_project(),
+            ToolRunner::Task => false,
+        }
+    }
+
     pub fn component(&self) -> Option<&Arc<Extension>> {
         match self {
             ToolRunner::Component(ext) => Some(ext),

@@ -70,6 +70,14 @@ pub struct McpTool {
 }
 
 impl McpTool {
+    /// Whether a project (its `.mcp.json` or settings) brought the server.
+    pub fn from_project(&self) -> bool {
+        matches!(
+            self.link.server().scope,
+            super::config::McpScope::Project(_)
+        )
+    }
+
     pub fn new(remote: &str, link: Arc<McpLink>) -> Self {
         McpTool {
             server: link.id().to_string(),

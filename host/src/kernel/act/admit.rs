@@ -172,6 +172,7 @@ impl Session {
             call_id: &call.id,
             tool: &call.name,
             callee,
+            project_tool: entry.runner.from_project(),
             key: &key,
             read_only: entry.spec.read_only,
             description: format!("{}({})", call.name, call.arguments),
