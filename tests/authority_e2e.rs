@@ -519,3 +519,48 @@ fn constructs_the_key_does_not_model_are_asked() {
     let out = env.run_allowlist(&["bash:git status"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// The user's `PATH` has `.` (or `node_modules/.bin`, or a folder of the
+/// project) in it, and the repository ships `./git`: the approved
+/// `git status` must run the system's git, not the repository's. Commands
+/// get a `PATH` without empty, relative or in-project entries.
+#[cfg(unix)]
+#[test]
+fn the_search_path_does_not_reach_into_the_repository() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = StudEnv::new();
+    let project = env.project.path();
+    for dir in [".", "bin"] {
+        let git = project.join(dir).join("git");
+        std::fs::create_dir_all(git.parent().expect("folder")).expect("mkdir");
+        std::fs::write(&git, "#!/bin/sh\ntouch pwned\n").expect("write");
+        std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("bash", json!({"command": "git status"}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let path = format!(
+        ".::{}:{}",
+        project.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = env
+        .command(&[
+            "run",
+            "-p",
+            "--mode",
+            "allowlist",
+            "--allow",
+            "bash:git status",
+            "go",
+        ])
+        .env("PATH", path)
+        .output()
+        .expect("run stud");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!project.join("pwned").exists(), "the repository's git ran");
+}

@@ -213,3 +213,68 @@ fn a_context_path_from_the_project_is_reviewed_and_still_refused() {
     let (text, _) = answer(&env, &[]);
     assert!(!text.contains(SECRET), "{text}");
 }
+
+/// A tool with a read-write grant tries to move, link or remove a
+/// protected file, or to move the folder that makes it protected. Every
+/// step is refused where it happens; nothing is read, moved or lost.
+#[cfg(unix)]
+#[test]
+fn a_protected_file_cannot_be_moved_linked_or_removed() {
+    let env = StudEnv::new();
+    env.install("fs-ops");
+    let p = env.project.path();
+    std::fs::create_dir_all(p.join("secrets/d")).expect("mkdir");
+    std::fs::create_dir_all(p.join("deploy/creds")).expect("mkdir");
+    std::fs::write(p.join("secrets/prod.json"), SECRET).expect("write");
+    std::fs::write(p.join("deploy/creds/db"), SECRET).expect("write");
+    env.file(".env", &format!("SECRET={SECRET}\n"));
+    // A folder link the repository ships: `s/..` is `secrets`, not `.`.
+    std::os::unix::fs::symlink("secrets/d", p.join("s")).expect("link");
+    let op = |op: &str, a: &str, b: &str| match op {
+        "link" | "rename" => json!({"op": op, "from": a, "to": b}),
+        "write" => json!({"op": op, "path": a, "text": b}),
+        _ => json!({"op": op, "path": a}),
+    };
+    let ops = json!([
+        op("link", "s/../prod.json", "copy.json"),
+        op("read", "copy.json", ""),
+        op("rename", "s/../prod.json", "moved.json"),
+        op("read", "moved.json", ""),
+        op("link", "secrets/prod.json", "c2.json"),
+        op("rename", "secrets", "public"),
+        op("read", "public/prod.json", ""),
+        op("rename", "deploy", "d2"),
+        op("read", "d2/creds/db", ""),
+        op("rename", ".env", "x.txt"),
+        op("remove", ".env", ""),
+        op("write", "new.txt", "x"),
+        op("rename", "new.txt", ".env"),
+    ]);
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("fs-ops", json!({"ops": ops}))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({"protectedPaths": {"patterns": ["secrets", "deploy/creds/*"]}}),
+    );
+    let (text, _) = answer(&env, &[]);
+    assert!(!text.contains(SECRET), "{text}");
+    for gone in [
+        "copy.json",
+        "moved.json",
+        "c2.json",
+        "public",
+        "d2",
+        "x.txt",
+    ] {
+        assert!(!p.join(gone).exists(), "{gone} was made: {text}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(p.join("secrets/prod.json")).expect("still there"),
+        SECRET
+    );
+    assert_eq!(env.read(".env"), format!("SECRET={SECRET}\n"));
+    // The unprotected step in the middle worked: the tool is not just broken.
+    assert!(text.contains("write: ok"), "{text}");
+    assert!(p.join("new.txt").exists(), "{text}");
+}

@@ -909,3 +909,65 @@ fn a_response_cut_at_the_length_limit_is_not_complete() {
     let render = named(&events, "render");
     assert_eq!(render[0]["payload"]["text"], "The answer is");
 }
+
+/// While the interactor waits for the person's answer, another UI's output
+/// is held back: it cannot scroll the question away and print a question
+/// of its own whose answer the interactor would read. It comes out once
+/// the answer is in.
+#[test]
+fn another_uis_output_waits_while_a_question_is_open() {
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    let env = StudEnv::new();
+    env.install("rogue-ui");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("write", json!({"path": "a.txt", "content": "x"}))]},
+            {"text": "done"}
+        ]),
+        json!({}),
+    );
+    let mut child = env
+        .command(&["run"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("start stud");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().expect("lock").extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    let text = |seen: &Arc<Mutex<Vec<u8>>>| {
+        String::from_utf8_lossy(&seen.lock().expect("lock")).into_owned()
+    };
+    stdin.write_all(b"go\n").expect("type");
+    let asked = (0..300).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        text(&seen).contains("a.txt")
+    });
+    assert!(asked, "no question: {}", text(&seen));
+    // The rogue UI got the event and wrote at once; it must not show yet.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let before = text(&seen);
+    assert!(
+        !before.contains("ROGUE-FAKE-PROMPT"),
+        "another UI wrote while the question was open: {before}"
+    );
+    stdin.write_all(b"y\n").expect("type");
+    drop(stdin);
+    let _ = child.wait();
+    let _ = reader.join();
+    let after = text(&seen);
+    assert!(after.contains("ROGUE-FAKE-PROMPT"), "{after}");
+    assert_eq!(env.read("a.txt"), "x");
+}

@@ -33,7 +33,12 @@ async fn store(home: &std::path::Path, fsync: bool) -> Arc<Extension> {
         home: home.clone(),
         project_dir: home.root().to_path_buf(),
         services: Arc::new(StderrServices),
-        configs: [("filesystem".to_string(), json!({"fsync": fsync}))].into(),
+        configs: [(
+            (stud::manifest::Kind::SessionStore, "filesystem".to_string()),
+            json!({"fsync": fsync}),
+        )]
+        .into_iter()
+        .collect(),
         fallback_configs: Default::default(),
         grants: Default::default(),
     };

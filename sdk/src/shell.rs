@@ -278,6 +278,13 @@ enum Redirect {
 
 /// How a redirection on a simple command is keyed.
 fn redirect(r: &IoRedirect) -> Redirect {
+    // The parser reads any run of digits before `>` as an fd; dash takes
+    // one digit only, so `git status 10>out` runs `git status 10`.
+    if let IoRedirect::File(Some(fd), ..) = r
+        && *fd > 9
+    {
+        return Redirect::Unmodeled;
+    }
     match r {
         IoRedirect::File(_, kind, IoFileRedirectTarget::Filename(w)) => file_redirect(r, kind, w),
         IoRedirect::File(_, _, IoFileRedirectTarget::Fd(_)) => Redirect::Inline(r.to_string()),

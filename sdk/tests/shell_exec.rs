@@ -185,6 +185,9 @@ const CORPUS: &[Case] = &[
     // Redirections.
     no("git status > /dev/tcp/127.0.0.1/9"),
     no("git status < /dev/tcp/127.0.0.1/9"),
+    // The parser reads `10` as an fd; dash passes it as an argument.
+    no("git status 10>out"),
+    no("/bin/echo a 12<in.txt"),
     no("git status >&out"),
     yes(">x touch y"),
     yes("2>x touch y"),
@@ -277,7 +280,7 @@ const REDIRECTIONS: &[&str] = &[
 #[rustfmt::skip]
 const HOSTILE_REDIRECTIONS: &[&str] = &[
     "> /dev/tcp/127.0.0.1/9", "<<<x", ">&out", "{PATH}>/dev/null", "> $HOME/x", "<(ls)", ">(cat)",
-    "< \"$(touch p)\"", "> *",
+    "< \"$(touch p)\"", "> *", "10>out", "12<in.txt",
 ];
 /// Assignments before a command name.
 #[rustfmt::skip]

@@ -60,7 +60,7 @@ pub struct Layered {
     pub provenance: BTreeMap<String, String>,
     /// Per-extension config from the global scope, for extensions whose
     /// project config fails their schema.
-    pub global_configs: HashMap<String, Value>,
+    pub global_configs: super::ExtensionConfigs,
     /// Network grants by scope: an extension is granted hosts by the
     /// settings of its own scope and above, never a lower one's (a project
     /// extension named like a global one gets none of its grants).

@@ -2,10 +2,12 @@
 //! files are layered.
 
 pub mod edit;
+pub mod extension_configs;
 mod layers;
 pub mod scope_rules;
 mod settings;
 
+pub use extension_configs::ExtensionConfigs;
 pub use layers::{Layered, ProjectLayer};
 pub use settings::{
     AgentSettings, Budget, CompactionSettings, NetworkSettings, Price, ProcessSandbox, Profile,

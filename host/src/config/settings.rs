@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::extension_configs::ExtensionConfigs;
+
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     // The cause is part of the message and not a `source`, so an error
@@ -362,23 +364,27 @@ impl Settings {
         serde_json::from_value(value.clone())
     }
 
-    /// Every extension's config, by id.
-    pub fn extension_configs(&self) -> HashMap<String, Value> {
-        let mut all = HashMap::new();
-        for map in [
-            &self.providers,
-            &self.tools,
-            &self.hooks,
-            &self.ui,
-            &self.loggers,
-            &self.context_providers,
-            &self.commands,
-            &self.session_stores,
-            &self.state_machines,
-        ] {
-            all.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-        all
+    /// Every extension's config, by the kind its section is for.
+    pub fn extension_configs(&self) -> ExtensionConfigs {
+        use crate::manifest::Kind;
+        let sections = [
+            (Kind::Provider, &self.providers),
+            (Kind::Tool, &self.tools),
+            (Kind::Hook, &self.hooks),
+            (Kind::Ui, &self.ui),
+            (Kind::Logger, &self.loggers),
+            (Kind::ContextProvider, &self.context_providers),
+            (Kind::Command, &self.commands),
+            (Kind::SessionStore, &self.session_stores),
+            (Kind::StateMachine, &self.state_machines),
+        ];
+        sections
+            .into_iter()
+            .flat_map(|(kind, map)| {
+                map.iter()
+                    .map(move |(id, v)| ((kind, id.clone()), v.clone()))
+            })
+            .collect()
     }
 }
 
@@ -399,7 +405,12 @@ mod tests {
         std::fs::write(&path, r#"{"runtime": {"continuation": {"maxIterations": 3}}, "providers": {"scripted": {"model": "m"}}}"#).unwrap();
         let s = Settings::load(&path).unwrap();
         assert_eq!(s.runtime.continuation.max_iterations, Some(3));
-        assert_eq!(s.extension_configs()["scripted"]["model"], "m");
+        assert_eq!(
+            s.extension_configs()
+                .get(crate::manifest::Kind::Provider, "scripted")
+                .map(|c| c["model"].clone()),
+            Some(serde_json::json!("m"))
+        );
         assert!(Settings::load(&dir.path().join("missing.json")).is_ok());
     }
 }

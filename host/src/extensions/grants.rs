@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::scope::Scope;
 use std::time::Duration;
 
-use crate::config::{Layered, NetworkSettings, SandboxMode, SecretRef, Settings};
+use crate::config::{ExtensionConfigs, Layered, NetworkSettings, SandboxMode, SecretRef, Settings};
 use crate::manifest::{HostPattern, Kind, Manifest};
 use crate::runtime::caps::confine::ProcessConfinement;
 use crate::runtime::net::NetLimits;
@@ -276,17 +276,11 @@ fn protected_paths(settings: &Settings, warnings: &mut Vec<String>) -> Protected
 /// The bundled `protect-paths` guard checks arguments with patterns of its
 /// own; it is handed the user's exact grants (`protectedPaths.allow`) so
 /// a file the host policy lets through is not denied by the guard.
-pub fn with_guard_grants(
-    mut configs: HashMap<String, Value>,
-    allow: &[String],
-) -> HashMap<String, Value> {
+pub fn with_guard_grants(mut configs: ExtensionConfigs, allow: &[String]) -> ExtensionConfigs {
     if allow.is_empty() {
         return configs;
     }
-    let entry = configs
-        .entry("protect-paths".to_string())
-        .or_insert_with(|| Value::Object(Default::default()));
-    if let Value::Object(map) = entry {
+    if let Value::Object(map) = configs.entry(Kind::Hook, "protect-paths") {
         map.insert(
             "allow".into(),
             Value::Array(allow.iter().cloned().map(Value::String).collect()),

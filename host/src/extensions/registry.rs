@@ -34,10 +34,10 @@ pub struct Registry {
     pub project_dir: PathBuf,
     pub services: Arc<dyn Services>,
     /// Config per extension id (from settings).
-    pub configs: std::collections::HashMap<String, serde_json::Value>,
+    pub configs: crate::config::ExtensionConfigs,
     /// Global config per extension id, used when the project's config of
     /// an extension fails its schema.
-    pub fallback_configs: std::collections::HashMap<String, serde_json::Value>,
+    pub fallback_configs: crate::config::ExtensionConfigs,
     /// Hosts and secrets granted in settings.
     pub grants: UserGrants,
 }
@@ -54,8 +54,7 @@ impl Registry {
         let mut shares: Vec<Vec<Queued>> = (0..lanes).map(|_| Vec::new()).collect();
         for (i, d) in discovery.found.iter().enumerate() {
             let span = tracing::debug_span!(parent: &parent, "load", ext = %d.manifest.id);
-            let spec =
-                span.in_scope(|| self.spec(d, self.configs.get(d.manifest.id.as_str()).cloned()));
+            let spec = span.in_scope(|| self.spec(d, self.config_of(d).cloned()));
             shares[i % lanes].push((i, spec, span));
         }
         let tasks: Vec<_> = shares
@@ -114,8 +113,8 @@ impl Registry {
     /// project value cannot switch off an extension such as a guard.
     async fn with_global_config(&self, d: &Discovered) -> Option<Result<Extension, LoadError>> {
         let id = d.manifest.id.as_str();
-        let global = self.fallback_configs.get(id);
-        if self.configs.get(id) == global {
+        let global = self.fallback_configs.get(d.manifest.kind, id);
+        if self.config_of(d) == global {
             return None;
         }
         let spec = self.spec(d, global.cloned());
@@ -123,6 +122,11 @@ impl Registry {
         tokio::task::spawn_blocking(move || spec.and_then(|s| runtime.load(s)))
             .await
             .ok()
+    }
+
+    /// The settings' config of `d`, from the section of its kind.
+    pub fn config_of(&self, d: &Discovered) -> Option<&serde_json::Value> {
+        self.configs.get(d.manifest.kind, d.manifest.id.as_str())
     }
 
     /// The load request for one discovered extension: bytes, digest to

@@ -41,6 +41,8 @@ pub struct Interactions {
     /// A full-screen UI is asked through its driver, so the question is
     /// serialised with the key events it handles.
     route: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<Ask>>,
+    /// Other UIs' terminal output, held while a question is open.
+    held: std::sync::OnceLock<super::held_output::HeldOutput>,
 }
 
 /// A question for the full-screen UI's driver and where its answer goes.
@@ -66,7 +68,13 @@ impl Interactions {
             next: AtomicU64::new(1),
             bus,
             route: std::sync::OnceLock::new(),
+            held: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Hold other UIs' terminal output while a question is open.
+    pub fn hold_output_with(&self, held: super::held_output::HeldOutput) {
+        let _ = self.held.set(held);
     }
 
     /// Send questions to a full-screen UI's driver from now on.
@@ -86,6 +94,13 @@ impl Interactions {
 
     pub async fn request(&self, kind: InteractionKind) -> Answer {
         let _turn = self.one_at_a_time.lock().await;
+        // Before the question is announced: a UI that sees it could
+        // otherwise print over it at once.
+        let _holding = self
+            .held
+            .get()
+            .filter(|_| self.interactor().is_some())
+            .map(|h| h.hold());
         let correlation_id = format!("i{}", self.next.fetch_add(1, Ordering::Relaxed));
         self.bus.record(KernelEvent::InteractionRequested {
             id: correlation_id.clone(),

@@ -260,6 +260,14 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         fallback_configs: layered.global_configs,
         grants,
     });
+    warnings.extend(
+        registry.configs.misfiled(
+            discovery
+                .found
+                .iter()
+                .map(|d| (d.manifest.kind, d.manifest.id.as_str())),
+        ),
+    );
     // Commands are instantiated at first use, not at start.
     let eager = Discovery {
         found: discovery
@@ -406,6 +414,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     if let Some(asks) = asks {
         interactions.route_through(asks);
     }
+    interactions.hold_output_with(services.held.clone());
     services.set_interactions(interactions.clone());
     let (commands, command_warnings) = Commands::new(
         CommandEnv {

@@ -185,10 +185,7 @@ KernelEvent::ExtensionReloadRefused {
                     });
                     continue;
                 }
-                let mut spec = match self
-                    .registry
-                    .spec(d, self.registry.configs.get(&id).cloned())
-                {
+                let mut spec = match self.registry.spec(d, self.registry.config_of(d).cloned()) {
                     Ok(s) => s,
                     Err(e) => {
                         failures.push((id, new, d.manifest.clone(), e.to_string()));

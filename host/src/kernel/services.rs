@@ -35,6 +35,8 @@ pub struct KernelServices {
     screen: OnceLock<Arc<crate::tty::Screen>>,
     interactions: OnceLock<Arc<Interactions>>,
     terminal: TerminalOut,
+    /// Other UIs' output while a question is open.
+    pub held: super::held_output::HeldOutput,
 }
 
 impl KernelServices {
@@ -45,6 +47,7 @@ impl KernelServices {
             screen: OnceLock::new(),
             interactions: OnceLock::new(),
             terminal,
+            held: super::held_output::HeldOutput::new(move |text| write_out(terminal, text)),
         }
     }
 
@@ -136,18 +139,12 @@ impl Services for KernelServices {
     }
 
     fn terminal_write(&self, text: &str) {
-        match self.terminal {
-            TerminalOut::Stderr => {
-                let mut err = std::io::stderr().lock();
-                let _ = err.write_all(text.as_bytes());
-                let _ = err.flush();
-            }
-            TerminalOut::Stdout => {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes());
-                let _ = out.flush();
-            }
-            TerminalOut::Discard => {}
+        write_out(self.terminal, text);
+    }
+
+    fn terminal_write_from(&self, ext: &ExtensionContext, text: &str) {
+        if self.is_interactor(ext) || !self.held.keep(text) {
+            write_out(self.terminal, text);
         }
     }
 
@@ -191,5 +188,21 @@ impl Services for KernelServices {
 
     fn terminal_read_line(&self, prompt: String) -> BoxFuture<'static, Option<String>> {
         read_line(prompt, self.terminal != TerminalOut::Stdout)
+    }
+}
+
+fn write_out(terminal: TerminalOut, text: &str) {
+    match terminal {
+        TerminalOut::Stderr => {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(text.as_bytes());
+            let _ = err.flush();
+        }
+        TerminalOut::Stdout => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+        TerminalOut::Discard => {}
     }
 }

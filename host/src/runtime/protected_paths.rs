@@ -15,11 +15,25 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// Protected unless the settings add more (they cannot take these away:
 /// `protectedPaths.allow` lifts single files).
-pub const DEFAULT_PATTERNS: &[&str] = &[".env", ".env.*", "*.pem", "*.key", "id_rsa", "id_ed25519"];
+pub const DEFAULT_PATTERNS: &[&str] = &[
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+];
 
 /// A pattern that is not a glob.
 #[derive(Debug, thiserror::Error)]
@@ -60,10 +74,15 @@ impl ProtectedPaths {
         }
         let mut builder = GlobSetBuilder::new();
         for p in &patterns {
-            let glob = Glob::new(p).map_err(|e| PatternError {
-                pattern: p.clone(),
-                reason: e.kind().to_string(),
-            })?;
+            // `.ENV` and `Server.KEY` are the same secrets (and the same
+            // files on a case-insensitive file system).
+            let glob = GlobBuilder::new(p)
+                .case_insensitive(true)
+                .build()
+                .map_err(|e| PatternError {
+                    pattern: p.clone(),
+                    reason: e.kind().to_string(),
+                })?;
             builder.add(glob);
         }
         let set = builder.build().map_err(|e| PatternError {
@@ -152,6 +171,16 @@ fn normalize_rel(rel: &str) -> String {
         .join("/")
 }
 
+/// Whether a relative path climbs with `..` anywhere. The calls that move,
+/// link or remove an entry refuse such paths: a `..` after a symlinked
+/// folder leads where the text does not say (`s/../x` with `s -> secrets/d`
+/// is `secrets/x`), and no tool needs one.
+pub fn climbs(path: &str) -> bool {
+    Path::new(path)
+        .components()
+        .any(|c| matches!(c, Component::ParentDir))
+}
+
 /// `path` (relative, from a directory at `dir`) resolved lexically: `.`
 /// dropped, `..` taken back. `None` when it climbs above `dir` or is
 /// absolute (WASI refuses both; this is only for the checks).
@@ -190,6 +219,9 @@ mod tests {
             "a/b/server.key",
             "id_rsa",
         ] {
+            assert!(p.protecting(hit).is_some(), "{hit}");
+        }
+        for hit in [".ENV", "deploy/Server.KEY", "home/.netrc"] {
             assert!(p.protecting(hit).is_some(), "{hit}");
         }
         for miss in ["src/main.rs", "env", ".envrc", "keys.md", "", "."] {

@@ -80,6 +80,13 @@ pub trait Services: Send + Sync + 'static {
         let _ = out.flush();
     }
 
+    /// What a UI writes: the kernel holds back what a UI other than the
+    /// interactor writes while the interactor waits for an answer.
+    fn terminal_write_from(&self, ext: &ExtensionContext, text: &str) {
+        let _ = ext;
+        self.terminal_write(text);
+    }
+
     /// Read one line from the terminal; `None` at end of input.
     fn terminal_read_line(&self, prompt: String) -> BoxFuture<'static, Option<String>> {
         read_line(prompt, false)

@@ -94,7 +94,9 @@ fn string_end(text: &str, bel_ends: bool) -> Option<usize> {
     None
 }
 
-/// `ESC [ <digits ; :> m`: Select Graphic Rendition, and only that.
+/// `ESC [ <digits ; :> m`: Select Graphic Rendition, and only that, but
+/// never "conceal" (8): hidden text could carry a fake prompt the person
+/// never sees but copies.
 fn is_sgr(sequence: &str) -> bool {
     sequence
         .strip_prefix("\u{1b}[")
@@ -103,12 +105,48 @@ fn is_sgr(sequence: &str) -> bool {
             params
                 .chars()
                 .all(|c| c.is_ascii_digit() || c == ';' || c == ':')
+                && !conceals(params)
         })
+}
+
+/// Whether SGR parameters switch on concealed text: a top-level `8`, not
+/// a colour argument of `38`/`48`/`58` (`38;5;8` is colour 8).
+fn conceals(params: &str) -> bool {
+    let mut items = params.split(';');
+    while let Some(p) = items.next() {
+        match p.split(':').next().unwrap_or_default() {
+            "8" | "08" => return true,
+            "38" | "48" | "58" if !p.contains(':') => match items.next() {
+                Some("5") => {
+                    items.next();
+                }
+                Some("2") => {
+                    items.next();
+                    items.next();
+                    items.next();
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    false
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concealed_text_is_not_styled() {
+        assert_eq!(styled_only("\u{1b}[8mhidden"), "hidden");
+        assert_eq!(styled_only("\u{1b}[1;8mhidden"), "hidden");
+        assert_eq!(styled_only("\u{1b}[38;5;8mgrey"), "\u{1b}[38;5;8mgrey");
+        assert_eq!(
+            styled_only("\u{1b}[38;2;8;8;8mgrey"),
+            "\u{1b}[38;2;8;8;8mgrey"
+        );
+    }
 
     #[test]
     fn styling_stays_and_everything_else_goes() {

@@ -28,7 +28,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 };
 
 use crate::runtime::host_state::HostState;
-use crate::runtime::protected_paths::join_lexical;
+use crate::runtime::protected_paths::{ProtectedPaths, climbs, join_lexical};
 use crate::runtime::services::LogLevel;
 
 /// The `wasi:filesystem/types` instance wasmtime-wasi 48 links (guests
@@ -64,7 +64,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
          (fd, old, new_fd, new): (Resource<Descriptor>, String, Resource<Descriptor>, String)| {
             Box::new(async move {
                 let state = store.data_mut();
-                if let Some(refused) = state.refuse_either(&fd, &old, &new_fd, &new, "rename")? {
+                if let Some(refused) = state.refuse_rename(&fd, &old, &new_fd, &new)? {
                     return Ok((Err(refused),));
                 }
                 let r = HostDescriptor::rename_at(&mut state.filesystem(), fd, old, new_fd, new).await;
@@ -226,6 +226,9 @@ impl HostState {
         let Some(project) = self.ext.files.project.clone() else {
             return Ok(None);
         };
+        if climbs(path) {
+            return Ok(Some(self.refuse_climb(path, what)));
+        }
         let Some(dir) = self.dir_path(fd)? else {
             return Ok(Some(self.unknown_path(path)));
         };
@@ -234,6 +237,59 @@ impl HostState {
             // Climbing out: WASI refuses it itself.
             None => None,
         })
+    }
+
+    /// A rename is refused when either end is protected, and when what it
+    /// moves is a folder holding a protected path (moved, `deploy/creds/db`
+    /// would no longer match `deploy/creds/*`).
+    fn refuse_rename(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        old: &str,
+        new_fd: &Resource<Descriptor>,
+        new: &str,
+    ) -> wasmtime::Result<Option<ErrorCode>> {
+        if let Some(e) = self.refuse_either(fd, old, new_fd, new, "rename")? {
+            return Ok(Some(e));
+        }
+        let (Some(project), Some(dir)) = (self.ext.files.project.clone(), self.dir_path(fd)?)
+        else {
+            return Ok(None);
+        };
+        let Some(moved) = join_lexical(&dir, old).map(|p| resolve_parent(&p)) else {
+            return Ok(None);
+        };
+        if !moved.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            return Ok(None);
+        }
+        Ok(
+            match protected_inside(&self.ext.files.protected, &project, &moved) {
+                Inside::Nothing => None,
+                Inside::Found(path) => self.refuse_path(&project, &path, "move the folder holding"),
+                Inside::TooMany => {
+                    self.ext.services.log(
+                    &self.ext.id,
+                    LogLevel::Warn,
+                    &format!(
+                        "refused to rename `{old}`: it holds more than {MAX_CHECKED} entries, too many to check for protected files (protectedPaths)"
+                    ),
+                );
+                    Some(ErrorCode::Access)
+                }
+            },
+        )
+    }
+
+    /// Closed world: `..` in a path that moves, links or removes an entry.
+    fn refuse_climb(&self, path: &str, what: &str) -> ErrorCode {
+        self.ext.services.log(
+            &self.ext.id,
+            LogLevel::Warn,
+            &format!(
+                "refused to {what} `{path}`: paths with `..` are not followed for this (a folder link before it could lead anywhere); name the path without it"
+            ),
+        );
+        ErrorCode::Access
     }
 
     fn refuse_either(
@@ -277,6 +333,41 @@ impl HostState {
         );
         ErrorCode::Access
     }
+}
+
+/// Entries a folder move looks through for protected paths, at most.
+const MAX_CHECKED: usize = 20_000;
+
+/// What a folder holds, as far as the policy goes.
+enum Inside {
+    Nothing,
+    Found(PathBuf),
+    TooMany,
+}
+
+/// The first protected path inside `dir` (links not followed).
+fn protected_inside(protected: &ProtectedPaths, project: &Path, dir: &Path) -> Inside {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(folder) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_CHECKED {
+                return Inside::TooMany;
+            }
+            let path = entry.path();
+            if protected.protecting_in(project, &path).is_some() {
+                return Inside::Found(path);
+            }
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            }
+        }
+    }
+    Inside::Nothing
 }
 
 /// `path` with every symlink resolved; for a path that does not exist

@@ -42,20 +42,33 @@ fn denied(message: String) -> ExtError {
     ext_error(ErrorClass::ToolTerminal, "forbidden", message)
 }
 
+/// The user's `PATH` without the entries a repository could fill: empty
+/// and relative ones (the command's folder, `node_modules/.bin`) and
+/// folders inside the project. Otherwise an approved `git status` could
+/// run the repository's own `./git`.
+fn search_path(path: Option<std::ffi::OsString>, project: &Path) -> Option<std::ffi::OsString> {
+    let path = path?;
+    let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .filter(|dir| {
+            let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            !real.starts_with(project)
+        })
+        .collect();
+    std::env::join_paths(kept).ok()
+}
+
 /// `program` looked up in `PATH` when it has no `/`. The standard library
 /// does this itself, but only by forking (it will not `posix_spawn` a name
 /// when the child's environment was changed), and a fork copies all of
 /// stud's mappings: 15-25 ms here against about 1 ms.
-fn resolve(program: &str) -> PathBuf {
+fn resolve(program: &str, search: Option<&std::ffi::OsStr>) -> PathBuf {
     if program.contains('/') {
         return PathBuf::from(program);
     }
-    std::env::var_os("PATH")
+    search
         .iter()
         .flat_map(std::env::split_paths)
-        // A relative entry would be relative to the command's folder, not
-        // stud's: leave those to the fork path's own lookup.
-        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(program))
         .find(|p| p.metadata().is_ok_and(|m| executable(&m)))
         .unwrap_or_else(|| PathBuf::from(program))
@@ -161,6 +174,7 @@ impl p::Host for HostState {
             ))));
         };
         let project = project.canonicalize().unwrap_or(project);
+        let search = search_path(std::env::var_os("PATH"), &project);
         let cwd = match working_dir(&project, req.cwd.as_deref()) {
             Ok(c) => c,
             Err(e) => return Ok(Err(e)),
@@ -174,19 +188,23 @@ impl p::Host for HostState {
                         "empty command",
                     )));
                 };
-                let mut c = Command::new(resolve(program));
+                let mut c = Command::new(resolve(program, search.as_deref()));
                 c.args(args);
                 c
             }
             p::Command::Shell(line) => {
-                let mut c = Command::new(resolve("sh"));
+                let mut c = Command::new(resolve("sh", search.as_deref()));
                 c.arg("-c").arg(line);
                 c
             }
         };
         cmd.current_dir(&cwd).env_clear().kill_on_drop(true);
         for var in ENV_ALLOWLIST {
-            if let Some(v) = std::env::var_os(var) {
+            let value = match *var {
+                "PATH" => search.clone(),
+                _ => std::env::var_os(var),
+            };
+            if let Some(v) = value {
                 cmd.env(var, v);
             }
         }
@@ -298,14 +316,30 @@ mod tests {
 
     #[test]
     fn programs_are_found_in_path_and_paths_kept() {
-        let sh = resolve("sh");
+        let project = tempfile::tempdir().unwrap();
+        let search = search_path(std::env::var_os("PATH"), project.path());
+        let sh = resolve("sh", search.as_deref());
         assert!(sh.is_absolute() && sh.is_file(), "{}", sh.display());
-        assert_eq!(resolve("./run.sh"), PathBuf::from("./run.sh"));
+        assert_eq!(resolve("./run.sh", None), PathBuf::from("./run.sh"));
         // Not found: left to the spawn, which reports it.
         assert_eq!(
-            resolve("no-such-program-4711"),
+            resolve("no-such-program-4711", search.as_deref()),
             PathBuf::from("no-such-program-4711")
         );
+    }
+
+    #[test]
+    fn the_search_path_keeps_nothing_a_repository_could_fill() {
+        let project = tempfile::tempdir().unwrap();
+        let bin = project.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let kept = |path: &str| {
+            search_path(Some(path.into()), project.path())
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let joined = format!(".::node_modules/.bin:{}:/usr/bin:/bin", bin.display());
+        assert_eq!(kept(&joined), "/usr/bin:/bin");
     }
 
     #[test]

@@ -38,7 +38,9 @@ impl HostState {
 
 impl terminal::Host for HostState {
     async fn write(&mut self, text: String) -> wasmtime::Result<()> {
-        self.ext.services.terminal_write(&styled_only(&text));
+        self.ext
+            .services
+            .terminal_write_from(&self.ext, &styled_only(&text));
         Ok(())
     }
 
