@@ -14,6 +14,7 @@ mod diagnostics_e2e;
 mod endpoint_e2e;
 mod files_e2e;
 mod golden_manifests;
+mod hooks_e2e;
 mod index_e2e;
 mod kernel_e2e;
 mod lifecycle_e2e;

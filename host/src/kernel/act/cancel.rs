@@ -1,5 +1,6 @@
 //! Awaiting an extension call under a cancellation token.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -32,6 +33,27 @@ pub(crate) async fn cancellable<T>(
             None
         }
     }
+}
+
+/// [`cancellable`] for a call that may compute for long (a tool). The
+/// guest runs on the thread that awaits it, which cannot look at the token
+/// until the guest yields (at an epoch tick, later on a loaded machine);
+/// so the token also reaches the guest from whichever thread cancels it,
+/// and a computing guest stops at its next loop iteration or call.
+pub(crate) async fn cancellable_compute<T>(
+    cancel: &CancellationToken,
+    ext: &Arc<Extension>,
+    call: impl std::future::Future<Output = Result<T, CallError>>,
+) -> Option<Result<T, CallError>> {
+    let stopper = ext.stopper();
+    let token = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        token.cancelled().await;
+        stopper.cancel();
+    });
+    let out = cancellable(cancel, ext, call).await;
+    watcher.abort();
+    out
 }
 
 /// The machine-readable code of a failed call.
