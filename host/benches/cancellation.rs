@@ -3,6 +3,8 @@
 //! - a guest blocked in a WASI sleep: from its deadline to the call's
 //!   deadline error (the `hostile` fixture, `mode: sleep`, 200 ms limit);
 //! - a guest computing in a tight loop: the same (`mode: loop`);
+//! - both again with `Extension::cancel` 100 ms into the call instead of a
+//!   deadline, to the call's cancelled error;
 //! - Ctrl-C: SIGINT to the `stud` binary while its tool sleeps inside
 //!   WASI (or loops), to the `tool.cancelled` event on its stdout
 //!   (`--output-format stream-json`).

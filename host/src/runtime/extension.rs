@@ -422,7 +422,7 @@ impl Extension {
         };
         let clock = self.core.current_clock();
         clock.fire(why);
-        self.core.cancel_flag().cancel();
+        self.core.stop();
         if let Ok(done) = tokio::time::timeout(GIVE_UP_GRACE, &mut task).await {
             return done;
         }
@@ -672,7 +672,7 @@ impl Drop for AbandonOnDrop<'_> {
     fn drop(&mut self) {
         if let Some(ext) = self.0 {
             ext.core.current_clock().fire(Interrupted::Cancelled);
-            ext.core.cancel_flag().cancel();
+            ext.core.stop();
             ext.replace_slot();
         }
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::cancel::{call_error_code, cancellable_compute};
+use super::cancel::{call_error_code, cancellable};
 use super::editor_tool::{self, EditorOp};
 use crate::kernel::agents::Delegated;
 use crate::kernel::session::Session;
@@ -110,8 +110,7 @@ impl Session {
                     _ = cancel.cancelled() => Ran::Cancelled,
                 },
                 _ => Ran::of_component(
-                    cancellable_compute(cancel, ext, ext.tool_invoke(&call.id, &call.arguments))
-                        .await,
+                    cancellable(cancel, ext, ext.tool_invoke(&call.id, &call.arguments)).await,
                 ),
             },
             ToolRunner::Mcp(tool) => tokio::select! {
