@@ -290,7 +290,7 @@ fn a_child_under_an_ask_parent_cannot_run_bash_headless() {
     assert!(!env.project.path().join("ran").exists());
     let halt = named(&evs, "approval.decided")
         .into_iter()
-        .find(|e| e["payload"]["tool"] == "bash")
+        .find(|e| e["payload"]["tool"] == "bash" && e["payload"]["layer"] == "interaction")
         .expect("the child's bash was decided");
     assert_eq!(halt["payload"]["decision"], "halt");
     assert_eq!(halt["payload"]["agent"], "main/general");

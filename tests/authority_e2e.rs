@@ -150,6 +150,121 @@ fn a_read_only_tool_may_not_hold_exec() {
     assert!(!env.project.path().join("invoke-pwned").exists());
 }
 
+/// A tool that claims to be read-only but may reach the network (hosts
+/// the user grants, or hosts in its manifest) would run unasked in ask
+/// mode and could send what it is given anywhere it reaches: refused at
+/// load, with the manifest line named; no request leaves.
+#[test]
+fn a_read_only_tool_may_not_hold_the_network() {
+    let server = common::http::TestServer::start(vec![common::http::Reply::new(200, "hi"); 4]);
+    for (line, rewrite) in [
+        ("user-hosts = true", None),
+        (
+            "network = [\"127.0.0.1\"]",
+            Some("network = [\"127.0.0.1\"]"),
+        ),
+    ] {
+        let env = StudEnv::new();
+        let dir = env.install("net-reader");
+        if let Some(rewrite) = rewrite {
+            let manifest = std::fs::read_to_string(dir.join("extension.toml"))
+                .expect("manifest")
+                .replace("user-hosts = true", rewrite);
+            std::fs::write(dir.join("extension.toml"), manifest).expect("write manifest");
+        }
+        env.script(
+            json!([
+                {"text": "", "tool_calls": [call("net-reader", json!({}))]},
+                {"text": "{{tool_results}}"}
+            ]),
+            json!({"tools": {"net-reader": {"target": server.url()}}, "network": {"net-reader": ["127.0.0.1"]}}),
+        );
+        // Ask mode, headless: only a read-only tool runs without a person.
+        let out = env
+            .command(&["run", "-p", "--output-format", "json", "go"])
+            .output()
+            .expect("run stud");
+        let err = stderr(&out);
+        assert!(
+            err.contains("`net-reader`") && err.contains("read-only") && err.contains(line),
+            "{line}: {err}"
+        );
+        assert!(out.status.success(), "{line}: {err}");
+        let answer = last_json(&out)["result"].as_str().unwrap_or("").to_string();
+        assert!(
+            answer.contains("unknown tool `net-reader`"),
+            "{line}: {answer}"
+        );
+    }
+    assert!(server.requests().is_empty(), "a request left");
+}
+
+/// Every layer of the authority stack leaves its decision on the record,
+/// allows included: the state machine layer (none attached: it passes),
+/// the mode, then each guard. A call the guard allows and one it denies
+/// both show the whole stack.
+#[test]
+fn every_layer_of_the_stack_is_audited() {
+    let env = StudEnv::new();
+    env.file("a.txt", "alpha\n");
+    env.file(".env", "API_KEY=very-secret-value\n");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [
+                {"id": "ok", "name": "read", "arguments": {"path": "a.txt"}},
+                {"id": "no", "name": "read", "arguments": {"path": ".env"}}
+            ]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = env
+        .command(&["run", "-p", "--output-format", "stream-json", "go"])
+        .output()
+        .expect("run stud");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let evs = common::stream::events(&stdout);
+    let stack = |id: &str| -> Vec<(String, String)> {
+        common::stream::named(&evs, "approval.decided")
+            .into_iter()
+            .filter(|e| e["payload"]["call_id"] == id)
+            .map(|e| {
+                let p = &e["payload"];
+                (
+                    p["layer"].as_str().unwrap_or_default().to_string(),
+                    p["decision"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    };
+    let pair = |l: &str, d: &str| (l.to_string(), d.to_string());
+    assert_eq!(
+        stack("ok"),
+        [
+            pair("state-machine", "pass"),
+            pair("mode", "approve"),
+            pair("guard:protect-paths", "approve"),
+        ]
+    );
+    assert_eq!(
+        stack("no"),
+        [
+            pair("state-machine", "pass"),
+            pair("mode", "approve"),
+            pair("guard:protect-paths", "deny"),
+        ]
+    );
+    let answer = common::stream::result(&stdout)["result"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        answer.contains("alpha") && !answer.contains("very-secret-value"),
+        "{answer}"
+    );
+}
+
 /// A hostile repository links `src/cfg` to `../.stud`: `write:src/*` must
 /// not let the model write `.stud/settings.json` through the link.
 #[cfg(unix)]
@@ -367,6 +482,9 @@ fn the_deadline_holds_inside_wasi_calls() {
             {"text": "", "tool_calls": [
                 {"id": "f", "name": "hostile", "arguments": {"mode": "fifo", "tag": "pipe"}}
             ]},
+            {"text": "", "tool_calls": [
+                {"id": "o", "name": "hostile", "arguments": {"mode": "ok"}}
+            ]},
             {"text": "still here: {{tool_results}}"}
         ]),
         json!({}),
@@ -384,7 +502,48 @@ fn the_deadline_holds_inside_wasi_calls() {
         .to_string();
     assert!(answer.starts_with("still here"), "{answer}");
     assert!(answer.contains("execution-timeout"), "{answer}");
+    assert!(
+        answer.contains("alive"),
+        "the tool works again after its stopped calls: {answer}"
+    );
     assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+}
+
+/// Ctrl-C while a tool waits inside WASI (a minute's sleep, no deadline to
+/// speak of): the wait is cut short, the call is recorded as cancelled and
+/// the one-shot run ends `cancelled` (exit 130). How soon is measured by
+/// the `cancellation` bench, not asserted here.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_a_tool_waiting_inside_wasi() {
+    let env = StudEnv::new();
+    hostile_as(&env, "sleeper");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [{"id": "s", "name": "sleeper", "arguments": {"mode": "sleep"}}]},
+            {"text": "never"}
+        ]),
+        json!({"tools": {"sleeper": {"name": "sleeper"}}}),
+    );
+    // Ctrl-C once the guest is well into its sleep.
+    let (status, evs) = env.interrupt_after(
+        &[
+            "run",
+            "-p",
+            "--yolo",
+            "--output-format",
+            "stream-json",
+            "go",
+        ],
+        "tool.started",
+        std::time::Duration::from_millis(300),
+    );
+    assert_eq!(status.code(), Some(130), "{evs:?}");
+    let cancelled = common::stream::named(&evs, "tool.cancelled");
+    assert_eq!(cancelled.len(), 1, "{evs:?}");
+    assert_eq!(cancelled[0]["payload"]["call_id"], "s");
+    let end = common::stream::named(&evs, "turn.end");
+    assert_eq!(end[0]["payload"]["status"], "cancelled", "{evs:?}");
 }
 
 /// A repository plants a FIFO named AGENTS.md: the bundled context

@@ -15,6 +15,7 @@ mod endpoint_e2e;
 mod file_policy_e2e;
 mod files_e2e;
 mod golden_manifests;
+mod hooks_e2e;
 mod identity_e2e;
 mod index_e2e;
 mod kernel_e2e;

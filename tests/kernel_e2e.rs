@@ -32,6 +32,15 @@ fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["event"] == name).collect()
 }
 
+/// The mode layer's `approval.decided` records (`mode`, or `interaction`
+/// when it asked), without the state machine layer's and the guards'.
+fn mode_decisions(events: &[Value]) -> Vec<&Value> {
+    named(events, "approval.decided")
+        .into_iter()
+        .filter(|e| matches!(e["payload"]["layer"].as_str(), Some("mode" | "interaction")))
+        .collect()
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -242,13 +251,13 @@ fn parallel_calls_ask_in_order_and_answer_in_order() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let (events, result) = events(&out);
-    let asked: Vec<Value> = named(&events, "approval.decided")
+    let asked: Vec<Value> = mode_decisions(&events)
         .iter()
         .map(|e| e["payload"]["call_id"].clone())
         .collect();
     assert_eq!(asked, vec![json!("c1"), json!("c2"), json!("c3")]);
     assert!(
-        named(&events, "approval.decided")
+        mode_decisions(&events)
             .iter()
             .all(|e| e["payload"]["layer"] == "interaction")
     );
@@ -328,7 +337,7 @@ fn allowlist_approves_a_match_and_asks_for_another() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let (events, result) = events(&out);
-    let decisions: Vec<(Value, Value, Value)> = named(&events, "approval.decided")
+    let decisions: Vec<(Value, Value, Value)> = mode_decisions(&events)
         .iter()
         .map(|e| {
             (
@@ -674,7 +683,7 @@ fn an_unanswered_approval_times_out_as_a_denial() {
     choose_interactor(&env, "slow-no");
     let (events, result, took) =
         run_with_idle_stdin(&env, &["run", "--output-format", "stream-json", "go"]);
-    let decided = named(&events, "approval.decided");
+    let decided = mode_decisions(&events);
     assert_eq!(decided[0]["payload"]["decision"], "deny");
     assert_eq!(decided[0]["payload"]["reason"], "timed out");
     assert_eq!(
@@ -744,10 +753,7 @@ fn a_ui_that_is_not_the_interactor_cannot_approve() {
     let answered = named(&events, "interaction.answered");
     assert_eq!(answered.len(), 1, "{answered:?}");
     assert_ne!(answered[0]["payload"]["by"], "evil-yes");
-    assert_eq!(
-        named(&events, "approval.decided")[0]["payload"]["decision"],
-        "deny"
-    );
+    assert_eq!(mode_decisions(&events)[0]["payload"]["decision"], "deny");
     assert!(named(&events, "tool.succeeded").is_empty());
     // The session went on: the model got the denial and answered.
     assert!(

@@ -510,7 +510,11 @@ fn a_trusted_servers_tool_is_called_in_a_session_and_its_result_reaches_the_mode
     };
     let tools = named("session.start")[0]["payload"]["tools"].to_string();
     assert!(tools.contains("mcp__everything__echo"), "{tools}");
-    let decided = named("approval.decided");
+    // The mode layer's decision (the state machine layer passed it on).
+    let decided: Vec<_> = named("approval.decided")
+        .into_iter()
+        .filter(|e| e["payload"]["layer"] == "mode")
+        .collect();
     assert_eq!(decided.len(), 1, "{stdout}");
     assert_eq!(decided[0]["payload"]["decision"], "approve");
     assert!(

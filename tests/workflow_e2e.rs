@@ -145,7 +145,24 @@ fn the_envelope_approves_without_the_mode_gate_and_a_grant_works_once() {
     let w = decisions(&evs, "write");
     assert_eq!(w[0]["payload"]["layer"], "state-machine");
     assert_eq!(w[0]["payload"]["decision"], "approve");
-    let b = decisions(&evs, "bash");
+    // Inside the stage the mode is not asked; the trail says so, then the
+    // guard's verdict follows.
+    let layers: Vec<(&Value, &Value)> = w
+        .iter()
+        .map(|d| (&d["payload"]["layer"], &d["payload"]["decision"]))
+        .collect();
+    assert_eq!(
+        layers,
+        [
+            (&json!("state-machine"), &json!("approve")),
+            (&json!("mode"), &json!("pass")),
+            (&json!("guard:protect-paths"), &json!("approve")),
+        ]
+    );
+    let b: Vec<&Value> = decisions(&evs, "bash")
+        .into_iter()
+        .filter(|d| d["payload"]["layer"] == "state-machine")
+        .collect();
     assert_eq!(b.len(), 2, "{b:?}");
     assert_eq!(b[0]["payload"]["decision"], "approve");
     assert_eq!(b[1]["payload"]["decision"], "deny");

@@ -169,6 +169,27 @@ impl StudEnv {
         (child, seen, lines)
     }
 
+    /// Start `stud ARGS` (stream-json output), wait for the event `event`
+    /// and `settle` more, then send SIGINT as a person's Ctrl-C would: how
+    /// it exited and every event line it printed, parsed.
+    pub fn interrupt_after(
+        &self,
+        args: &[&str],
+        event: &str,
+        settle: std::time::Duration,
+    ) -> (std::process::ExitStatus, Vec<Value>) {
+        let (mut child, mut seen, lines) = self.start_until(args, event);
+        std::thread::sleep(settle);
+        signal(&child, "INT");
+        seen.extend(lines.map_while(Result::ok));
+        let status = child.wait().expect("wait for stud");
+        let events = seen
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        (status, events)
+    }
+
     /// A headless run in allowlist mode with these `--allow` entries and
     /// JSON output (prompt "go"); it may halt (exit 3).
     pub fn run_allowlist(&self, allow: &[&str]) -> Output {

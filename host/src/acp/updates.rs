@@ -129,8 +129,14 @@ impl Calls {
                     .insert(call_id.clone(), (tool.clone(), arguments.clone()));
                 self.undecided.push(call_id.clone());
             }
-            KernelEvent::ApprovalDecided { call_id, .. }
-            | KernelEvent::ToolFailed { call_id, .. } => {
+            // A layer that passed (no state machine stage running) decided
+            // nothing: the question that may follow is still about the call.
+            KernelEvent::ApprovalDecided {
+                call_id, decision, ..
+            } if decision != crate::kernel::authority::PASS => {
+                self.undecided.retain(|c| c != call_id);
+            }
+            KernelEvent::ToolFailed { call_id, .. } => {
                 self.undecided.retain(|c| c != call_id);
             }
             KernelEvent::WorkflowAttached { stages, entry, .. } => {
@@ -300,6 +306,9 @@ mod tests {
         }
         let decided = json!({"call_id": "a", "tool": "read", "key": "", "decision": "approve", "layer": "mode", "reason": ""});
         assert!(calls.update(&ev("approval.decided", decided)).is_none());
+        // The state machine layer passing `b` on leaves it undecided.
+        let passed = json!({"call_id": "b", "tool": "edit", "key": "f.txt", "decision": "pass", "layer": "state-machine", "reason": ""});
+        assert!(calls.update(&ev("approval.decided", passed)).is_none());
         let asked =
             json!({"id": "i1", "kind": {"approve": "edit", "key": "f.txt", "description": ""}});
         assert!(calls.update(&ev("interaction.requested", asked)).is_none());

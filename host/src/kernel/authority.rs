@@ -1,6 +1,7 @@
 //! The tool-call authority stack: state machine, then the security mode,
-//! then guard hooks (run by the caller at `tool-call.pre`). Every decision
-//! is an audit record saying which layer decided and why.
+//! then guard hooks (run by the caller at `tool-call.pre`). Every layer's
+//! decision, allows and passes included, is an audit record saying which
+//! layer decided and why, so each call's trail shows the whole stack.
 //!
 //! Modes are fixed for the session. `ask` approves read-only tools and
 //! calls the person already approved this session (by tool and approval
@@ -261,6 +262,11 @@ fn wildcard_match(pattern: &str, text: &str) -> bool {
     rest.len() >= last.len() && rest.ends_with(last)
 }
 
+/// The `decision` of a layer that had nothing to decide (no state machine
+/// stage running; the mode inside a stage): the call goes on to the next
+/// layer. Unlike `approve`, it approves nothing by itself.
+pub const PASS: &str = "pass";
+
 /// The decision before guards.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -356,8 +362,9 @@ impl Authority {
         self.mode
     }
 
-    /// State machine (none can be attached yet: passes), then the mode
-    /// gate, asking the person when the mode says so.
+    /// The mode gate, asking the person when the mode says so (the state
+    /// machine layer before it has passed the call, see
+    /// [`audit_no_state_machine`](Self::audit_no_state_machine)).
     pub async fn decide(&self, p: &Proposal<'_>, interactions: &Interactions) -> Decision {
         let (decision, layer, reason) = self.mode_gate(p, interactions).await;
         self.audit(p, &decision, layer, &reason);
@@ -537,18 +544,37 @@ impl Authority {
         )
     }
 
-    /// Record a decision made by a later layer (a guard hook).
-    pub fn audit_guard(&self, p: &Proposal<'_>, guard: &str, reason: &str) {
-        self.bus.record(KernelEvent::ApprovalDecided {
-            call_id: p.call_id.into(),
-            tool: p.tool.into(),
-            key: p.key.into(),
-            decision: "deny".into(),
-            layer: format!("guard:{guard}"),
-            reason: reason.into(),
-            mode: None,
-            stage: None,
-        });
+    /// The state machine layer when no stage is running: it passes every
+    /// call on to the mode. Recorded so each call's trail shows every layer.
+    pub fn audit_no_state_machine(&self, p: &Proposal<'_>) {
+        self.record(
+            p,
+            PASS,
+            "state-machine",
+            "no state machine stage is running; the mode decides",
+            None,
+        );
+    }
+
+    /// The mode layer inside a state machine's stage: the stage's decision
+    /// stands and the mode is not asked.
+    pub fn audit_mode_skipped(&self, p: &Proposal<'_>, stage_id: &str) {
+        self.record(
+            p,
+            PASS,
+            "mode",
+            &format!("inside stage `{stage_id}` the state machine decides; the mode is not asked"),
+            Some(self.mode),
+        );
+    }
+
+    /// Record a guard's verdict: `None` allowed, `Some(reason)` denied.
+    pub fn audit_guard(&self, p: &Proposal<'_>, guard: &str, denied: Option<&str>) {
+        let (decision, reason) = match denied {
+            None => ("approve", "the guard allowed the call"),
+            Some(reason) => ("deny", reason),
+        };
+        self.record(p, decision, &format!("guard:{guard}"), reason, None);
     }
 
     fn audit(&self, p: &Proposal<'_>, d: &Decision, layer: &str, reason: &str) {
@@ -557,6 +583,17 @@ impl Authority {
             Decision::Deny(_) => "deny",
             Decision::Halt => "halt",
         };
+        self.record(p, decision, layer, reason, Some(self.mode));
+    }
+
+    fn record(
+        &self,
+        p: &Proposal<'_>,
+        decision: &str,
+        layer: &str,
+        reason: &str,
+        mode: Option<Mode>,
+    ) {
         self.bus.record(KernelEvent::ApprovalDecided {
             call_id: p.call_id.into(),
             tool: p.tool.into(),
@@ -564,7 +601,7 @@ impl Authority {
             decision: decision.into(),
             layer: layer.into(),
             reason: reason.into(),
-            mode: Some(self.mode.as_str().into()),
+            mode: mode.map(|m| m.as_str().into()),
             stage: None,
         });
     }

@@ -1,11 +1,17 @@
 //! Hook slots: transforms, then guards, then observers.
 //!
-//! Transforms run in order, each on the previous one's output (a failing
-//! one leaves the payload as it was and is reported). Guards then judge the
-//! final payload, in order, and the first deny stops the slot (a guard that
-//! fails or answers nonsense denies: fail closed). Observers get a copy through their own bounded
-//! queue and a task per observer, so they see slots in order but never hold
-//! up the loop; a full queue drops and reports.
+//! Transforms run in order, each on the previous one's output. One that
+//! fails (an error, a trap, an answer that is not a JSON object) stops the
+//! slot: what it was there to change cannot be known (a redactor removing
+//! a secret, say), so nothing goes on without it (fail closed) and the
+//! payload goes no further, not to guards, observers or the stage. Guards
+//! then judge the final payload, in order, and the first deny stops the
+//! slot (a guard that fails or answers nonsense denies: fail closed).
+//! Observers get a copy through their own bounded queue and a task per
+//! observer, so they see slots in order but never hold up the loop; a full
+//! queue drops, and the observer's task reports what was lost when it
+//! takes its next event or when its queue closes (at the latest when the
+//! session drains it).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,7 +35,7 @@ use stud_protocol::events::KernelEvent;
 /// Observer queue bound.
 pub const OBSERVER_QUEUE: usize = 256;
 
-/// A slot's payload after its transforms.
+/// What a slot's transforms made of its payload.
 #[derive(Debug)]
 pub struct Transformed {
     payload: Value,
@@ -47,14 +53,39 @@ impl Transformed {
     }
 }
 
-/// What a slot decided.
-#[derive(Debug)]
-pub enum SlotOutcome {
-    /// Go on; `Some` carries the payload a transform produced, `None` means
-    /// nothing changed (so callers need not convert it back).
-    Continue(Option<Value>),
-    /// A guard denied; the stage body and its post slot are skipped.
+/// A transform failed, so its slot stopped. What went wrong is in the
+/// `hook.failed` record, not here: this text reaches the model (a refused
+/// call, a withheld result), and a transform's error may quote the very
+/// payload it failed to clean.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("transform `{by}` failed at {slot}")]
+pub struct TransformFailed {
+    pub by: ExtensionId,
+    pub slot: HookSlot,
+}
+
+impl TransformFailed {
+    /// The error code of whatever it stopped.
+    pub const CODE: &'static str = "hook-transform-failed";
+}
+
+/// Why a slot stopped what it brackets.
+#[derive(Debug, thiserror::Error)]
+pub enum SlotStop {
+    /// A guard denied.
+    #[error("denied by guard `{by}`: {}", .error.message)]
     Denied { by: ExtensionId, error: ExtError },
+    /// A transform failed (see [`TransformFailed`]).
+    #[error(transparent)]
+    TransformFailed(#[from] TransformFailed),
+}
+
+/// What the guards of a slot said, in order: those that allowed, then the
+/// one that denied, if any (it stops the rest).
+#[derive(Debug, Default)]
+pub struct GuardVerdicts {
+    pub allowed: Vec<ExtensionId>,
+    pub denied: Option<(ExtensionId, ExtError)>,
 }
 
 #[derive(Clone)]
@@ -170,8 +201,16 @@ impl HookRunner {
         }
     }
 
+    /// An observer's queue and task. What the queue drops is counted by
+    /// `observe` and reported by the task, where the report is certain to
+    /// come: after each event it takes (a queue that dropped was full, so
+    /// one comes), and once more when the queue closes (the session drained
+    /// it, or a reload replaced it), so losses at the very end are reported
+    /// too.
     fn spawn_observer(&mut self, ext: Arc<Extension>) -> Observer {
         let (tx, mut rx) = mpsc::channel::<(HookSlot, Value)>(OBSERVER_QUEUE);
+        let dropped: Arc<AtomicU64> = Arc::default();
+        let lost = dropped.clone();
         let bus = self.bus.clone();
         let first_request = self.first_request.clone();
         self.tasks.push(tokio::spawn(async move {
@@ -188,12 +227,11 @@ impl HookRunner {
                         payload: None,
                     }),
                 }
+                report_dropped(&bus, &ext, &lost);
             }
+            report_dropped(&bus, &ext, &lost);
         }));
-        Observer {
-            tx,
-            dropped: Arc::default(),
-        }
+        Observer { tx, dropped }
     }
 
     /// Swap in a new version of an attached hook extension (hot reload).
@@ -255,6 +293,8 @@ impl HookRunner {
     /// Run the slot: transforms, then guards on the transformed payload,
     /// then observers. `payload` builds the slot's payload; it is not
     /// called when no hook is attached, so an unhooked slot costs nothing.
+    /// `Ok(Some(_))` carries the payload a transform produced; `Ok(None)`
+    /// means nothing changed (so callers need not convert it back).
     ///
     /// Guards judge what will actually happen: a transform after a guard
     /// could rewrite what the guard allowed.
@@ -263,18 +303,18 @@ impl HookRunner {
         stage: Stage,
         phase: Phase,
         payload: impl FnOnce() -> Value,
-    ) -> SlotOutcome {
+    ) -> Result<Option<Value>, SlotStop> {
         let slot = HookSlot { stage, phase };
         if !self.slots.contains_key(&slot) {
-            return SlotOutcome::Continue(None);
+            return Ok(None);
         }
-        let transformed = self.transform(slot, payload()).await;
-        let outcome = match self.guard(slot, transformed.payload()).await {
-            Some((by, error)) => SlotOutcome::Denied { by, error },
-            None => SlotOutcome::Continue(transformed.changed()),
-        };
+        let transformed = self.transform(slot, payload()).await?;
+        let verdicts = self.guard(slot, transformed.payload()).await;
         self.observe_slot(slot, transformed.payload());
-        outcome
+        match verdicts.denied {
+            Some((by, error)) => Err(SlotStop::Denied { by, error }),
+            None => Ok(transformed.changed()),
+        }
     }
 
     /// Whether anything is attached to `slot`.
@@ -282,16 +322,22 @@ impl HookRunner {
         self.slots.contains_key(&slot)
     }
 
-    /// The slot's transforms in order, each on the previous output. One
-    /// that fails or returns something that is not a JSON object leaves
-    /// the payload as it was and is reported.
-    pub async fn transform(&self, slot: HookSlot, payload: Value) -> Transformed {
+    /// The slot's transforms in order, each on the previous output. The
+    /// first that fails or returns something that is not a JSON object
+    /// stops the slot (a `hook.failed` record, payload `withheld`): the
+    /// payload goes no further, since what the transform was for cannot
+    /// be known.
+    pub async fn transform(
+        &self,
+        slot: HookSlot,
+        payload: Value,
+    ) -> Result<Transformed, TransformFailed> {
         let mut out = Transformed {
             payload,
             changed: false,
         };
         let Some(hooks) = self.slots.get(&slot) else {
-            return out;
+            return Ok(out);
         };
         for transform in &hooks.transforms {
             let started = Instant::now();
@@ -316,26 +362,34 @@ impl HookRunner {
                 }
                 Err(e) => Some(e.to_string()),
             };
-            match failure {
-                None => self
-                    .bus
-                    .publish(fired(transform, slot, HookKind::Transform, started)),
-                Some(error) => self.bus.publish(KernelEvent::HookFailed {
-                    slot: slot.to_string(),
-                    kind: "transform".into(),
-                    extension: transform.id().to_string(),
-                    error,
-                    payload: Some("unchanged".into()),
-                }),
-            }
+            let Some(error) = failure else {
+                self.bus
+                    .publish(fired(transform, slot, HookKind::Transform, started));
+                continue;
+            };
+            self.bus.record(KernelEvent::HookFailed {
+                slot: slot.to_string(),
+                kind: "transform".into(),
+                extension: transform.id().to_string(),
+                error,
+                payload: Some("withheld".into()),
+            });
+            return Err(TransformFailed {
+                by: transform.id().clone(),
+                slot,
+            });
         }
-        out
+        Ok(out)
     }
 
     /// The slot's guards in order; the first deny stops (a guard that
-    /// fails or answers anything but allow/deny denies: fail closed).
-    pub async fn guard(&self, slot: HookSlot, payload: &Value) -> Option<(ExtensionId, ExtError)> {
-        let hooks = self.slots.get(&slot)?;
+    /// fails or answers anything but allow/deny denies: fail closed). Every
+    /// verdict comes back, allows included, so the caller can audit each.
+    pub async fn guard(&self, slot: HookSlot, payload: &Value) -> GuardVerdicts {
+        let mut verdicts = GuardVerdicts::default();
+        let Some(hooks) = self.slots.get(&slot) else {
+            return verdicts;
+        };
         for guard in &hooks.guards {
             let started = Instant::now();
             let span =
@@ -360,22 +414,22 @@ impl HookRunner {
                     format!("guard failed, so it denies: {e}"),
                 )),
             };
-            match verdict {
-                None => self
-                    .bus
-                    .publish(fired(guard, slot, HookKind::Guard, started)),
-                Some(error) => {
-                    self.bus.record(KernelEvent::HookDenied {
-                        slot: slot.to_string(),
-                        extension: guard.id().to_string(),
-                        code: error.code.clone(),
-                        reason: error.message.clone(),
-                    });
-                    return Some((guard.id().clone(), error));
-                }
-            }
+            let Some(error) = verdict else {
+                self.bus
+                    .publish(fired(guard, slot, HookKind::Guard, started));
+                verdicts.allowed.push(guard.id().clone());
+                continue;
+            };
+            self.bus.record(KernelEvent::HookDenied {
+                slot: slot.to_string(),
+                extension: guard.id().to_string(),
+                code: error.code.clone(),
+                reason: error.message.clone(),
+            });
+            verdicts.denied = Some((guard.id().clone(), error));
+            break;
         }
-        None
+        verdicts
     }
 
     /// Hand the slot's final payload to its observers (never waits).
@@ -390,19 +444,10 @@ impl HookRunner {
             let Some(o) = self.observers.get(id) else {
                 continue;
             };
-            match o.tx.try_send((slot, payload.clone())) {
-                Ok(()) => {
-                    let lost = o.dropped.swap(0, Ordering::AcqRel);
-                    if lost > 0 {
-                        self.bus.publish(KernelEvent::HookObserverDropped {
-                            extension: id.to_string(),
-                            count: lost,
-                        });
-                    }
-                }
-                Err(_) => {
-                    o.dropped.fetch_add(1, Ordering::AcqRel);
-                }
+            // A full queue: counted here, reported by the observer's task
+            // (see `spawn_observer`).
+            if o.tx.try_send((slot, payload.clone())).is_err() {
+                o.dropped.fetch_add(1, Ordering::AcqRel);
             }
         }
     }
@@ -413,6 +458,18 @@ impl HookRunner {
         for t in self.tasks.drain(..) {
             let _ = t.await;
         }
+    }
+}
+
+/// Report (and reset) what an observer's queue dropped since the last
+/// report; a record, so the report itself is never dropped.
+fn report_dropped(bus: &Bus, ext: &Extension, dropped: &AtomicU64) {
+    let count = dropped.swap(0, Ordering::AcqRel);
+    if count > 0 {
+        bus.record(KernelEvent::HookObserverDropped {
+            extension: ext.id().to_string(),
+            count,
+        });
     }
 }
 

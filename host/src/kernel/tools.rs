@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::manifest::FsAccess;
+use crate::manifest::{Capabilities, FsAccess};
 use crate::mcp::tool::McpTool;
 use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::provider_types::ToolDefinition;
@@ -333,27 +333,76 @@ fn name_not_its_own(ext: &Extension, name: &str) -> Option<String> {
 }
 
 /// A tool that declares itself read-only is approved without asking in
-/// `ask` mode; it may therefore hold no grant that changes anything, or
-/// the declaration would be a way around the approval.
+/// `ask` mode; it may therefore hold no grant that changes anything or
+/// reaches out: no processes, no writable folder, no network (manifest
+/// hosts, hosts the user grants, and so the `http` import), or the
+/// declaration would be a way around the approval (a "read-only" tool with
+/// the network could send what it reads anywhere it reaches).
 fn read_only_overreach(ext: &Extension, spec: &ToolSpec) -> Option<String> {
     if !spec.read_only {
         return None;
     }
-    let caps = &ext.manifest.capabilities;
-    let line = if caps.exec {
-        "exec = true"
-    } else if caps
+    let line = overreaching_line(&ext.manifest.capabilities)?;
+    Some(format!(
+        "tool `{}` of extension `{}` refused: it declares itself read-only (so it would run without asking) but its extension.toml asks for `{line}` under [capabilities]; a read-only tool may not run processes, write files or use the network. Remove that line or stop declaring the tool read-only",
+        spec.name,
+        ext.id()
+    ))
+}
+
+/// The first `[capabilities]` line a read-only tool may not hold, as the
+/// manifest writes it.
+fn overreaching_line(caps: &Capabilities) -> Option<String> {
+    if caps.exec {
+        return Some("exec = true".into());
+    }
+    if caps
         .filesystem
         .iter()
         .any(|f| f.access == FsAccess::ReadWrite)
     {
-        "filesystem = [{ ..., access = \"read-write\" }]"
-    } else {
-        return None;
-    };
-    Some(format!(
-        "tool `{}` of extension `{}` refused: it declares itself read-only (so it would run without asking) but its extension.toml asks for `{line}` under [capabilities]; a read-only tool may not run processes or write files. Remove that line or stop declaring the tool read-only",
-        spec.name,
-        ext.id()
-    ))
+        return Some("filesystem = [{ ..., access = \"read-write\" }]".into());
+    }
+    if !caps.network.is_empty() {
+        let hosts: Vec<String> = caps.network.iter().map(|h| format!("\"{h}\"")).collect();
+        return Some(format!("network = [{}]", hosts.join(", ")));
+    }
+    if caps.user_hosts {
+        return Some("user-hosts = true".into());
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{FsDir, FsRequest, HostPattern};
+
+    #[test]
+    fn a_read_only_tool_may_hold_no_write_exec_or_network_grant() {
+        let read = FsRequest {
+            dir: FsDir::Project,
+            access: FsAccess::Read,
+        };
+        let mut caps = Capabilities {
+            filesystem: vec![read],
+            ..Capabilities::default()
+        };
+        assert_eq!(overreaching_line(&caps), None);
+        caps.user_hosts = true;
+        assert_eq!(
+            overreaching_line(&caps).as_deref(),
+            Some("user-hosts = true")
+        );
+        caps.network = ["api.example.com", "*.example.org"]
+            .iter()
+            .map(|h| h.parse::<HostPattern>().expect("host pattern"))
+            .collect();
+        assert_eq!(
+            overreaching_line(&caps).as_deref(),
+            Some("network = [\"api.example.com\", \"*.example.org\"]")
+        );
+        caps.exec = true;
+        assert_eq!(overreaching_line(&caps).as_deref(), Some("exec = true"));
+    }
 }

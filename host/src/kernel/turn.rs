@@ -220,7 +220,7 @@ impl Session {
         }
         let rewritten = self
             .post(Stage::ReceiveInput, || json!({"input": text}))
-            .await;
+            .await?;
         let text = rewritten
             .as_ref()
             .and_then(|p| p.get("input"))

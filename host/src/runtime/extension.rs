@@ -27,9 +27,13 @@ use crate::digest::Sha256Digest;
 use crate::manifest::{ExtensionId, Kind, Manifest};
 
 /// How long a call stopped by its watchdog (deadline or cancel) may take
-/// to notice before it is abandoned: guest code traps within one epoch
-/// tick (10 ms), host waits race the cancel flag.
-pub const GIVE_UP_GRACE: Duration = Duration::from_millis(100);
+/// to notice before it is abandoned: two epoch ticks. Guest code traps at
+/// its next tick (or at once when cancelled: see [`Extension::cancel`]),
+/// host waits that race the cancel flag return at once; what is left is a
+/// wait inside WASI (a sleep, a poll), which nothing interrupts and which
+/// is abandoned with its instance. Short, because that wait is what a
+/// deadline or Ctrl-C is held up by (the bound is 50 ms).
+pub const GIVE_UP_GRACE: Duration = super::engine::TICK.saturating_mul(2);
 
 /// Export lookups done once per component.
 pub enum KindIndices {
@@ -284,10 +288,16 @@ impl Extension {
         self.ctx.slot.write(json)
     }
 
-    /// Stop the call in progress: guest code at the next epoch tick, a
-    /// host wait at once, anything else by its watchdog.
+    /// Stop the call in progress: guest code at its next loop iteration
+    /// or call, a host wait at once, anything else by its watchdog.
     pub fn cancel(&self) {
-        self.core.cancel_flag().cancel();
+        self.core.stop();
+    }
+
+    /// A handle that stops this extension's call in progress from any
+    /// thread, as [`cancel`](Self::cancel) does.
+    pub fn stopper(&self) -> Stopper {
+        Stopper(self.core.clone())
     }
 
     /// Create the instance now (and run `init`), if there is none.
@@ -422,7 +432,7 @@ impl Extension {
         };
         let clock = self.core.current_clock();
         clock.fire(why);
-        self.core.cancel_flag().cancel();
+        self.core.stop();
         if let Ok(done) = tokio::time::timeout(GIVE_UP_GRACE, &mut task).await {
             return done;
         }
@@ -470,7 +480,26 @@ impl Extension {
     }
 }
 
+/// Stops an extension's call in progress from any thread (see
+/// [`Extension::cancel`]).
+#[derive(Clone)]
+pub struct Stopper(Arc<Core>);
+
+impl Stopper {
+    pub fn cancel(&self) {
+        self.0.stop();
+    }
+}
+
 impl Core {
+    /// Cancel the call in progress and advance the epoch, so a guest that
+    /// is computing reaches its epoch check (which sees the flag) at its
+    /// next loop iteration or call rather than at the next tick.
+    fn stop(&self) {
+        self.cancel_flag().cancel();
+        self.runtime.engine().increment_epoch();
+    }
+
     fn timeout(&self) -> Duration {
         Duration::from_millis(u64::from(self.ctx.limits.timeout_ms))
     }
@@ -653,7 +682,7 @@ impl Drop for AbandonOnDrop<'_> {
     fn drop(&mut self) {
         if let Some(ext) = self.0 {
             ext.core.current_clock().fire(Interrupted::Cancelled);
-            ext.core.cancel_flag().cancel();
+            ext.core.stop();
             ext.replace_slot();
         }
     }

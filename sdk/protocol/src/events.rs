@@ -296,9 +296,12 @@ catalogue! {
         call_id: String,
         tool: String,
         key: String,
-        /// `approve` or `deny`.
+        /// `approve`, `deny`, `halt` (headless and a person was needed),
+        /// or `pass` (a layer with nothing to decide: no state machine
+        /// stage running, the mode inside a stage). Every layer a call
+        /// reaches leaves one record, allows included.
         decision: String,
-        /// `state-machine`, `mode`, `guard:<id>`, ...
+        /// `state-machine`, `mode`, `interaction`, `guard:<id>`.
         layer: String,
         reason: String,
         /// The mode that decided (mode layer).
@@ -322,7 +325,8 @@ catalogue! {
         kind: String,
         extension: String,
         error: String,
-        /// What became of the payload (`unchanged`) for a transform.
+        /// What became of the payload, for a transform: `withheld` (a
+        /// failed transform stops its slot; the payload goes no further).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         payload: Option<String>,
     },

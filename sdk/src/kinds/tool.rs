@@ -86,7 +86,10 @@ impl ToolSpec {
         self
     }
 
-    /// Mark the tool as never changing anything.
+    /// Mark the tool as never changing anything: `ask` mode runs it
+    /// without asking. The host refuses the tool at load if its manifest
+    /// grants it `exec`, a read-write folder or the network (`network`
+    /// hosts or `user-hosts`): with those it could change or send things.
     pub fn read_only(mut self) -> Self {
         self.read_only = true;
         self

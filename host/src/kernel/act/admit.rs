@@ -11,6 +11,7 @@ use super::stage_gate::{StageAuthority, StageDecision};
 use super::tool_result::error_result;
 use crate::kernel::agents::Delegated;
 use crate::kernel::authority::{Callee, Decision, Proposal};
+use crate::kernel::hooks::TransformFailed;
 use crate::kernel::payloads::call_json;
 use crate::kernel::session::Session;
 use crate::kernel::tools::{ToolEntry, ToolRunner};
@@ -104,11 +105,23 @@ impl Session {
         };
         let hooked = self.roster.hooks.is_hooked(slot);
         let call = if hooked {
-            let transformed = self
+            let transformed = match self
                 .roster
                 .hooks
                 .transform(slot, json!({"call": call_json(call)}))
-                .await;
+                .await
+            {
+                Ok(t) => t,
+                // Fail closed: what the transform would have changed in the
+                // arguments cannot be known, so the call does not run.
+                Err(failed) => {
+                    return Admit::Refuse(self.refuse(
+                        call,
+                        TransformFailed::CODE,
+                        &format!("this call was not run: {failed}"),
+                    ));
+                }
+            };
             match transformed
                 .changed()
                 .and_then(|p| p.pointer("/call/arguments").cloned())
@@ -177,6 +190,8 @@ impl Session {
             read_only: entry.spec.read_only,
             description: format!("{}({})", call.name, call.arguments),
         };
+        // Each layer of the stack leaves its decision on the record, in
+        // order: state machine, mode, then every guard.
         if let Some(stage) = stage {
             let final_args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
             if let StageDecision::Deny { code, reason } =
@@ -184,27 +199,35 @@ impl Session {
             {
                 return Admit::Refuse(self.refuse(&call, code, &reason));
             }
-        } else if matches!(entry.runner, ToolRunner::Task) {
-            self.authority.approve_delegation(&proposal);
+            self.authority
+                .audit_mode_skipped(&proposal, &stage.stage_id);
         } else {
-            match self.authority.decide(&proposal, &self.interactions).await {
-                Decision::Approve => {}
-                Decision::Deny(reason) => {
-                    return Admit::Refuse(self.refuse(&call, "approval-denied", &reason));
+            self.authority.audit_no_state_machine(&proposal);
+            if matches!(entry.runner, ToolRunner::Task) {
+                self.authority.approve_delegation(&proposal);
+            } else {
+                match self.authority.decide(&proposal, &self.interactions).await {
+                    Decision::Approve => {}
+                    Decision::Deny(reason) => {
+                        return Admit::Refuse(self.refuse(&call, "approval-denied", &reason));
+                    }
+                    Decision::Halt => return Admit::Halt(key),
                 }
-                Decision::Halt => return Admit::Halt(key),
             }
         }
         if !hooked {
             return Admit::Run(entry, call);
         }
         let payload = json!({"call": call_json(&call)});
-        let denied = self.roster.hooks.guard(slot, &payload).await;
+        let verdicts = self.roster.hooks.guard(slot, &payload).await;
         self.roster.hooks.observe_slot(slot, &payload);
-        match denied {
+        for by in &verdicts.allowed {
+            self.authority.audit_guard(&proposal, by.as_str(), None);
+        }
+        match verdicts.denied {
             Some((by, error)) => {
                 self.authority
-                    .audit_guard(&proposal, by.as_str(), &error.message);
+                    .audit_guard(&proposal, by.as_str(), Some(&error.message));
                 Admit::Refuse(self.refuse(
                     &call,
                     "approval-denied",

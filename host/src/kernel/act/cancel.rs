@@ -1,9 +1,13 @@
 //! Awaiting an extension call under a cancellation token.
 
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Wake, Waker};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::runtime::extension::Stopper;
 use crate::runtime::{CallError, Extension};
 
 /// How long a cancelled extension call may take to notice before it is
@@ -15,11 +19,24 @@ const CANCEL_GRACE: Duration = Duration::from_secs(2);
 /// Await an extension call, stopping it if the token is cancelled. `None`
 /// means cancelled. The call future is never dropped mid-call unless the
 /// guest ignores cancellation past the grace period.
+///
+/// The guest runs on the thread that awaits it, which cannot look at the
+/// token while the guest computes (only when it yields at an epoch tick,
+/// later on a loaded machine). So the token also reaches the guest
+/// directly: a waker registered with it stops the call from whichever
+/// thread cancels (the Ctrl-C handler's), and a computing guest stops at
+/// its next loop iteration or call. A waker, not a task: waking one costs
+/// nothing until the token is cancelled.
 pub(crate) async fn cancellable<T>(
     cancel: &CancellationToken,
     ext: &Extension,
-    call: impl std::future::Future<Output = Result<T, CallError>>,
+    call: impl Future<Output = Result<T, CallError>>,
 ) -> Option<Result<T, CallError>> {
+    let stopper = Waker::from(Arc::new(StopOnCancel(ext.stopper())));
+    let mut armed = std::pin::pin!(cancel.cancelled());
+    // Registers the waker (or finds the token already cancelled, which
+    // the select below sees as well).
+    let _ = armed.as_mut().poll(&mut Context::from_waker(&stopper));
     tokio::pin!(call);
     tokio::select! {
         r = &mut call => match r {
@@ -31,6 +48,19 @@ pub(crate) async fn cancellable<T>(
             let _ = tokio::time::timeout(CANCEL_GRACE, &mut call).await;
             None
         }
+    }
+}
+
+/// Stops an extension's call when woken by its token's cancellation.
+struct StopOnCancel(Stopper);
+
+impl Wake for StopOnCancel {
+    fn wake(self: Arc<Self>) {
+        self.0.cancel();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.cancel();
     }
 }
 

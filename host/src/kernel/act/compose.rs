@@ -43,7 +43,7 @@ pub(crate) async fn compose_request<L: Lane>(
                 "model": s.roster.model,
             })
         })
-        .await;
+        .await?;
     let mut system = base_system;
     let mut messages = messages;
     if let Some(p) = rewritten {

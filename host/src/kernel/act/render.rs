@@ -18,6 +18,6 @@ pub(crate) async fn render<L: Lane>(lane: &mut L, text: String) -> Result<String
         .map(str::to_string)
         .unwrap_or(text);
     s.bus.record(KernelEvent::Render { text: text.clone() });
-    s.post(Stage::Render, || json!({"text": text})).await;
+    s.post(Stage::Render, || json!({"text": text})).await?;
     Ok(text)
 }

@@ -111,7 +111,7 @@ impl Session {
                 e => return Err(self.provider_failed(e, "")),
             }
         };
-        self.post(Stage::SendRequest, || info).await;
+        self.post(Stage::SendRequest, || info).await?;
         Ok(started)
     }
 

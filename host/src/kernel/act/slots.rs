@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use stud_protocol::events::KernelEvent;
 
-use crate::kernel::hooks::SlotOutcome;
+use crate::kernel::hooks::{SlotStop, TransformFailed};
 use crate::kernel::session::Session;
 use crate::kernel::turn::{TurnStatus, fail};
 use crate::manifest::{Phase, Stage};
@@ -23,35 +23,58 @@ impl Session {
         });
     }
 
-    /// Run a pre slot; a deny ends the turn with a clear error. `Some` is
-    /// a payload a transform rewrote.
+    /// Run a pre slot; a deny or a failed transform ends the turn with a
+    /// clear error. `Some` is a payload a transform rewrote.
     pub(crate) async fn pre(
         &self,
         stage: Stage,
         payload: impl FnOnce() -> Value,
     ) -> Result<Option<Value>, TurnStatus> {
         self.stage_event(stage, Phase::Pre);
-        match self.roster.hooks.run(stage, Phase::Pre, payload).await {
-            SlotOutcome::Continue(p) => Ok(p),
-            SlotOutcome::Denied { by, error } => Err(fail(
-                "hook-denied",
-                format!("{stage} was denied by guard `{by}`: {}", error.message),
-            )),
-        }
+        self.roster
+            .hooks
+            .run(stage, Phase::Pre, payload)
+            .await
+            .map_err(|stop| slot_stopped(stage, stop))
     }
 
-    /// Run a post slot; `Some` is a payload a transform rewrote.
+    /// Run a post slot; `Some` is a payload a transform rewrote. A failed
+    /// transform ends the turn: what the stage produced goes no further.
     pub(crate) async fn post(
         &self,
         stage: Stage,
         payload: impl FnOnce() -> Value,
-    ) -> Option<Value> {
-        let out = match self.roster.hooks.run(stage, Phase::Post, payload).await {
-            SlotOutcome::Continue(p) => p,
-            // Guards cannot attach to post slots (validated at load).
-            SlotOutcome::Denied { .. } => None,
-        };
+    ) -> Result<Option<Value>, TurnStatus> {
+        let out = self
+            .roster
+            .hooks
+            .run(stage, Phase::Post, payload)
+            .await
+            .map_err(|stop| slot_stopped(stage, stop))?;
         self.stage_event(stage, Phase::Post);
-        out
+        Ok(out)
     }
+}
+
+/// The turn's end when a slot stopped it. Guards cannot attach to post
+/// slots (validated at load), so a post slot only stops for a transform.
+fn slot_stopped(stage: Stage, stop: SlotStop) -> TurnStatus {
+    match stop {
+        SlotStop::Denied { by, error } => fail(
+            "hook-denied",
+            format!("{stage} was denied by guard `{by}`: {}", error.message),
+        ),
+        SlotStop::TransformFailed(failed) => transform_failed(&failed),
+    }
+}
+
+/// A failed transform ends the turn, naming it and what to do.
+fn transform_failed(failed: &TransformFailed) -> TurnStatus {
+    fail(
+        TransformFailed::CODE,
+        format!(
+            "{failed}, so the turn stopped there: a transform may be there to remove something (a secret, say), so nothing goes on without it. Its `hook.failed` event says what went wrong; fix the extension `{}` or disable it",
+            failed.by
+        ),
+    )
 }

@@ -91,7 +91,7 @@ impl Session {
         self.post(Stage::StreamResponse, || {
             json!({"text": done.text, "tool_calls": done.calls.iter().map(call_json).collect::<Vec<_>>(), "finish": finish_str(done.finish)})
         })
-        .await;
+        .await?;
         Ok(done)
     }
 

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::run_tool::Ran;
-use crate::kernel::hooks::SlotOutcome;
+use crate::kernel::hooks::{SlotStop, TransformFailed};
 use crate::kernel::payloads::{call_json, result_parts_from, result_parts_json, result_text};
 use crate::kernel::session::Session;
 use crate::manifest::{Phase, Stage};
@@ -90,14 +90,30 @@ impl Session {
             .run(Stage::ToolCall, Phase::Post, payload)
             .await
         {
-            SlotOutcome::Continue(p) => p,
-            SlotOutcome::Denied { .. } => None,
+            Ok(p) => p,
+            // Fail closed: a transform here may be what keeps a secret
+            // from the model, so without it the result is withheld.
+            Err(SlotStop::TransformFailed(failed)) => return withheld(call, &failed),
+            // Guards cannot attach to post slots (validated at load).
+            Err(SlotStop::Denied { .. }) => None,
         };
         match rewritten.and_then(|p| p.pointer("/result/content").and_then(result_parts_from)) {
             Some(content) => ToolResult { content, ..result },
             None => result,
         }
     }
+}
+
+/// What the model gets instead of a result a `tool-call.post` transform
+/// failed on: that the call ran, and why its result does not come.
+fn withheld(call: &ToolCall, failed: &TransformFailed) -> ToolResult {
+    error_result(
+        call,
+        TransformFailed::CODE,
+        &format!(
+            "the call ran, but its result is withheld: {failed}, and it may be there to remove something from results (a secret, say), so the result does not reach you"
+        ),
+    )
 }
 
 pub(crate) fn error_result(call: &ToolCall, code: &str, message: &str) -> ToolResult {
