@@ -176,3 +176,39 @@ fn observer_drops_at_the_end_of_a_session_are_reported() {
         .expect("a drop report");
     assert!(last_drop < position("session.end").expect("session.end"));
 }
+
+/// A transform that "succeeds" but hands back a payload that lost the
+/// call's arguments or the result's content: before, the kernel fell back
+/// to the original (the unredacted result, the unrewritten call). Now that
+/// fails closed as a failing transform does.
+#[test]
+fn a_transform_that_garbles_its_payload_fails_closed() {
+    let env = StudEnv::new();
+    env.install("broken-transform");
+    env.file("notes.txt", "launch code: hunter2-orbital-7\n");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("read", json!({"path": "notes.txt"}))]},
+            {"text": "the model saw: {{tool_results}}"}
+        ]),
+        json!({"hooks": {"broken-transform": {"fail-at": ["tool-call.post"], "how": "garbled"}}}),
+    );
+    let (out, _, res) = stream_run(&env, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer = res["result"].as_str().unwrap_or_default();
+    assert!(!answer.contains("hunter2-orbital-7"), "{answer}");
+    assert!(answer.contains("hook-transform-failed"), "{answer}");
+
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("write", json!({"path": "made.txt", "content": "x"}))]},
+            {"text": "the model saw: {{tool_results}}"}
+        ]),
+        json!({"hooks": {"broken-transform": {"fail-at": ["tool-call.pre"], "how": "garbled"}}}),
+    );
+    let (out, _, res) = stream_run(&env, &["--yolo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer = res["result"].as_str().unwrap_or_default();
+    assert!(answer.contains("hook-transform-failed"), "{answer}");
+    assert!(!env.project.path().join("made.txt").exists(), "{answer}");
+}

@@ -122,10 +122,22 @@ impl Session {
                     ));
                 }
             };
-            match transformed
-                .changed()
-                .and_then(|p| p.pointer("/call/arguments").cloned())
-            {
+            let rewritten = match transformed.changed() {
+                None => None,
+                Some(p) => match p.pointer("/call/arguments") {
+                    Some(a) => Some(a.clone()),
+                    // Changed into something without arguments: what was
+                    // meant cannot be known, so the call does not run.
+                    None => {
+                        return Admit::Refuse(self.refuse(
+                            call,
+                            TransformFailed::CODE,
+                            "this call was not run: a `tool-call.pre` transform changed it into something without `call.arguments`",
+                        ));
+                    }
+                },
+            };
+            match rewritten {
                 Some(rewritten) if rewritten != args => {
                     if let Some(problems) = entry.violations(&rewritten) {
                         return Admit::Refuse(self.refuse(

@@ -97,9 +97,22 @@ impl Session {
             // Guards cannot attach to post slots (validated at load).
             Err(SlotStop::Denied { .. }) => None,
         };
-        match rewritten.and_then(|p| p.pointer("/result/content").and_then(result_parts_from)) {
+        let Some(changed) = rewritten else {
+            return result;
+        };
+        match changed
+            .pointer("/result/content")
+            .and_then(result_parts_from)
+        {
             Some(content) => ToolResult { content, ..result },
-            None => result,
+            // Changed into something that is not a result: the original
+            // may be what the transform was there to clean, so neither
+            // goes to the model.
+            None => error_result(
+                call,
+                TransformFailed::CODE,
+                "the call ran, but its result is withheld: a `tool-call.post` transform changed it into something that is not a result",
+            ),
         }
     }
 }
