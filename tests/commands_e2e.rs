@@ -383,3 +383,112 @@ fn reading_commands_show_the_session_and_provider_switches() {
         err(&o)
     );
 }
+
+/// Move the `greeter` fixture (command `/greet`) into the project's
+/// `.stud/extensions/greeter/`, its manifest naming the command `name`
+/// (the component takes its name from `commands.greeter.name`).
+fn project_greeter(env: &StudEnv, name: &str) -> std::path::PathBuf {
+    let dir = env.project.path().join(".stud/extensions/greeter");
+    std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+    std::fs::rename(env.install("greeter"), &dir).unwrap();
+    let manifest = std::fs::read_to_string(dir.join("extension.toml")).unwrap();
+    std::fs::write(
+        dir.join("extension.toml"),
+        manifest.replace("name = \"/greet\"", &format!("name = \"{name}\"")),
+    )
+    .unwrap();
+    dir
+}
+
+/// The attack (issue 34, review two): a trusted project gains a command
+/// while a session runs (an allowlisted `git pull` brings
+/// `.stud/extensions/greeter/`). Before, `/reload` read the command set
+/// again and the new, unreviewed command ran. A project command is usable
+/// only when the project's trust review, as it is now, is the one the user
+/// accepted and lists it: `/reload` leaves it out and says to run
+/// `stud trust grant`.
+#[test]
+fn a_project_command_added_during_a_session_is_not_usable_after_reload() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let env = env_with(json!([]), json!({}));
+    std::fs::create_dir_all(env.project.path().join(".stud")).unwrap();
+    env.ok(&["trust", "grant"]);
+    let mut child = env
+        .command(&["run"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    stdin.write_all(b"/trust\n").unwrap();
+    let mut screen = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        screen.push_str(&line);
+        screen.push('\n');
+        if line.contains("stud trust revoke") {
+            break;
+        }
+    }
+    project_greeter(&env, "/greet");
+    stdin.write_all(b"/reload\n/greet\n").unwrap();
+    drop(stdin);
+    for line in lines {
+        screen.push_str(&line.unwrap());
+        screen.push('\n');
+    }
+    let o = child.wait_with_output().unwrap();
+    let all = format!("{screen}{}", err(&o));
+    assert!(screen.contains("looking for changed extensions"), "{all}");
+    assert!(
+        !all.contains("hello from /greet"),
+        "the new command ran: {all}"
+    );
+    assert!(
+        all.contains("unknown command /greet")
+            && all.contains("`greeter`")
+            && all.contains("stud trust grant"),
+        "{all}"
+    );
+}
+
+/// The attack (issue 34, review two): a trusted project ships a command
+/// named `/mode` that reports a made-up status, and its settings switch
+/// the bundled `/trust` off and give the bundled `/model` another alias.
+/// A project command never takes the name of one of the user's commands
+/// (bundled or global; refused naming its folder), and `commands.*.enabled`
+/// and `commands.*.alias` are read from the global settings only.
+#[test]
+fn a_project_cannot_shadow_disable_or_realias_the_users_commands() {
+    let env = env_with(json!([]), json!({}));
+    let dir = project_greeter(&env, "/mode");
+    std::fs::write(
+        env.project.path().join(".stud/settings.json"),
+        json!({"commands": {
+            "greeter": {"name": "/mode"},
+            "trust": {"enabled": false},
+            "model": {"alias": ["/mo"]}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    env.ok(&["trust", "grant"]);
+    let o = env.command(&["-p", "/mode"]).output().unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(!out(&o).contains("hello from"), "{}", out(&o));
+    assert!(out(&o).contains("mode: ask"), "{}", out(&o));
+    assert!(
+        err(&o).contains("/mode") && err(&o).contains(&dir.display().to_string()),
+        "{}",
+        err(&o)
+    );
+    let o = env.command(&["-p", "/trust"]).output().unwrap();
+    assert!(out(&o).contains("trusted"), "{}{}", out(&o), err(&o));
+    assert!(
+        err(&o).contains("commands.trust.enabled is only read from the global settings"),
+        "{}",
+        err(&o)
+    );
+    let o = env.command(&["-p", "/mo"]).output().unwrap();
+    assert!(err(&o).contains("unknown command /mo"), "{}", err(&o));
+}

@@ -366,30 +366,6 @@ impl Screen {
     }
 }
 
-/// A wasm custom section: the component stays valid and behaves the
-/// same, but its bytes (and digest) are not the ones pinned.
-fn custom_section(name: &str, payload: &[u8]) -> Vec<u8> {
-    fn leb(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
-    }
-    let mut body = Vec::new();
-    leb(name.len(), &mut body);
-    body.extend_from_slice(name.as_bytes());
-    body.extend_from_slice(payload);
-    let mut out = vec![0u8];
-    leb(body.len(), &mut out);
-    out.extend(body);
-    out
-}
-
 /// A command linked with `stud ext dev` is pinned when the session
 /// starts; its bytes swapped afterwards (no `/reload`, which re-reads and
 /// re-pins) are refused at its first use instead of run.
@@ -413,7 +389,7 @@ fn dev_bytes_swapped_after_the_session_pinned_them_are_refused() {
 
     let wasm = folder.join("fixture_greeter.wasm");
     let mut bytes = std::fs::read(&wasm).expect("read component");
-    bytes.extend(custom_section("swapped", b"after the pin"));
+    bytes.extend(common::custom_section("swapped", b"after the pin"));
     std::fs::write(&wasm, bytes).expect("swap component");
 
     stdin.write_all(b"/greet\n").expect("type");

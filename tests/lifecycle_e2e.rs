@@ -512,9 +512,52 @@ fn replace(path: &Path, bytes: &[u8]) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
+/// A headless turn (its script already written) in stream-json: after
+/// the n-th `tool.succeeded`, `on_output(n)` runs. Every event, and each
+/// tool output in order.
+fn run_counting(env: &Env, mut on_output: impl FnMut(usize)) -> (Vec<Value>, Vec<String>) {
+    use std::io::{BufRead, BufReader};
+    let mut child = env
+        .command(&["run", "-p", "--output-format", "stream-json", "go"])
+        .spawn()
+        .unwrap();
+    let mut events = Vec::new();
+    let mut outputs = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let Ok(ev) = serde_json::from_str::<Value>(&line.unwrap()) else {
+            continue;
+        };
+        if ev["event"] == "tool.succeeded" {
+            outputs.push(
+                ev["payload"]["output"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+            on_output(outputs.len());
+        }
+        events.push(ev);
+    }
+    assert!(child.wait().unwrap().success(), "{events:#?}");
+    (events, outputs)
+}
+
+/// The `(id, reason)` of each `extension.reload.refused`; none may be
+/// `extension.reloaded`.
+fn refusals(events: &[Value]) -> Vec<(String, String)> {
+    assert!(events.iter().all(|e| e["event"] != "extension.reloaded"));
+    events
+        .iter()
+        .filter(|e| e["event"] == "extension.reload.refused")
+        .map(|e| {
+            let text = |k: &str| e["payload"][k].as_str().unwrap_or_default().to_string();
+            (text("id"), text("reason"))
+        })
+        .collect()
+}
+
 #[test]
 fn a_tool_replaced_during_a_session_answers_anew_and_keeps_its_state() {
-    use std::io::{BufRead, BufReader};
     let env = Env::new();
     let dir = common::install_fixture(env.home.path(), "counter");
     let component = dir.join("fixture_counter.wasm");
@@ -525,40 +568,15 @@ fn a_tool_replaced_during_a_session_answers_anew_and_keeps_its_state() {
         {"text": "done"}
     ]});
     env.file("script.json", &turns.to_string());
-    let mut child = env
-        .command(&["run", "-p", "--output-format", "stream-json", "go"])
-        .spawn()
-        .unwrap();
-    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut events = Vec::new();
-    let mut outputs = Vec::new();
-    for line in lines {
-        let line = line.unwrap();
-        let Ok(ev) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        if ev["event"] == "tool.succeeded" {
-            outputs.push(
-                ev["payload"]["output"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-            );
-            match outputs.len() {
-                // During the next request's wait: a new version, then a
-                // broken one.
-                1 => replace(
-                    &component,
-                    &std::fs::read(common::wasm("fixture_counter_v2.wasm")).unwrap(),
-                ),
-                2 => replace(&component, b"not a component"),
-                _ => {}
-            }
-        }
-        events.push(ev);
-    }
-    let status = child.wait().unwrap();
-    assert!(status.success());
+    let (events, outputs) = run_counting(&env, |n| match n {
+        // During the next request's wait: a new version, then a broken one.
+        1 => replace(
+            &component,
+            &std::fs::read(common::wasm("fixture_counter_v2.wasm")).unwrap(),
+        ),
+        2 => replace(&component, b"not a component"),
+        _ => {}
+    });
     assert_eq!(
         outputs,
         ["v1 count=1", "v2 count=2", "v2 count=3"],
@@ -623,7 +641,6 @@ fn a_tool_replaced_during_a_session_answers_anew_and_keeps_its_state() {
 /// the old version keeps serving and the refusal says what it asked for.
 #[test]
 fn a_reload_that_asks_for_more_is_refused_headless() {
-    use std::io::{BufRead, BufReader};
     let env = Env::new();
     let dir = common::install_fixture(env.home.path(), "counter");
     let turns = json!({"turns": [
@@ -635,48 +652,76 @@ fn a_reload_that_asks_for_more_is_refused_headless() {
     let grown = std::fs::read_to_string(common::fixture_dir("counter-v2").join("extension.toml"))
         .unwrap()
         .replace("fixture_counter_v2.wasm", "fixture_counter.wasm");
-    let mut child = env
-        .command(&["run", "-p", "--output-format", "stream-json", "go"])
-        .spawn()
-        .unwrap();
-    let mut events = Vec::new();
-    let mut outputs = Vec::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let Ok(ev) = serde_json::from_str::<Value>(&line.unwrap()) else {
-            continue;
-        };
-        if ev["event"] == "tool.succeeded" {
-            outputs.push(
-                ev["payload"]["output"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
+    let (events, outputs) = run_counting(&env, |n| {
+        if n == 1 {
+            replace(&dir.join("extension.toml"), grown.as_bytes());
+            replace(
+                &dir.join("fixture_counter.wasm"),
+                &std::fs::read(common::wasm("fixture_counter_v2.wasm")).unwrap(),
             );
-            if outputs.len() == 1 {
-                replace(&dir.join("extension.toml"), grown.as_bytes());
-                replace(
-                    &dir.join("fixture_counter.wasm"),
-                    &std::fs::read(common::wasm("fixture_counter_v2.wasm")).unwrap(),
-                );
-            }
         }
-        events.push(ev);
-    }
-    assert!(child.wait().unwrap().success());
+    });
     assert_eq!(outputs, ["v1 count=1", "v1 count=2"], "{events:#?}");
-    assert!(events.iter().all(|e| e["event"] != "extension.reloaded"));
-    let refused: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["event"] == "extension.reload.refused")
-        .collect();
+    let refused = refusals(&events);
     assert!(
-        refused.iter().any(|e| {
-            let reason = e["payload"]["reason"].as_str().unwrap_or_default();
+        refused.iter().any(|(_, reason)| {
             reason.contains("asks for more than it was granted")
                 && reason.contains("connect to example.com")
         }),
         "{refused:#?}"
     );
+}
+
+/// The attack (issue 34, review two): a trusted project's extension is
+/// replaced while a session runs (an allowlisted `git pull` brings new
+/// code for `.stud/extensions/counter/`). Its capabilities are the same,
+/// so no growth question comes; before, the new code was swapped in at
+/// the next stage boundary although nobody reviewed it. A project
+/// extension now reloads only when the project's trust review, as it is
+/// now, is the one the user accepted and lists these very bytes: here it
+/// is refused, saying to run `stud trust grant`, and the old version goes
+/// on. Accepted (`stud trust grant` meanwhile), the same change reloads.
+#[test]
+fn a_project_extension_changed_during_a_session_is_not_swapped_in_unreviewed() {
+    let env = Env::new();
+    let dir = env.project.path().join(".stud/extensions/counter");
+    std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+    std::fs::rename(common::install_fixture(env.home.path(), "counter"), &dir).unwrap();
+    env.ok(&["trust", "grant"]);
+    let turns = json!({"turns": [
+        {"text": "", "tool_calls": [call("counter", json!({}))]},
+        {"text": "", "sleep_ms": 2500, "tool_calls": [call("counter", json!({}))]},
+        {"text": "done"}
+    ]});
+    env.file("script.json", &turns.to_string());
+    let component = dir.join("fixture_counter.wasm");
+    let v2 = std::fs::read(common::wasm("fixture_counter_v2.wasm")).unwrap();
+    let (events, outputs) = run_counting(&env, |n| {
+        if n == 1 {
+            replace(&component, &v2);
+        }
+    });
+    assert_eq!(outputs, ["v1 count=1", "v1 count=2"], "{events:#?}");
+    let refused = refusals(&events);
+    assert!(
+        refused.iter().any(|(id, reason)| {
+            id == "counter"
+                && reason.contains("trust review")
+                && reason.contains("stud trust grant")
+        }),
+        "{refused:#?}"
+    );
+
+    // Reviewed and accepted: the change the user saw is taken up.
+    std::fs::copy(common::wasm("fixture_counter.wasm"), &component).unwrap();
+    env.ok(&["trust", "grant"]);
+    let (events, outputs) = run_counting(&env, |n| {
+        if n == 1 {
+            replace(&component, &v2);
+            env.ok(&["trust", "grant"]);
+        }
+    });
+    assert_eq!(outputs, ["v1 count=1", "v2 count=2"], "{events:#?}");
 }
 
 #[test]

@@ -1125,3 +1125,72 @@ fn a_server_killed_mid_session_is_restarted_and_the_next_call_succeeds() {
         "{all}"
     );
 }
+
+/// The attack (issue 34, review two): a repository's `.mcp.json` sets
+/// `trustReadOnlyHints: true` on its server. The flag counted in the trust
+/// digest but no listing or trust question showed it, and ask mode then
+/// ran every tool the server called read-only without asking. Only the
+/// user's global settings may make a server's hints count: a project's
+/// flag is ignored, and listings and questions say so; the user's own
+/// flag is shown where it applies.
+#[test]
+fn a_project_cannot_make_a_servers_read_only_hints_skip_approvals() {
+    let env = StudEnv::new();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("mcp__everything__echo", json!({"message": "unasked"}))]},
+            {"text": "the server said: {{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    std::fs::create_dir_all(env.project.path().join(".stud")).unwrap();
+    let mut entry = everything_entry();
+    entry["trustReadOnlyHints"] = json!(true);
+    env.file(
+        ".mcp.json",
+        &json!({"mcpServers": {"everything": entry}}).to_string(),
+    );
+    env.ok(&["trust", "grant"]);
+    let trusted = env.ok(&["mcp", "trust", "everything"]);
+    let out = env
+        .command(&["run", "-p", "--output-format", "stream-json", "echo it"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        events_named(&stdout, "tool.succeeded").is_empty(),
+        "the hint skipped the approval: {stdout}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "halted for an approval: {stdout}"
+    );
+    assert!(
+        trusted.contains("trustReadOnlyHints") && trusted.contains("ignored"),
+        "{trusted}"
+    );
+    let shown = env.ok(&["mcp", "list"]);
+    assert!(
+        shown.contains("trustReadOnlyHints") && shown.contains("ignored"),
+        "{shown}"
+    );
+
+    // The same flag in the user's own settings counts, and is shown.
+    std::fs::remove_file(env.project.path().join(".mcp.json")).unwrap();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("mcp__everything__echo", json!({"message": "mine"}))]},
+            {"text": "the server said: {{tool_results}}"}
+        ]),
+        json!({"mcpServers": {"everything": entry}}),
+    );
+    env.ok(&["mcp", "trust", "everything"]);
+    let shown = env.ok(&["mcp", "list"]);
+    assert!(
+        shown.contains("trustReadOnlyHints") && shown.contains("without asking"),
+        "{shown}"
+    );
+    let (_, stdout) = headless(&env, "echo it");
+    assert_eq!(events_named(&stdout, "tool.succeeded").len(), 1, "{stdout}");
+}

@@ -305,26 +305,17 @@ fn planted_symlinks_do_not_redirect_the_trust_list() {
     assert!(env.ok(&["trust", "list"]).contains("trusted"));
 }
 
-/// A trusted repository shadows `/sm` with a command of its own (here the
-/// bundled `/sm` component itself, under a project manifest). The person
-/// types `/sm plan-build-review` as always; attaching a state machine
-/// would hand tool approvals to the repository's stage envelopes, so the
-/// kernel refuses the action for a project-scope command.
+/// A trusted repository ships a command of its own that asks the kernel
+/// to attach a state machine (the `greeter` fixture's `attach ID`; a
+/// project command may not take the bundled `/sm`'s name at all,
+/// `commands_e2e`). Attaching a state machine would hand tool approvals to
+/// the repository's stage envelopes, so the kernel refuses the action for
+/// a project-scope command.
 #[test]
 fn a_project_command_cannot_attach_a_state_machine() {
     let env = StudEnv::new();
     env.script(json!([{"text": "never asked"}]), json!({}));
-    let dir = env.project.path().join(".stud/extensions/sm-shadow");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    std::fs::copy(common::wasm("stud_cmd_sm.wasm"), dir.join("sm.wasm")).expect("copy");
-    let bundled = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sm/extension.toml"),
-    )
-    .expect("bundled manifest");
-    let manifest = bundled
-        .replace("id = \"sm\"", "id = \"sm-shadow\"")
-        .replace("stud_cmd_sm.wasm", "sm.wasm");
-    std::fs::write(dir.join("extension.toml"), manifest).expect("manifest");
+    project_extension(&env, "greeter", "sm-shadow");
     let shown = env.ok(&["trust", "grant"]);
     assert!(shown.contains("sm-shadow"), "{shown}");
 
@@ -334,7 +325,7 @@ fn a_project_command_cannot_attach_a_state_machine() {
             "-p",
             "--output-format",
             "stream-json",
-            "/sm plan-build-review",
+            "/greet attach plan-build-review",
         ])
         .output()
         .expect("run stud");

@@ -205,6 +205,23 @@ fn sigkill_mid_turn_loses_no_persisted_message_and_leaves_no_orphan_call() {
     assert_eq!(shown.matches("\"working\"").count(), 1, "{shown}");
 }
 
+/// The bundled `filesystem` store's component under the id `id`, in
+/// `<extensions>/<id>/` (so with a data folder of its own).
+fn store_copy(extensions: &Path, id: &str) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/filesystem-store");
+    let dest = extensions.join(id);
+    std::fs::create_dir_all(&dest).unwrap();
+    let manifest = std::fs::read_to_string(src.join("extension.toml"))
+        .unwrap()
+        .replace("id = \"filesystem\"", &format!("id = \"{id}\""));
+    std::fs::write(dest.join("extension.toml"), manifest).unwrap();
+    std::fs::copy(
+        common::wasm("stud_filesystem_store.wasm"),
+        dest.join("stud_filesystem_store.wasm"),
+    )
+    .unwrap();
+}
+
 #[test]
 fn resuming_with_another_store_is_a_mismatch() {
     let env = Env::new(json!([{"text": "one"}, {"text": "two"}]), json!({}));
@@ -212,18 +229,7 @@ fn resuming_with_another_store_is_a_mismatch() {
     let id = env.only_session();
     // A second store (the same component under another id, so with its
     // own data folder), made the active one.
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/filesystem-store");
-    let dest = env.home.path().join("extensions").join("other-store");
-    std::fs::create_dir_all(&dest).unwrap();
-    let manifest = std::fs::read_to_string(src.join("extension.toml"))
-        .unwrap()
-        .replace("id = \"filesystem\"", "id = \"other-store\"");
-    std::fs::write(dest.join("extension.toml"), manifest).unwrap();
-    std::fs::copy(
-        common::wasm("stud_filesystem_store.wasm"),
-        dest.join("stud_filesystem_store.wasm"),
-    )
-    .unwrap();
+    store_copy(&env.home.path().join("extensions"), "other-store");
     env.scripted_settings(json!({"active": {"sessionStore": "other-store"}}));
     let expected = format!("session `{id}` was written by the session store `filesystem`");
     for args in [
@@ -644,4 +650,60 @@ fn a_session_is_open_in_one_process_at_a_time() {
     let rest: Vec<String> = rest.map_while(Result::ok).collect();
     assert!(slow.wait().expect("wait").success(), "{rest:?}");
     assert_eq!(env.ok(&["run", "-p", "-c", "third"]).trim(), "three");
+}
+
+/// Every session folder a store under `data/project/` keeps (a project
+/// extension's data folder).
+fn project_store_sessions(env: &Env) -> Vec<String> {
+    let mut found = Vec::new();
+    common::walk(&env.home.path().join("data/project"), &mut |p| {
+        if p.ends_with("manifest.json") {
+            found.push(p.display().to_string());
+        }
+    });
+    found
+}
+
+/// The attack (issue 34, review two): a trusted project ships a session
+/// store of its own and names it in `active.sessionStore`. A store writes
+/// the manifests resume believes (the state machine a session ran, the
+/// project root the same-folder check compares), so a project's store
+/// could forge them. `active.sessionStore` is read from the global
+/// settings only, and a project's store is never chosen by default, not
+/// even when the user's own failed to load.
+#[test]
+fn a_project_cannot_choose_the_session_store() {
+    let env = Env::new(json!([{"text": "one"}, {"text": "two"}]), json!({}));
+    let stud = env.project.path().join(".stud");
+    store_copy(&stud.join("extensions"), "team-store");
+    std::fs::write(
+        stud.join("settings.json"),
+        json!({"active": {"sessionStore": "team-store"}}).to_string(),
+    )
+    .unwrap();
+    env.ok(&["trust", "grant"]);
+    let out = env.run(&["run", "-p", "first"], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        project_store_sessions(&env).is_empty(),
+        "the project's store kept the session: {stderr}"
+    );
+    env.only_session();
+    assert!(
+        stderr.contains("active.sessionStore is only read from the global settings"),
+        "{stderr}"
+    );
+
+    // The user's store fails to load (a bad config of theirs): no store
+    // keeps the session, rather than the project's.
+    env.scripted_settings(json!({"sessionStores": {"filesystem": {"fsync": "yes"}}}));
+    let out = env.run(&["run", "-p", "second"], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("`filesystem`"), "{stderr}");
+    assert!(
+        project_store_sessions(&env).is_empty(),
+        "the project's store kept the session: {stderr}"
+    );
 }

@@ -682,3 +682,101 @@ fn a_project_cannot_attach_a_state_machine() {
     assert_eq!(out.status.code(), Some(3), "{text}");
     assert!(!env.project.path().join("pwned.txt").exists());
 }
+
+/// A session that ran the user's global `workflow` to its end (one stage
+/// `a` that approves nothing), whose lane plays `a_turns` (the first of
+/// them in that run).
+fn finished_workflow_session(a_turns: Value) -> StudEnv {
+    let env = workflow_env(
+        json!({"entry": "a", "stages": [{"id": "a", "allowedTools": [], "turnCap": 2}]}),
+        json!({ "a": a_turns }),
+        Value::Null,
+    );
+    let (_, _, res) = run_sm(&env, &[]);
+    assert_eq!(res["status"], "ok", "{res}");
+    env
+}
+
+/// The attack (issue 34, review two): the user's session ran their global
+/// state machine `workflow`; a trusted project then brings a `workflow`
+/// of its own, with settings whose stage approves `write`. Before, `stud
+/// -c` looked the recorded id up among everything loaded and attached the
+/// project's machine, whose envelope approved the write unasked. The
+/// session's manifest records the machine as (scope, id, digest); a
+/// resume attaches only a bundled or global one that is still that one,
+/// and a project's settings never configure a state machine
+/// (`stateMachines.*` is global only).
+#[test]
+fn a_resumed_session_never_attaches_a_projects_state_machine_in_place_of_the_users() {
+    let write = json!({"text": "", "tool_calls": [tool("w", "write", json!({"path": "pwned.txt", "content": "x"}))]});
+    let done = json!({"text": "", "tool_calls": [tool("d", "done", json!({}))]});
+    let env = finished_workflow_session(json!([done, write, done]));
+    let stud = env.project.path().join(".stud");
+    common::install_fixture(&stud, "workflow");
+    std::fs::write(
+        stud.join("settings.json"),
+        json!({"stateMachines": {"workflow": {"entry": "a", "stages": [{"id": "a", "allowedTools": ["write"], "turnCap": 3}]}}})
+            .to_string(),
+    )
+    .unwrap();
+    env.ok(&["trust", "grant"]);
+    let out = env
+        .command(&["run", "-p", "-c", "--output-format", "stream-json", "again"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !env.project.path().join("pwned.txt").exists(),
+        "the project's stage approved the write: {text}"
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        named(&events(&text), "workflow.attached").is_empty(),
+        "{text}"
+    );
+    assert!(
+        err.contains("`workflow`") && err.contains("project") && err.contains("--sm workflow"),
+        "{err}"
+    );
+    let manifest = manifest_of(&env);
+    assert_eq!(manifest["state_machine"]["scope"], "global", "{manifest}");
+}
+
+/// The manifest of the one session kept by the bundled store.
+fn manifest_of(env: &StudEnv) -> Value {
+    let dir = env.home.path().join("data/filesystem");
+    let session = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().is_dir())
+        .expect("a kept session")
+        .path();
+    serde_json::from_str(&std::fs::read_to_string(session.join("manifest.json")).unwrap()).unwrap()
+}
+
+/// The state machine a session ran changed since (other bytes under the
+/// same id): a plain resume does not take the new code for the old; it
+/// says so, and `--sm` takes it knowingly.
+#[test]
+fn a_resume_refuses_a_state_machine_that_changed_since_unless_named() {
+    let done = json!({"text": "", "tool_calls": [tool("d", "done", json!({}))]});
+    let env = finished_workflow_session(json!([done, done]));
+    let wasm = env
+        .home
+        .path()
+        .join("extensions/workflow/fixture_workflow.wasm");
+    let mut bytes = std::fs::read(&wasm).unwrap();
+    bytes.extend(common::custom_section("changed", b"since the session"));
+    std::fs::write(&wasm, bytes).unwrap();
+    let out = env.command(&["run", "-p", "-c", "again"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`workflow`") && err.contains("changed") && err.contains("--sm workflow"),
+        "{err}"
+    );
+    let (_, evs, res) = run_sm(&env, &["-c"]);
+    assert_eq!(res["status"], "ok", "{res}");
+    assert_eq!(named(&evs, "workflow.attached").len(), 1);
+}

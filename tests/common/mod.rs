@@ -255,3 +255,27 @@ pub fn reads_then_answers() -> StudEnv {
     env.file("a.txt", "alpha\n");
     env
 }
+
+/// A wasm custom section: the component stays valid and behaves the
+/// same, but its bytes (and digest) are not the ones pinned.
+pub fn custom_section(name: &str, payload: &[u8]) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let mut body = Vec::new();
+    leb(name.len(), &mut body);
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(payload);
+    let mut out = vec![0u8];
+    leb(body.len(), &mut out);
+    out.extend(body);
+    out
+}

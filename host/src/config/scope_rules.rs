@@ -119,7 +119,7 @@ pub const RULES: &[(&str, ScopeRule)] = {
         ("active.temperature", Free),
         ("active.thinking", Free),
         ("active.cacheHints", Free),
-        ("active.sessionStore", Free),
+        ("active.sessionStore", GlobalOnly),
         ("active.interactor", GlobalOnly),
         ("active.stateMachine", GlobalOnly),
         ("systemPrompt", Free),
@@ -131,8 +131,10 @@ pub const RULES: &[(&str, ScopeRule)] = {
         ("loggers.*", Reviewed),
         ("contextProviders.*", Reviewed),
         ("commands.*", Free),
+        ("commands.*.enabled", GlobalOnly),
+        ("commands.*.alias", GlobalOnly),
         ("sessionStores.*", Free),
-        ("stateMachines.*", Free),
+        ("stateMachines.*", GlobalOnly),
         ("ordering.hooks", Free),
         ("network.*", Reviewed),
         ("secrets", GlobalOnly),
@@ -281,11 +283,40 @@ fn walk(
                 }
             }
         } else if let Some(child) = map.get_mut(&key) {
+            let entry = path.len() == 2 && BY_ID.contains(&path[0].as_str());
             walk(child, global, path, accepted, out);
+            if entry {
+                let at: Vec<&str> = path.iter().map(String::as_str).collect();
+                keep_global_only(child, global_at(global, &at), &at);
+            }
         }
         path.pop();
     }
     drop_empty(map);
+}
+
+/// A project's entry of a map merged by id replaces the user's whole, so
+/// leaving a global-only key out (or `"disable": true`, which drops the
+/// entry) would drop the user's value of it (`commands.<id>.enabled`):
+/// the user's global-only values are carried into the project's entry.
+fn keep_global_only(entry: &mut Value, theirs: Option<&Value>, at: &[&str]) {
+    let (Value::Object(entry), Some(Value::Object(theirs))) = (entry, theirs) else {
+        return;
+    };
+    let mut kept = false;
+    for (key, value) in theirs {
+        let path = [at[0], at[1], key.as_str()];
+        let global_only = RULES
+            .iter()
+            .any(|(p, r)| *r == ScopeRule::GlobalOnly && names(p, &path));
+        if global_only && !entry.contains_key(key) {
+            entry.insert(key.clone(), value.clone());
+            kept = true;
+        }
+    }
+    if kept {
+        entry.remove("disable");
+    }
 }
 
 /// `securityMode: {}` left behind would not parse (it needs a mode); other
@@ -519,6 +550,32 @@ mod tests {
         let mut again = json!({"hooks": {"h": {"a": 2}}});
         assert_eq!(apply(&mut again, &global, true), Applied::default());
         assert_eq!(again, json!({"hooks": {"h": {"a": 2}}}));
+    }
+
+    #[test]
+    fn a_project_entry_cannot_drop_the_users_global_only_keys() {
+        let global = json!({"commands": {
+            "trust": {"enabled": false},
+            "model": {"alias": ["/m"], "x": 1},
+            "cost": {"y": 2}
+        }});
+        let mut project = json!({"commands": {
+            "trust": {"disable": true},
+            "model": {"x": 3, "alias": ["/mode"]},
+            "cost": {"disable": true},
+            "mine": {"enabled": false}
+        }});
+        let applied = apply(&mut project, &global, true);
+        assert_eq!(
+            project,
+            json!({"commands": {
+                "trust": {"enabled": false},
+                "model": {"x": 3, "alias": ["/m"]},
+                "cost": {"disable": true},
+                "mine": {}
+            }})
+        );
+        assert_eq!(applied.ignored.len(), 2, "{:?}", applied.ignored);
     }
 
     /// Every key the settings types accept, found by deserializing

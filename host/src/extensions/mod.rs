@@ -1,6 +1,7 @@
 //! Finding extensions (bundled, global; project once trust exists) and
 //! loading them into the runtime.
 
+pub mod accepted;
 pub mod cargo_build;
 pub mod consent;
 pub mod deps;

@@ -242,6 +242,23 @@ impl ProjectReview {
         Sha256Digest::of(text.as_bytes()).to_string()
     }
 
+    /// Whether the review lists extension `d` as it is: same id, kind,
+    /// version, component digest and capabilities (what it replaces aside,
+    /// which is about the user's extension, not this one).
+    pub fn lists(&self, d: &Discovered) -> bool {
+        let wanted = extension_item(d, &[]);
+        self.items.iter().any(|item| match item {
+            ReviewItem::Extension { .. } => {
+                let mut item = item.clone();
+                if let ReviewItem::Extension { replaces, .. } = &mut item {
+                    *replaces = None;
+                }
+                item == wanted
+            }
+            _ => false,
+        })
+    }
+
     /// Every item in plain words.
     pub fn lines(&self) -> Vec<String> {
         self.items.iter().flat_map(ReviewItem::describe).collect()

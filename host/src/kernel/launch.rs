@@ -581,6 +581,13 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         .clone()
         .or(profile_of(&set).and_then(|p| p.state_machine.clone()))
         .or(settings.active.state_machine.clone());
+    // Settings or a profile naming the machine a resumed session ran add
+    // nothing to its record, which decides (and is checked against what
+    // is loaded); only `--sm` takes what is loaded now knowingly.
+    let wanted = match (&wanted, &recorded) {
+        (Some(w), Some(Some(r))) if opts.state_machine.is_none() && *w == r.id => None,
+        _ => wanted,
+    };
     // A state machine's stage envelopes approve tools: one your settings
     // or profile name must be yours, not a project's under the same id.
     if let Some(id) = &wanted
@@ -1036,8 +1043,12 @@ fn interactions(
     ))
 }
 
-/// The session store: `active.sessionStore` (one the file that names it
-/// may name), else the first loaded.
+/// The session store: `active.sessionStore` (global settings only, so
+/// never a project's store), else the first bundled or global one loaded.
+/// A store writes the manifests resume believes (the state machine a
+/// session ran, its project root), so a project's store is never chosen
+/// by default, not even when the user's own failed to load: then no store
+/// keeps the session.
 fn choose_store(
     settings: &Settings,
     named_by: NamedBy,
@@ -1064,6 +1075,6 @@ fn choose_store(
                     ))
                 })?
         }),
-        None => stores.first().cloned(),
+        None => stores.iter().find(|s| s.scope <= Scope::Global).cloned(),
     })
 }

@@ -627,9 +627,9 @@ pub fn tool_specs(link: &Arc<McpLink>, listed: Vec<Tool>) -> (NewTools, Vec<Stri
             description: format!("[MCP server `{}`] {description}", server.id),
             parameters: serde_json::to_string(&*t.input_schema)
                 .unwrap_or_else(|_| "{\"type\":\"object\"}".into()),
-            // A server's hint skips approvals only where the user said
-            // its hints are to be believed.
-            read_only: hint && server.trust_read_only_hints,
+            // A server's hint skips approvals only where the user's own
+            // settings said its hints are to be believed.
+            read_only: hint && server.hints_trusted(),
         };
         tools.push((Arc::new(McpTool::new(&t.name, link.clone())), spec));
     }

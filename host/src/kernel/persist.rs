@@ -75,8 +75,8 @@ pub struct Resumed {
     pub repaired: Vec<Message>,
     pub drift: Vec<String>,
     pub title: String,
-    /// The state machine the session ran (`id`), if any.
-    pub state_machine: Option<String>,
+    /// The state machine the session ran, if any.
+    pub state_machine: Option<super::workflow::attach::Recorded>,
     /// Its newest position (the workflow slot).
     pub position: Option<super::workflow::Position>,
     /// The extension set it was started with, if one was chosen.
@@ -268,7 +268,7 @@ pub async fn read(
         repaired,
         drift,
         title: manifest["title"].as_str().unwrap_or_default().to_string(),
-        state_machine: manifest["state_machine"]["id"].as_str().map(str::to_string),
+        state_machine: super::workflow::attach::Recorded::from_manifest(&manifest["state_machine"]),
         position: super::workflow::Position::latest(&data.records),
         extension_set: serde_json::from_value(manifest["extension_set"].clone()).ok(),
     })

@@ -7,7 +7,9 @@
 //! old version and says why. Every step is an event. Each rescan
 //! pins what it reads (`discovery::pinned`): what is compiled is the
 //! version announced by `extension.reload.requested`, never bytes swapped
-//! in between.
+//! in between. A project's extension reloads only as the project's
+//! accepted trust review lists it (`extensions::accepted`): a change a
+//! `git pull` brings is not run unreviewed.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -16,6 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::events::Bus;
 use crate::digest::Sha256Digest;
+use crate::extensions::accepted::Accepted;
 use crate::extensions::{Discovery, ProjectScope, Registry, Scope};
 use crate::manifest::{Manifest, ReloadBehavior};
 use crate::paths::StudHome;
@@ -46,6 +49,9 @@ pub struct Reloader {
     failed: Mutex<HashMap<String, Failed>>,
     /// Extensions that appeared during the session, announced once each.
     new_seen: Mutex<HashSet<String>>,
+    /// Project versions refused as unreviewed, announced once each (until
+    /// `/reload` looks again).
+    unreviewed: Mutex<HashSet<(String, Sha256Digest)>>,
     /// The scope each loaded id came from: its grants, secrets and data
     /// are bound to it, so a version from another scope is a different
     /// extension, not a reload.
@@ -91,6 +97,7 @@ impl Reloader {
             pending: Mutex::default(),
             failed: Mutex::default(),
             new_seen: Mutex::default(),
+            unreviewed: Mutex::default(),
             scopes,
         })
     }
@@ -122,7 +129,13 @@ impl Reloader {
             let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
             if retry_failed {
                 failed.clear();
+                self.unreviewed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clear();
             }
+            // Read when a project extension changed, once per scan.
+            let mut accepted: Option<Accepted> = None;
             // Read under `pending`: a swap updates `loaded` before it
             // clears `pending`, so a change is never seen as new twice.
             let loaded = self
@@ -175,6 +188,21 @@ KernelEvent::ExtensionReloadRefused {
                     .get(&id)
                     .is_some_and(|f| f.digest == new && f.manifest == d.manifest);
                 if new == current.digest || pending.get(&id) == Some(&new) || tried {
+                    continue;
+                }
+                let review =
+                    accepted.get_or_insert_with(|| Accepted::read(self.home.root(), &self.project));
+                if let Err(not) = review.admits(d) {
+                    let mut told = self.unreviewed.lock().unwrap_or_else(|p| p.into_inner());
+                    if told.insert((id.clone(), new.clone())) {
+                        self.bus.record(KernelEvent::ExtensionReloadRefused {
+                            id: id.clone(),
+                            reason: not.refusal(
+                                &id,
+                                "The version this session started with keeps running.",
+                            ),
+                        });
+                    }
                     continue;
                 }
                 if current.manifest.reload == ReloadBehavior::Never {

@@ -55,7 +55,7 @@ impl Session {
             "extension_set": self.extension_set,
             "agent": self.lineage.parent.as_ref().map(|_| json!({"path": self.lineage.path, "depth": self.lineage.depth})),
             "parent": self.lineage.parent.as_ref().map(|p| json!({"session_id": p.session_id, "call_id": p.call_id, "agent": p.agent})),
-            "state_machine": self.workflow.as_ref().map(|w| json!({"id": w.workflow.sm.id().as_str(), "sha256": w.workflow.sm.digest.to_string()})),
+            "state_machine": self.workflow.as_ref().map(|w| json!({"id": w.workflow.sm.id().as_str(), "scope": w.workflow.sm.scope.as_str(), "sha256": w.workflow.sm.digest.to_string()})),
         });
         // Nothing but the time changed: the stored one is still true.
         let unchanged = manifest.to_string();

@@ -148,8 +148,8 @@ pub struct McpServer {
     /// The file it was read from, for messages.
     pub file: PathBuf,
     pub transport: Transport,
-    /// The user marked this server's `readOnlyHint`s as trustworthy for
-    /// approvals (`"trustReadOnlyHints": true`).
+    /// The entry says `"trustReadOnlyHints": true`. It counts only in the
+    /// user's global settings ([`Self::hints_trusted`]).
     pub trust_read_only_hints: bool,
     /// How long it may take to start (`"startTimeoutMs"`); not part of the
     /// trust digest (it changes nothing the server may do).
@@ -233,17 +233,41 @@ impl McpServer {
         }
     }
 
+    /// Whether the server's `readOnlyHint`s skip approvals (a tool it
+    /// calls read-only runs unasked in ask mode): only when the user's own
+    /// global settings say so. A repository's `.mcp.json` (or an editor)
+    /// setting the flag would let the server decide which of its calls
+    /// nobody is asked about.
+    pub fn hints_trusted(&self) -> bool {
+        self.trust_read_only_hints && self.scope == McpScope::Global
+    }
+
     /// One line per `env` entry with power over what the server runs
     /// (`LD_PRELOAD`, `NODE_OPTIONS`, `PATH`, `PYTHON*`, `GIT_*`, ...):
-    /// "`LD_PRELOAD` changes which code the server runs". Shown with every
-    /// trust question and listing, whatever the scope.
+    /// "`LD_PRELOAD` changes which code the server runs", and one for
+    /// `trustReadOnlyHints` (what it does, or that it is ignored). Shown
+    /// with every trust question and listing, whatever the scope.
     pub fn warnings(&self) -> Vec<String> {
-        let Transport::Stdio { env, .. } = &self.transport else {
-            return Vec::new();
+        let mut lines: Vec<String> = match &self.transport {
+            Transport::Stdio { env, .. } => env
+                .keys()
+                .filter_map(|name| power(name).map(|p| format!("`{}` {}", word(name), p.says())))
+                .collect(),
+            Transport::Http { .. } => Vec::new(),
         };
-        env.keys()
-            .filter_map(|name| power(name).map(|p| format!("`{}` {}", word(name), p.says())))
-            .collect()
+        if self.hints_trusted() {
+            lines.push(
+                "`trustReadOnlyHints`: tools this server calls read-only run without asking in ask mode"
+                    .into(),
+            );
+        } else if self.trust_read_only_hints {
+            lines.push(format!(
+                "`trustReadOnlyHints` is ignored: it is set in {} ({} scope), and only your global settings may let a server's read-only hints skip approvals",
+                self.file.display(),
+                self.scope.as_str()
+            ));
+        }
+        lines
     }
 }
 
@@ -684,6 +708,28 @@ mod tests {
         );
         assert_eq!(ok[0].describe(), "node (env: LD_PRELOAD=<literal>)");
         assert_eq!(ok[0].warnings().len(), 1);
+    }
+
+    /// `trustReadOnlyHints` counts only in the user's global settings, and
+    /// every listing says what it does or that it is ignored.
+    #[test]
+    fn only_the_users_settings_make_read_only_hints_count() {
+        let entry = json!({"s": {"command": "srv", "trustReadOnlyHints": true}});
+        let (global, _) = parse(entry.clone(), McpScope::Global);
+        assert!(global[0].hints_trusted());
+        assert!(global[0].warnings()[0].contains("run without asking"));
+        for scope in [
+            McpScope::Project(PathBuf::from("/repo")),
+            McpScope::Editor(PathBuf::from("/repo")),
+        ] {
+            let (ok, _) = parse(entry.clone(), scope);
+            assert!(!ok[0].hints_trusted());
+            assert!(
+                ok[0].warnings()[0].contains("is ignored"),
+                "{:?}",
+                ok[0].warnings()
+            );
+        }
     }
 
     /// `__` separates server and tool in `mcp__<server>__<tool>`: an id

@@ -242,33 +242,6 @@ impl Commands {
             )),
         }
     }
-
-    /// `/reload`: rescan extensions (swapped in at the next stage
-    /// boundary) and forget command instances, so the next dispatch loads
-    /// (and verifies) what is on disk now.
-    fn reload(&mut self, reloader: Option<&crate::kernel::reload::Reloader>) -> String {
-        if let Some(r) = reloader {
-            r.rescan(true);
-        }
-        self.instances.clear();
-        self.rediscover();
-        "looking for changed extensions; they are swapped in at the next stage boundary".into()
-    }
-
-    /// Read the command set again (after `/reload`): commands added,
-    /// removed or renamed on disk take effect at once.
-    fn rediscover(&mut self) {
-        let discovery = crate::extensions::Discovery::scan(&self.env.home, &self.env.project);
-        let (catalogue, warnings) = super::Catalogue::build(&discovery.found, &self.settings);
-        for w in warnings {
-            self.bus.publish(KernelEvent::Diagnostic {
-                level: "warn".into(),
-                message: w,
-            });
-        }
-        self.catalogue = catalogue;
-        self.env.found = discovery.found;
-    }
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<String, ExtError> {

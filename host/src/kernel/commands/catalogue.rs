@@ -2,8 +2,12 @@
 //! found (nothing is instantiated) and the user's `commands.<id>` settings:
 //! `enabled = false` drops a command, `alias = ["m"]` adds names. A name
 //! declared twice in one scope is a load error for both (neither is
-//! clearly meant); across scopes the higher one shadows (project > global
-//! > bundled).
+//! clearly meant); across the user's scopes the higher one shadows (a
+//! global command may replace a bundled one: the user's choice). A
+//! project's command never takes the name or alias of one of the user's
+//! (bundled or global) commands: a repository could otherwise answer
+//! `/mode` or `/trust` with a made-up status. It is refused with a warning
+//! naming its folder, and the user's command answers.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -58,6 +62,7 @@ impl Catalogue {
         settings: &HashMap<String, Value>,
     ) -> (Catalogue, Vec<String>) {
         let mut warnings = Vec::new();
+        let users = users_names(found, settings);
         let mut by_name: BTreeMap<CommandName, Vec<Entry>> = BTreeMap::new();
         for d in found {
             let (Kind::Command, Some(decl)) = (d.manifest.kind, &d.manifest.command) else {
@@ -68,7 +73,18 @@ impl Catalogue {
             if prefs.and_then(|p| p.get("enabled")) == Some(&Value::Bool(false)) {
                 continue;
             }
-            let aliases = aliases(id, prefs, &mut warnings);
+            let mut aliases = aliases(id, prefs, &mut warnings);
+            if d.scope > Scope::Global {
+                if let Some(theirs) = users.get(&decl.name) {
+                    warnings.push(format!(
+                        "{}: the project's command {} (`{id}`) takes the name of your {theirs}; a project's command never replaces one of yours, so it is not loaded (yours answers). Rename it ([command] name in that file)",
+                        d.location.join("extension.toml").display(),
+                        decl.name
+                    ));
+                    continue;
+                }
+                aliases.retain(|a| !users.contains_key(a));
+            }
             by_name.entry(decl.name.clone()).or_default().push(Entry {
                 name: decl.name.clone(),
                 aliases,
@@ -138,6 +154,28 @@ impl Catalogue {
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         scored.into_iter().map(|(_, n)| n).take(3).collect()
     }
+}
+
+/// Every name and alias of the user's own (bundled and global) commands,
+/// disabled ones included, with what it names ("bundled command /mode
+/// (`mode`)").
+fn users_names(
+    found: &[Discovered],
+    settings: &HashMap<String, Value>,
+) -> BTreeMap<CommandName, String> {
+    let mut names = BTreeMap::new();
+    for d in found.iter().filter(|d| d.scope <= Scope::Global) {
+        let (Kind::Command, Some(decl)) = (d.manifest.kind, &d.manifest.command) else {
+            continue;
+        };
+        let id = d.manifest.id.as_str();
+        let what = format!("{} command {} (`{id}`)", d.scope, decl.name);
+        for alias in aliases(id, settings.get(id), &mut Vec::new()) {
+            names.insert(alias, what.clone());
+        }
+        names.insert(decl.name.clone(), what);
+    }
+    names
 }
 
 fn aliases(id: &str, prefs: Option<&Value>, warnings: &mut Vec<String>) -> Vec<CommandName> {
@@ -223,15 +261,34 @@ mod tests {
     }
 
     #[test]
-    fn higher_scopes_shadow_by_name() {
+    fn a_global_command_shadows_a_bundled_one_and_a_project_one_never_does() {
         let all = [
             found("help", "/help", Scope::Bundled),
             found("my-help", "/help", Scope::Global),
             found("team-help", "/help", Scope::Project),
+            found("team-mode", "/md", Scope::Project),
+            found("team-own", "/own", Scope::Project),
         ];
-        let (c, warnings) = Catalogue::build(&all, &HashMap::new());
-        assert!(warnings.is_empty(), "{warnings:?}");
-        assert_eq!(resolved_id(&c, "/help").as_deref(), Some("team-help"));
+        let settings: HashMap<String, Value> = [
+            ("help".to_string(), json!({"alias": ["/md"]})),
+            ("team-own".to_string(), json!({"alias": ["/help", "/o"]})),
+        ]
+        .into_iter()
+        .collect();
+        let (c, warnings) = Catalogue::build(&all, &settings);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("team-help") && warnings[0].contains("global command /help"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].contains("team-mode") && warnings[1].contains("bundled command /help"),
+            "{warnings:?}"
+        );
+        assert_eq!(resolved_id(&c, "/help").as_deref(), Some("my-help"));
+        assert_eq!(resolved_id(&c, "/own").as_deref(), Some("team-own"));
+        assert_eq!(resolved_id(&c, "/o").as_deref(), Some("team-own"));
+        assert!(matches!(c.resolve("/md"), Resolved::Unknown { .. }));
         let (c, _) = Catalogue::build(&all[..2], &HashMap::new());
         assert_eq!(resolved_id(&c, "/help").as_deref(), Some("my-help"));
     }

@@ -12,6 +12,7 @@ mod bridge;
 pub mod catalogue;
 pub mod line;
 mod network;
+mod rediscover;
 mod turn_view;
 mod views;
 

@@ -2,15 +2,79 @@
 //! `active.stateMachine` (global settings) or `/workflow` at the prompt,
 //! or the one a resumed session ran. A resumed session continues from its
 //! saved position, which must exist and fit the machine.
+//!
+//! A state machine's stage envelopes approve tools, so the one a resumed
+//! session ran is found by what its manifest records, (scope, id, digest),
+//! not by its id alone: a project that brought its own machine under that
+//! id, or other code under it, is refused with what to do (`--sm ID` takes
+//! what is loaded knowingly).
 
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::position::Next;
 use super::{Attached, Workflow, WorkflowError};
+use crate::extensions::Scope;
 use crate::kernel::session::Session;
+use crate::runtime::Extension;
 use stud_protocol::events::KernelEvent;
+
+/// The state machine a session's manifest says it ran. Manifests written
+/// before the scope was recorded name only the id and digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    pub id: String,
+    /// `bundled`, `global` or `project`, as written.
+    pub scope: Option<String>,
+    pub sha256: Option<String>,
+}
+
+impl Recorded {
+    /// From the manifest's `state_machine` value (`null`: none ran).
+    pub fn from_manifest(v: &Value) -> Option<Self> {
+        Some(Recorded {
+            id: v["id"].as_str()?.to_string(),
+            scope: v["scope"].as_str().map(str::to_string),
+            sha256: v["sha256"].as_str().map(str::to_string),
+        })
+    }
+
+    /// Whether `sm`, loaded under the recorded id, is the machine the
+    /// session ran: one of the user's own (bundled or global), of the
+    /// recorded scope, with the recorded digest.
+    fn is(&self, sm: &Extension) -> Result<(), WorkflowError> {
+        let id = &self.id;
+        let refused = |what: String| WorkflowError::ResumeMismatch {
+            detail: format!(
+                "it ran state machine `{id}`{}, {what}. Resume with `--sm {id}` to run the one loaded now knowingly, or start a new session",
+                self.scope
+                    .as_deref()
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default()
+            ),
+        };
+        if sm.scope > Scope::Global {
+            return Err(refused(format!(
+                "and the `{id}` loaded now is a {} extension (a trusted project brought its own); a resume attaches only a bundled or global state machine by itself, since its stages approve tools",
+                sm.scope
+            )));
+        }
+        if let Some(scope) = self.scope.as_deref().filter(|s| *s != sm.scope.as_str()) {
+            return Err(refused(format!(
+                "and the `{id}` loaded now is a {} extension, not the {scope} one",
+                sm.scope
+            )));
+        }
+        let now = sm.digest.to_string();
+        if let Some(then) = self.sha256.as_deref().filter(|d| *d != now) {
+            return Err(refused(format!(
+                "and the `{id}` loaded now is other code: it changed since ({then} -> {now})"
+            )));
+        }
+        Ok(())
+    }
+}
 
 impl Session {
     /// `/workflow ID` at the prompt: attach a state machine from the next
@@ -28,13 +92,17 @@ impl Session {
 
 /// `recorded`: for a resumed session, the state machine it ran (`None`
 /// inside: none). Nothing wanted and nothing recorded attaches nothing.
+/// With nothing wanted, the recorded machine must be the one loaded now
+/// ([`Recorded::is`]); a `wanted` one (typed for this run) is taken as
+/// loaded.
 pub async fn attach(
     session: &mut Session,
     wanted: Option<&str>,
-    recorded: Option<Option<String>>,
+    recorded: Option<Option<Recorded>>,
 ) -> Result<(), WorkflowError> {
     let mismatch = |detail: String| WorkflowError::ResumeMismatch { detail };
-    let resumed_with = recorded.clone().flatten();
+    let record = recorded.flatten();
+    let resumed_with = record.as_ref().map(|r| r.id.clone());
     let id = match (wanted, &resumed_with) {
         (Some(w), Some(r)) if w != r => {
             return Err(mismatch(format!(
@@ -59,6 +127,9 @@ pub async fn attach(
             None => WorkflowError::NotFound { id },
         });
     };
+    if let (None, Some(record)) = (wanted, &record) {
+        record.is(&sm)?;
+    }
     let position = if resumed_with.is_some() {
         let Some(p) = session.workflow_position.clone() else {
             return Err(mismatch(format!(
