@@ -15,7 +15,9 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use std::borrow::Cow;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
 
 /// Protected unless the settings add more (they cannot take these away:
 /// `protectedPaths.allow` lifts single files).
@@ -48,9 +50,74 @@ pub struct PatternError {
 #[derive(Debug, Clone)]
 pub struct ProtectedPaths {
     patterns: Vec<String>,
-    set: GlobSet,
+    /// Patterns without `/`, matched against one path component.
+    names: Matcher,
+    /// Patterns with `/`, matched against the project-relative path.
+    paths: Matcher,
     /// Exact project-relative paths the user granted (`/`-separated).
     allow: Vec<String>,
+}
+
+/// Some of the patterns, compiled in lower case (candidates are folded to
+/// it too: `.ENV` and `Server.KEY` are the same secrets, and the same files
+/// on a case-insensitive file system), with each one's place in `patterns`.
+/// Folding the text rather than asking for case-insensitive globs keeps
+/// globset's fast literal and extension strategies: a walk checks every
+/// file it meets.
+#[derive(Debug, Clone)]
+struct Matcher {
+    set: GlobSet,
+    index: Vec<usize>,
+}
+
+impl Matcher {
+    fn build<'p>(
+        patterns: impl Iterator<Item = (usize, &'p String)>,
+    ) -> Result<Self, PatternError> {
+        let mut builder = GlobSetBuilder::new();
+        let mut index = Vec::new();
+        for (i, p) in patterns {
+            let glob = Glob::new(&p.to_lowercase()).map_err(|e| PatternError {
+                pattern: p.clone(),
+                reason: e.kind().to_string(),
+            })?;
+            builder.add(glob);
+            index.push(i);
+        }
+        let set = builder.build().map_err(|e| PatternError {
+            pattern: String::new(),
+            reason: e.to_string(),
+        })?;
+        Ok(Matcher { set, index })
+    }
+
+    fn empty() -> Self {
+        Matcher {
+            set: GlobSet::empty(),
+            index: Vec::new(),
+        }
+    }
+
+    /// The place of the first pattern matching `text`.
+    fn first(&self, text: &str) -> Option<usize> {
+        if self.index.is_empty() {
+            return None;
+        }
+        let folded = fold(text);
+        self.set
+            .matches(folded.as_ref())
+            .first()
+            .map(|i| self.index[*i])
+    }
+}
+
+/// `text` in lower case, borrowed when it is already.
+fn fold(text: &str) -> Cow<'_, str> {
+    if text.chars().any(char::is_uppercase) {
+        Cow::Owned(text.to_lowercase())
+    } else {
+        Cow::Borrowed(text)
+    }
 }
 
 impl Default for ProtectedPaths {
@@ -72,26 +139,17 @@ impl ProtectedPaths {
                 patterns.push(p.to_string());
             }
         }
-        let mut builder = GlobSetBuilder::new();
-        for p in &patterns {
-            // `.ENV` and `Server.KEY` are the same secrets (and the same
-            // files on a case-insensitive file system).
-            let glob = GlobBuilder::new(p)
-                .case_insensitive(true)
-                .build()
-                .map_err(|e| PatternError {
-                    pattern: p.clone(),
-                    reason: e.kind().to_string(),
-                })?;
-            builder.add(glob);
-        }
-        let set = builder.build().map_err(|e| PatternError {
-            pattern: patterns.join(", "),
-            reason: e.to_string(),
-        })?;
+        let names = Matcher::build(
+            patterns
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| !p.contains('/')),
+        )?;
+        let paths = Matcher::build(patterns.iter().enumerate().filter(|(_, p)| p.contains('/')))?;
         Ok(ProtectedPaths {
             patterns,
-            set,
+            names,
+            paths,
             allow: allow
                 .into_iter()
                 .map(|a| normalize_rel(a.trim_start_matches("./")))
@@ -104,13 +162,28 @@ impl ProtectedPaths {
     fn nothing() -> Self {
         ProtectedPaths {
             patterns: Vec::new(),
-            set: GlobSet::empty(),
+            names: Matcher::empty(),
+            paths: Matcher::empty(),
             allow: Vec::new(),
         }
     }
 
     pub fn patterns(&self) -> &[String] {
         &self.patterns
+    }
+
+    /// The pattern matching one step of a path: its last component `name`
+    /// or the whole `prefix`.
+    fn step(&self, prefix: &str, name: &str) -> Option<&str> {
+        self.names
+            .first(name)
+            .or_else(|| self.paths.first(prefix))
+            .map(|i| self.patterns[i].as_str())
+    }
+
+    /// `hit`, unless the user allowed exactly `rel`.
+    fn unless_allowed<'s>(&self, hit: Option<&'s str>, rel: &str) -> Option<&'s str> {
+        hit.filter(|_| !self.allow.iter().any(|a| a == rel))
     }
 
     /// The pattern that protects `rel` (a project-relative path, `/`
@@ -125,21 +198,31 @@ impl ProtectedPaths {
         let mut hit = None;
         for part in rel.split('/') {
             end += part.len();
-            let prefix = &rel[..end];
-            end += 1;
-            let found = self
-                .set
-                .matches(prefix)
-                .into_iter()
-                .chain(self.set.matches(part))
-                .next();
-            if let Some(i) = found {
-                hit = Some(self.patterns[i].as_str());
+            hit = self.step(&rel[..end], part);
+            if hit.is_some() {
                 break;
             }
+            end += 1;
         }
-        let hit = hit?;
-        (!self.allow.iter().any(|a| a == rel)).then_some(hit)
+        self.unless_allowed(hit, rel)
+    }
+
+    /// Like [`Self::protecting_in`] for an entry of a walk that already
+    /// checked (and did not prune) the folders above it: only the entry
+    /// itself is matched.
+    pub fn protecting_entry(&self, project: &Path, path: &Path) -> Option<&str> {
+        let rel = path.strip_prefix(project).ok()?;
+        let name = rel.file_name()?.to_string_lossy();
+        let hit = match self.names.first(&name) {
+            Some(i) => Some(self.patterns[i].as_str()),
+            None if self.paths.index.is_empty() => return None,
+            None => self
+                .paths
+                .first(&rel.to_string_lossy())
+                .map(|i| self.patterns[i].as_str()),
+        };
+        hit?;
+        self.unless_allowed(hit, &rel.to_string_lossy())
     }
 
     /// The pattern protecting `real` (an absolute, resolved path) when it
@@ -252,6 +335,17 @@ mod tests {
         let e = ProtectedPaths::new(["a[b"], []).unwrap_err();
         assert_eq!(e.pattern, "a[b");
         assert!(e.to_string().contains("protectedPaths.patterns"));
+    }
+
+    #[test]
+    fn a_walk_entry_is_matched_by_its_name_or_its_path() {
+        let p = ProtectedPaths::new(["deploy/creds/*"], ["keys/dev.key"]).unwrap();
+        let project = Path::new("/p");
+        let entry = |rel: &str| p.protecting_entry(project, &project.join(rel));
+        assert_eq!(entry("a/Server.KEY"), Some("*.key"));
+        assert_eq!(entry("deploy/creds/db"), Some("deploy/creds/*"));
+        assert_eq!(entry("keys/dev.key"), None);
+        assert_eq!(entry("src/main.rs"), None);
     }
 
     #[test]

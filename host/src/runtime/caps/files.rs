@@ -224,7 +224,7 @@ impl Plan {
         }
         if let Some(project) = self.files.project.clone() {
             let protected = self.files.protected.clone();
-            walk.filter_entry(move |e| protected.protecting_in(&project, e.path()).is_none());
+            walk.filter_entry(move |e| protected.protecting_entry(&project, e.path()).is_none());
         }
         let mut batch = Vec::new();
         let mut bytes = 0u64;
