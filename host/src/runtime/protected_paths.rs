@@ -104,6 +104,11 @@ impl Matcher {
             return None;
         }
         let folded = fold(text);
+        // Almost every path a walk meets matches nothing: ask without
+        // collecting first.
+        if !self.set.is_match(folded.as_ref()) {
+            return None;
+        }
         self.set
             .matches(folded.as_ref())
             .first()
