@@ -216,7 +216,11 @@ impl ProtectedPaths {
     /// checked (and did not prune) the folders above it: only the entry
     /// itself is matched.
     pub fn protecting_entry(&self, project: &Path, path: &Path) -> Option<&str> {
-        let rel = path.strip_prefix(project).ok()?;
+        self.protecting_rel_entry(path.strip_prefix(project).ok()?)
+    }
+
+    /// [`Self::protecting_entry`] for a project-relative path.
+    pub fn protecting_rel_entry(&self, rel: &Path) -> Option<&str> {
         let name = rel.file_name()?.to_string_lossy();
         let hit = match self.names.first(&name) {
             Some(i) => Some(self.patterns[i].as_str()),

@@ -187,6 +187,7 @@ impl Plan {
         let (job_tx, job_rx) = mpsc::channel::<Job>();
         let jobs = Arc::new(Mutex::new(job_rx));
         let grant = Arc::new(self.grant.clone());
+        let sieve = Sieve::of(&self.files, &self.grant).map(Arc::new);
         let readers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
         let spawn_failed = |e: std::io::Error| {
             ext_error(
@@ -196,10 +197,10 @@ impl Plan {
             )
         };
         for _ in 0..readers {
-            let (jobs, grant) = (jobs.clone(), grant.clone());
+            let (jobs, grant, sieve) = (jobs.clone(), grant.clone(), sieve.clone());
             std::thread::Builder::new()
                 .name("stud-read".into())
-                .spawn(move || read_jobs(&jobs, &grant))
+                .spawn(move || read_jobs(&jobs, &grant, sieve.as_deref()))
                 .map_err(spawn_failed)?;
         }
         std::thread::Builder::new()
@@ -222,9 +223,15 @@ impl Plan {
         if let Some(o) = &self.overrides {
             walk.overrides(o.clone());
         }
+        // Protected folders are not entered; protected files are left out
+        // by the readers (`Sieve`), off this thread, which every entry
+        // passes through one at a time.
         if let Some(project) = self.files.project.clone() {
             let protected = self.files.protected.clone();
-            walk.filter_entry(move |e| protected.protecting_entry(&project, e.path()).is_none());
+            walk.filter_entry(move |e| {
+                !e.file_type().is_some_and(|t| t.is_dir())
+                    || protected.protecting_entry(&project, e.path()).is_none()
+            });
         }
         let mut batch = Vec::new();
         let mut bytes = 0u64;
@@ -296,7 +303,35 @@ fn send(
     jobs.send(Job { files, max, done }).is_ok()
 }
 
-fn read_jobs(jobs: &Mutex<mpsc::Receiver<Job>>, grant: &Path) {
+/// What leaves protected files out of a walk's batches.
+struct Sieve {
+    protected: Arc<crate::runtime::protected_paths::ProtectedPaths>,
+    /// The granted folder below the project (empty when it is the project).
+    base: PathBuf,
+}
+
+impl Sieve {
+    /// `None` when the grant lies outside the project (nothing to check).
+    fn of(files: &FileGuard, grant: &Path) -> Option<Self> {
+        let project = files.project.as_ref()?;
+        Some(Sieve {
+            protected: files.protected.clone(),
+            base: grant.strip_prefix(project).ok()?.to_path_buf(),
+        })
+    }
+
+    /// Whether a file at `below` (below the grant) may be read.
+    fn keeps(&self, below: &Path) -> bool {
+        let hit = if self.base.as_os_str().is_empty() {
+            self.protected.protecting_rel_entry(below)
+        } else {
+            self.protected.protecting_rel_entry(&self.base.join(below))
+        };
+        hit.is_none()
+    }
+}
+
+fn read_jobs(jobs: &Mutex<mpsc::Receiver<Job>>, grant: &Path, sieve: Option<&Sieve>) {
     let Ok(dir) = std::fs::File::open(grant) else {
         return;
     };
@@ -309,6 +344,7 @@ fn read_jobs(jobs: &Mutex<mpsc::Receiver<Job>>, grant: &Path) {
         let files = job
             .files
             .into_iter()
+            .filter(|w| sieve.is_none_or(|s| s.keeps(&w.below)))
             .map(|w| File {
                 content: read_one(&dir, grant, &w, job.max),
                 path: w.guest,
