@@ -41,6 +41,10 @@ pub(crate) async fn cancellable<T>(
     tokio::select! {
         r = &mut call => match r {
             Err(CallError::Cancelled { .. }) => None,
+            // The guest saw the cancel (the waker reached it) and answered
+            // with an error of its own before this select saw the token:
+            // the call was cancelled, it did not fail.
+            Err(_) if cancel.is_cancelled() => None,
             r => Some(r),
         },
         _ = cancel.cancelled() => {
