@@ -1,81 +1,20 @@
-//! stud: an agent runtime whose kernel is a WebAssembly plugin host.
+//! stud: an agent runtime whose kernel is a WebAssembly plugin host. This
+//! crate is the front door (the command line, the editor's protocol, the
+//! diagnostics switch); the layers live in their own crates under
+//! `crates/`, each depending only on those below it:
+//!
+//! `stud-vocab` < `stud-config` < `stud-runtime` (with `stud-bundled`) <
+//! `stud-extensions` < `stud-kernel` < `stud`.
 
 pub mod acp;
-pub mod atomic_write;
 pub mod cli;
-pub mod config;
-pub mod contract;
 pub mod diagnostics;
-pub mod digest;
-pub mod extensions;
-pub mod kernel;
-pub mod manifest;
-pub mod mcp;
-pub mod paths;
-pub mod runtime;
-pub mod tty;
 
-/// Extensions built from `plugins/` and embedded in the binary.
-pub mod bundled {
-    /// One embedded extension.
-    pub struct BundledExtension {
-        /// The manifest's `id`: reserved, no other scope may use it.
-        pub id: &'static str,
-        pub dir: &'static str,
-        pub manifest: &'static str,
-        pub component_file: &'static str,
-        pub component: &'static [u8],
-        /// Hex sha256 of `component`, computed at build time.
-        pub sha256: &'static str,
-        /// A tool's `describe` answer with the config `{}`, recorded in
-        /// `plugins/<dir>/tool-spec.json`: a first start learns the
-        /// bundled tools' specs without compiling each tool.
-        /// `tests/bundled_specs.rs` checks it against the component.
-        pub tool_spec: Option<&'static str>,
-    }
-    include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
-
-    /// The recorded spec of the bundled tool whose component has this hex
-    /// sha256: keyed by the bytes, like the cache's notes, so a copy of the
-    /// same component anywhere gets it and any other component does not.
-    pub fn recorded_tool_spec(sha256: &str) -> Option<&'static str> {
-        BUNDLED
-            .iter()
-            .find(|b| b.sha256 == sha256)
-            .and_then(|b| b.tool_spec)
-    }
-
-    /// Whether `id` is a bundled extension's. Bundled ids are reserved: a
-    /// global, project or development extension that takes one is
-    /// refused, so a name the kernel or the user's settings rely on
-    /// (`console` answers approvals, `protect-paths` guards) always means
-    /// the code shipped in this binary.
-    pub fn is_bundled_id(id: &str) -> bool {
-        BUNDLED.iter().any(|b| b.id == id)
-    }
-
-    /// The bundled extension whose tool is called `name` (its recorded
-    /// spec), when there is one: an allowlist entry `bash:...` means the
-    /// bundled shell, so no other extension may offer a tool of that name.
-    pub fn tool_owner(name: &str) -> Option<&'static str> {
-        static NAMES: std::sync::OnceLock<Vec<(String, &'static str)>> = std::sync::OnceLock::new();
-        NAMES
-            .get_or_init(|| {
-                BUNDLED
-                    .iter()
-                    .filter_map(|b| {
-                        let spec: serde_json::Value = serde_json::from_str(b.tool_spec?).ok()?;
-                        Some((spec.get("name")?.as_str()?.to_string(), b.id))
-                    })
-                    .collect()
-            })
-            .iter()
-            .find(|(tool, _)| tool == name)
-            .map(|(_, id)| *id)
-    }
-}
-
-/// The SDK, WIT and templates embedded for `stud ext new`.
-pub mod sdk_kit {
-    include!(concat!(env!("OUT_DIR"), "/sdk_kit.rs"));
-}
+// The layers, under the names the modules, the tests and the benches use.
+pub use stud_bundled as bundled;
+pub use stud_bundled::sdk_kit;
+pub use stud_config::{config, manifest, paths, protected_paths};
+pub use stud_extensions::extensions;
+pub use stud_kernel::{kernel, mcp, tty};
+pub use stud_runtime::runtime;
+pub use stud_vocab::{atomic_write, contract, digest, mode, scope};

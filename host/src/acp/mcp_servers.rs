@@ -84,7 +84,7 @@ pub async fn trust_in_editor(
     let id = launched.session.id.clone();
     let waiting: Vec<McpServer> = launched
         .session
-        .mcp
+        .mcp()
         .slots()
         .into_iter()
         .filter(|s| matches!(s.server.scope, McpScope::Editor(_)))
@@ -109,7 +109,7 @@ pub async fn trust_in_editor(
             eprintln!("warning: {e}");
             continue;
         }
-        let hub = launched.session.mcp.clone();
+        let hub = launched.session.mcp().clone();
         match hub.start_trusted(&server.id).await {
             Ok(tools) => {
                 for w in launched.session.add_mcp_tools(tools) {

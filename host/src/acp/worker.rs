@@ -278,7 +278,7 @@ async fn start(
         calls.clone(),
     ));
     tokio::spawn(answer_questions(ask_rx, id.clone(), conn.clone(), calls));
-    let mode = launched.session.authority.mode();
+    let mode = launched.session.mode();
     let commands = available_commands(&launched);
     let (turns, turns_rx) = mpsc::unbounded_channel();
     let cancel = Rc::new(RefCell::new(CancellationToken::new()));

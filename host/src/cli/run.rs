@@ -488,7 +488,7 @@ fn first_input(args: &RunArgs, headless: bool) -> anyhow::Result<Option<String>>
 /// person's input), once the UIs have shown the last answer.
 async fn read_from_ui(launched: &Launched) -> Option<String> {
     launched.settle_ui().await;
-    let ui = launched.session.interactions.interactor()?;
+    let ui = launched.session.interactor()?;
     match ui.ui_read_input().await {
         Ok(line) => line,
         Err(e) => {

@@ -1,0 +1,270 @@
+//! Builds the bundled extensions (`plugins/`) and the test fixture
+//! components (`tests/fixtures/`) for `wasm32-wasip2`, and embeds the bundled
+//! ones (manifest, component bytes, sha256) and the SDK kit in this crate,
+//! so in the `stud` binary. A crate of its own: a change to the kernel never
+//! runs it again.
+//!
+//! Why here: `cargo run` and `cargo test` then work on a fresh clone with no
+//! extra step, and the embedded digests are computed from the same bytes
+//! that ship. The wasm builds use their own target dir (`target/wasm`) so
+//! they never wait on the outer build's lock.
+
+use std::env;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+
+const WASM_TARGET: &str = "wasm32-wasip2";
+
+fn main() {
+    let manifest_dir =
+        PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = manifest_dir
+        .ancestors()
+        .nth(2)
+        .expect("crates/stud-bundled is two folders down")
+        .to_path_buf();
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let wasm_target_dir = root.join("target").join("wasm");
+    let wasm_out = wasm_target_dir.join(WASM_TARGET).join("release");
+
+    for watched in [
+        "wit",
+        "sdk/src",
+        "sdk/macros/src",
+        "sdk/Cargo.toml",
+        "sdk/protocol",
+        "sdk/examples",
+        "sdk/templates",
+        "plugins",
+        "tests/fixtures",
+    ] {
+        println!("cargo:rerun-if-changed={}", root.join(watched).display());
+    }
+    println!("cargo:rerun-if-env-changed=STUD_SKIP_WASM_BUILD");
+
+    if env::var_os("STUD_SKIP_WASM_BUILD").is_none() {
+        ensure_wasm_target();
+        build_workspace(&root.join("plugins"), &wasm_target_dir);
+        build_workspace(&root.join("tests").join("fixtures"), &wasm_target_dir);
+    }
+
+    fs::write(out_dir.join("sdk_kit.rs"), embed_sdk_kit(&root)).expect("write sdk_kit.rs");
+    let bundled = embed_bundled(&root.join("plugins"), &wasm_out, &out_dir);
+    fs::write(out_dir.join("bundled.rs"), bundled).expect("write bundled.rs");
+    println!("cargo:rustc-env=STUD_WASM_OUT={}", wasm_out.display());
+    println!(
+        "cargo:rustc-env=STUD_FIXTURES_DIR={}",
+        root.join("tests").join("fixtures").display()
+    );
+}
+
+/// Install the wasm target with rustup when it is missing.
+fn ensure_wasm_target() {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let sysroot = Command::new(&rustc).args(["--print", "sysroot"]).output();
+    if let Ok(out) = sysroot {
+        let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+            .join("lib/rustlib")
+            .join(WASM_TARGET);
+        if path.exists() {
+            return;
+        }
+    }
+    println!(
+        "cargo:warning=installing the {WASM_TARGET} target with rustup (needed to build the bundled extensions)"
+    );
+    let status = Command::new("rustup")
+        .args(["target", "add", WASM_TARGET])
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        _ => panic!(
+            "the {WASM_TARGET} target is missing and `rustup target add {WASM_TARGET}` failed; install it and build again"
+        ),
+    }
+}
+
+fn build_workspace(dir: &Path, target_dir: &Path) {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(dir)
+        .args([
+            "build",
+            "--release",
+            "--workspace",
+            "--target",
+            WASM_TARGET,
+            "--target-dir",
+        ])
+        .arg(target_dir);
+    // Flags meant for the host build must not leak into the wasm build.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET_DIR",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_PRIMARY_PACKAGE",
+    ] {
+        cmd.env_remove(var);
+    }
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run cargo for {}: {e}", dir.display()));
+    if !output.status.success() {
+        panic!(
+            "building the components in {} failed:\n{}",
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+/// Copy each plugin's manifest and component into OUT_DIR and generate the
+/// table the binary embeds.
+fn embed_bundled(plugins: &Path, wasm_out: &Path, out_dir: &Path) -> String {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(plugins)
+        .expect("read plugins/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("extension.toml").is_file())
+        .collect();
+    dirs.sort();
+    let mut src = String::from(
+        "/// Extensions built from `plugins/` and embedded at build time.\npub static BUNDLED: &[BundledExtension] = &[\n",
+    );
+    for dir in dirs {
+        let name = dir
+            .file_name()
+            .expect("plugin dir name")
+            .to_string_lossy()
+            .into_owned();
+        let manifest = fs::read_to_string(dir.join("extension.toml")).expect("read extension.toml");
+        let component = component_file(&manifest).unwrap_or_else(|| {
+            panic!("plugins/{name}/extension.toml needs a `component = \"...wasm\"` line")
+        });
+        let id = top_level_string(&manifest, "id").unwrap_or_else(|| {
+            panic!("plugins/{name}/extension.toml needs an `id = \"...\"` line")
+        });
+        let wasm = wasm_out.join(&component);
+        let bytes = fs::read(&wasm).unwrap_or_else(|e| panic!("read {}: {e}", wasm.display()));
+        let dest = out_dir.join("bundled").join(&name);
+        fs::create_dir_all(&dest).expect("create bundled dir");
+        fs::write(dest.join("extension.toml"), &manifest).expect("copy manifest");
+        fs::write(dest.join(&component), &bytes).expect("copy component");
+        let digest = hex(&Sha256::digest(&bytes));
+        // A tool's recorded spec (`tests/bundled_specs.rs` checks it against
+        // the component's `describe`).
+        let spec = dir.join("tool-spec.json");
+        let tool_spec = if spec.is_file() {
+            format!("Some(include_str!({:?}))", spec.display().to_string())
+        } else {
+            "None".to_string()
+        };
+        let _ = writeln!(
+            src,
+            "    BundledExtension {{ id: {id:?}, dir: {name:?}, manifest: include_str!({m:?}), component_file: {component:?}, component: include_bytes!({c:?}), sha256: {digest:?}, tool_spec: {tool_spec} }},",
+            m = dest.join("extension.toml").display().to_string(),
+            c = dest.join(&component).display().to_string(),
+        );
+    }
+    src.push_str("];\n");
+    src
+}
+
+/// The `component = "..."` value, read without a TOML parser (the full
+/// validation happens at load time in the host).
+fn component_file(manifest: &str) -> Option<String> {
+    manifest.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        (key.trim() == "component").then(|| value.trim().trim_matches('"').to_string())
+    })
+}
+
+/// A `key = "..."` value before the first table header, read without a
+/// TOML parser (the host parses the whole manifest; the golden-manifest
+/// test checks that each bundled `id` recorded here is the parsed one).
+fn top_level_string(manifest: &str, key: &str) -> Option<String> {
+    manifest
+        .lines()
+        .take_while(|line| !line.trim_start().starts_with('['))
+        .find_map(|line| {
+            let (k, value) = line.split_once('=')?;
+            (k.trim() == key).then(|| value.trim().trim_matches('"').to_string())
+        })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// The files `stud ext new` unpacks into the stud home so a new crate
+/// builds against exactly this SDK and WIT, offline: the SDK crates, the
+/// examples (the templates' code), the manifest templates, the WIT and the
+/// lockfile the bundled extensions are built with (it pins the SDK's
+/// dependencies to versions already in the cargo cache).
+fn embed_sdk_kit(root: &Path) -> String {
+    let mut files = Vec::new();
+    for dir in [
+        "sdk/src",
+        "sdk/macros/src",
+        "sdk/protocol/src",
+        "sdk/examples",
+        "sdk/templates",
+        "wit",
+    ] {
+        collect(root, &root.join(dir), &mut files);
+    }
+    for file in [
+        "sdk/Cargo.toml",
+        "sdk/macros/Cargo.toml",
+        "sdk/protocol/Cargo.toml",
+    ] {
+        files.push((file.to_string(), root.join(file)));
+    }
+    files.push((
+        "Cargo.lock".to_string(),
+        root.join("plugins").join("Cargo.lock"),
+    ));
+    files.sort();
+    let mut src = String::from(
+        "/// The SDK kit: (path in the kit, bytes).\npub static SDK_KIT: &[(&str, &[u8])] = &[\n",
+    );
+    for (rel, path) in files {
+        let _ = writeln!(
+            src,
+            "    ({rel:?}, include_bytes!({:?})),",
+            path.display().to_string()
+        );
+    }
+    src.push_str("];\n");
+    src
+}
+
+/// Every file under `dir`, named relative to `root` with `/`.
+fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(root, &path, out);
+        } else if let Ok(rel) = path.strip_prefix(root) {
+            let rel = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            out.push((rel, path));
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! `stud ext new`: a crate for any kind that builds offline against the
+//! SDK and WIT of this very stud. The SDK kit is embedded in the binary and
+//! unpacked once per contract version into `~/.stud/sdk/<version>/`; the
+//! new crate depends on it by path, so it never drifts from the host that
+//! will load it.
+
+use std::path::{Path, PathBuf};
+
+use crate::bundled::sdk_kit::SDK_KIT;
+use crate::digest::Sha256Digest;
+use crate::manifest::{ExtensionId, Kind};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScaffoldError {
+    #[error(
+        "`{name}` cannot name an extension: {reason}; use lowercase letters, digits and single dashes, starting with a letter (e.g. `shout`, `word-count`)"
+    )]
+    BadName { name: String, reason: String },
+    #[error("{0} already exists; pick another name or remove it first")]
+    Exists(PathBuf),
+    #[error(
+        "`{0}` is the id of a bundled extension, and bundled ids are reserved (an extension under it would never load); pick another name"
+    )]
+    Reserved(String),
+    #[error("cannot {what} {}: {source}", .path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the embedded SDK has no `{0}`; this stud binary is incomplete, rebuild it")]
+    MissingTemplate(String),
+}
+
+fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> ScaffoldError + 'a {
+    move |source| ScaffoldError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The template (example) name of each kind: `sdk/examples/<t>.rs` and
+/// `sdk/templates/<t>.toml`.
+fn template(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Provider => "provider",
+        Kind::Tool => "tool",
+        Kind::Hook => "hook",
+        Kind::Ui => "ui",
+        Kind::Logger => "logger",
+        Kind::ContextProvider => "context",
+        Kind::StateMachine => "state_machine",
+        Kind::Command => "command",
+        Kind::SessionStore => "session_store",
+    }
+}
+
+fn kit_file(name: &str) -> Result<&'static [u8], ScaffoldError> {
+    SDK_KIT
+        .iter()
+        .find(|(path, _)| *path == name)
+        .map(|(_, bytes)| *bytes)
+        .ok_or_else(|| ScaffoldError::MissingTemplate(name.to_string()))
+}
+
+fn kit_text(name: &str) -> Result<String, ScaffoldError> {
+    Ok(String::from_utf8_lossy(kit_file(name)?).into_owned())
+}
+
+/// The digest of the whole kit: a changed stud (same contract version,
+/// other SDK code) unpacks afresh.
+fn kit_digest() -> Sha256Digest {
+    let mut all = Vec::new();
+    for (path, bytes) in SDK_KIT {
+        all.extend_from_slice(path.as_bytes());
+        all.push(0);
+        all.extend_from_slice(Sha256Digest::of(bytes).to_string().as_bytes());
+        all.push(b'\n');
+    }
+    Sha256Digest::of(&all)
+}
+
+const STAMP: &str = ".kit-sha256";
+
+/// Unpack the SDK kit into `<home>/sdk/<contract version>/` unless the same
+/// kit is already there; returns that folder. Written to a temporary
+/// folder first and renamed, so a crash never leaves half a kit.
+pub fn unpack_kit(home: &Path) -> Result<PathBuf, ScaffoldError> {
+    let parent = home.join("sdk");
+    let dir = parent.join(stud_sdk::CONTRACT_VERSION);
+    let digest = kit_digest().to_string();
+    if std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s.trim() == digest) {
+        return Ok(dir);
+    }
+    std::fs::create_dir_all(&parent).map_err(io("create", &parent))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".kit-")
+        .tempdir_in(&parent)
+        .map_err(io("create a temporary folder in", &parent))?;
+    for (rel, bytes) in SDK_KIT {
+        let path = staging.path().join(rel);
+        if let Some(p) = path.parent() {
+            std::fs::create_dir_all(p).map_err(io("create", p))?;
+        }
+        std::fs::write(&path, bytes).map_err(io("write", &path))?;
+    }
+    let stamp = staging.path().join(STAMP);
+    std::fs::write(&stamp, &digest).map_err(io("write", &stamp))?;
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(io("replace", &dir))?;
+    }
+    let staged = staging.keep();
+    std::fs::rename(&staged, &dir).map_err(io("move into place", &dir))?;
+    Ok(dir)
+}
+
+/// What `new_crate` made.
+#[derive(Debug)]
+pub struct Created {
+    pub dir: PathBuf,
+    pub kit: PathBuf,
+    pub files: Vec<String>,
+}
+
+/// Make `<parent>/<name>/`: a crate for an extension of `kind` named
+/// `name` (its id, crate name, and for tools and commands the name the
+/// model or the user calls).
+pub fn new_crate(
+    home: &Path,
+    parent: &Path,
+    name: &str,
+    kind: Kind,
+) -> Result<Created, ScaffoldError> {
+    let id: ExtensionId =
+        name.parse()
+            .map_err(|e: crate::manifest::InvalidId| ScaffoldError::BadName {
+                name: name.to_string(),
+                reason: e.reason.to_string(),
+            })?;
+    if crate::bundled::is_bundled_id(id.as_str()) {
+        return Err(ScaffoldError::Reserved(name.to_string()));
+    }
+    let dir = parent.join(name);
+    if dir.exists() {
+        return Err(ScaffoldError::Exists(dir));
+    }
+    let kit = unpack_kit(home)?;
+    let t = template(kind);
+    let component = format!("{}.wasm", name.replace('-', "_"));
+    let manifest = kit_text(&format!("sdk/templates/{t}.toml"))?
+        .replace("{{id}}", id.as_str())
+        .replace("{{component}}", &component)
+        .replace("{{contract}}", stud_sdk::CONTRACT_VERSION);
+    let source = kit_text(&format!("sdk/examples/{t}.rs"))?;
+    let sdk_path = kit.join("sdk");
+    let cargo = format!(
+        r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[lib]
+crate-type = ["cdylib"]
+
+[dependencies]
+# The SDK of the stud that made this crate (`stud ext new`), unpacked
+# from its binary: it matches the host that loads the component.
+stud-sdk = {{ path = "{sdk}" }}
+serde = {{ version = "1", features = ["derive"] }}
+serde_json = "1"
+
+# A crate of its own, even inside another workspace.
+[workspace]
+
+# Small components load fast: optimise for size, one unit, no symbols.
+[profile.release]
+opt-level = "s"
+lto = true
+codegen-units = 1
+debug = false
+strip = true
+panic = "unwind"
+"#,
+        sdk = toml_string(&sdk_path.display().to_string()),
+    );
+    let readme = readme(name, kind, &component);
+    let files: Vec<(&str, String)> = vec![
+        ("Cargo.toml", cargo),
+        // The bundled extensions' lockfile: cargo keeps only what this
+        // crate uses, pinned to versions the cargo cache already has.
+        ("Cargo.lock", kit_text("Cargo.lock")?),
+        ("extension.toml", manifest),
+        ("src/lib.rs", source),
+        ("README.md", readme),
+        (".gitignore", format!("/target\n/{component}\n")),
+    ];
+    let staging = tempfile::Builder::new()
+        .prefix(".new-")
+        .tempdir_in(parent)
+        .map_err(io("create a temporary folder in", parent))?;
+    let mut written = Vec::new();
+    for (rel, text) in &files {
+        let path = staging.path().join(rel);
+        if let Some(p) = path.parent() {
+            std::fs::create_dir_all(p).map_err(io("create", p))?;
+        }
+        std::fs::write(&path, text).map_err(io("write", &path))?;
+        written.push(rel.to_string());
+    }
+    let staged = staging.keep();
+    std::fs::rename(&staged, &dir).map_err(io("create", &dir))?;
+    Ok(Created {
+        dir,
+        kit,
+        files: written,
+    })
+}
+
+/// A TOML basic string's body (the path may hold `\` or `"`).
+fn toml_string(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+fn readme(name: &str, kind: Kind, component: &str) -> String {
+    let what = match kind {
+        Kind::Tool => format!("A tool the model calls as `{name}`."),
+        Kind::Command => format!("A command: type `/{name} some text` in a session."),
+        Kind::Hook => "A guard hook at `tool-call.pre` (see `[[hooks]]` in extension.toml).".into(),
+        Kind::Provider => format!("A provider: `stud run --provider {name}`."),
+        Kind::Ui => format!(
+            "A UI: it observes every session; make it the one that answers questions with `\"active\": {{\"interactor\": \"{name}\"}}` in ~/.stud/settings.json."
+        ),
+        Kind::SessionStore => format!(
+            "A session store: use it with `\"active\": {{\"sessionStore\": \"{name}\"}}` in the settings."
+        ),
+        Kind::StateMachine => format!("A workflow: `stud run --sm {name}`."),
+        other => format!("A {other}."),
+    };
+    format!(
+        r#"# {name}
+
+{what}
+
+## Build, test, install
+
+```sh
+stud ext build            # cargo build for wasm32-wasip2, then the load checks
+cargo test                # the unit tests, on this machine
+stud ext install .        # ask, then install the built {component}
+stud ext dev .            # or: use this folder directly, reloaded on each build
+```
+
+`src/lib.rs` is the extension; `extension.toml` says what it is and what
+it may do (docs/manifest.md in the stud repository has every field).
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_its_template_and_a_valid_manifest() {
+        let home = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        for kind in Kind::ALL {
+            let name = format!("x-{}", template(kind).replace('_', "-"));
+            let made = new_crate(home.path(), work.path(), &name, kind).unwrap();
+            let manifest = crate::extensions::pack::read_manifest(&made.dir).unwrap();
+            assert_eq!(manifest.kind, kind);
+            assert_eq!(manifest.id.as_str(), name);
+            assert!(made.dir.join("src/lib.rs").is_file());
+        }
+        // The kit is unpacked once and holds the SDK and its WIT.
+        let kit = home.path().join("sdk").join(stud_sdk::CONTRACT_VERSION);
+        assert!(kit.join("sdk/Cargo.toml").is_file());
+        assert!(kit.join("wit/since_v0.1.2/host-files.wit").is_file());
+    }
+
+    #[test]
+    fn a_bad_name_or_an_existing_folder_is_refused() {
+        let home = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let e = new_crate(home.path(), work.path(), "Bad_Name", Kind::Tool).unwrap_err();
+        assert!(e.to_string().contains("`Bad_Name`"), "{e}");
+        std::fs::create_dir(work.path().join("taken")).unwrap();
+        let e = new_crate(home.path(), work.path(), "taken", Kind::Tool).unwrap_err();
+        assert!(e.to_string().contains("already exists"), "{e}");
+        assert!(std::fs::read_dir(work.path()).unwrap().count() == 1);
+    }
+}

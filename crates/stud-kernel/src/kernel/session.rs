@@ -1,0 +1,555 @@
+//! A session: the loaded extension set arranged for the loop (provider,
+//! tool table, hook slots, authority, interactors), the history, and the
+//! settings fixed at start (security mode, loop bound, parallelism).
+
+use std::sync::Arc;
+
+use super::authority::Authority;
+use super::capabilities::{check_request, check_session};
+use super::compaction::CompactionConfig;
+use super::conversation::Conversation;
+use super::events::Bus;
+use super::first_request::FirstRequest;
+use super::interaction::{Answer, Interactions};
+use super::reload::{Ready, Reloader};
+use super::retry::RetryPolicy;
+use super::roster::{Roster, RosterChoice, SessionError};
+use super::usage::UsageLedger;
+use crate::extensions::consent;
+use crate::manifest::{Kind, ReloadBehavior};
+use crate::runtime::Extension;
+use crate::runtime::bindings::stud::extension::interaction::{InteractionKind, InteractionStatus};
+use crate::runtime::bindings::stud::extension::provider_types::{
+    ModelInfo, Request, RequestParams, ThinkingLevel,
+};
+use crate::runtime::bindings::stud::extension::types::{Message, Usage};
+use stud_protocol::events::KernelEvent;
+
+/// Default bound on provider requests per turn
+/// (`runtime.continuation.maxIterations`).
+pub const DEFAULT_MAX_ITERATIONS: u32 = 50;
+/// Default number of tool calls run at once.
+pub const DEFAULT_TOOL_PARALLELISM: usize = 4;
+/// Default `runtime.toolOutputLimit` (bytes).
+pub const DEFAULT_TOOL_OUTPUT_LIMIT: usize = 64 * 1024;
+
+#[derive(Clone)]
+pub struct SessionConfig {
+    pub provider: String,
+    pub model: Option<String>,
+    pub max_iterations: u32,
+    pub tool_parallelism: usize,
+    /// Bytes of tool output sent to the model; the rest is cut with a marker.
+    pub tool_output_limit: usize,
+    /// What one model response may bring.
+    pub response_limits: super::response_limits::ResponseLimits,
+    pub system_prompt: Option<String>,
+    /// Hook extension ids that run first, in this order.
+    pub hook_order: Vec<super::hooks::HookOrder>,
+    /// Offer the loaded tools to the model (`--no-tools` turns it off).
+    pub tools_enabled: bool,
+    pub retry: RetryPolicy,
+    pub compaction: CompactionConfig,
+    /// Prices per model id (settings `pricing`).
+    pub pricing: std::collections::HashMap<String, crate::config::Price>,
+    /// Stop before a request once the session cost reached this (USD).
+    pub max_cost_usd: Option<f64>,
+    /// Request parameters from settings (`active.*`).
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub thinking: ThinkingLevel,
+    pub cache_hints: bool,
+}
+
+/// A session is its owned parts (the extension roster, the
+/// conversation, the usage ledger) plus the authority over tool calls, the
+/// settings fixed at start and the attached workflow. The parts do not
+/// know the session; the loop (`turn`, `act`, `workflow`) works on it.
+pub struct Session {
+    pub id: String,
+    pub bus: Bus,
+    pub(crate) roster: Roster,
+    pub(crate) conversation: Conversation,
+    pub(crate) ledger: UsageLedger,
+    pub(crate) authority: Authority,
+    pub(crate) interactions: Arc<Interactions>,
+    pub(crate) config: SessionConfig,
+    pub(crate) reloader: Option<Arc<Reloader>>,
+    /// Reloads compiled and waiting for a boundary their behaviour allows.
+    pub(crate) pending_reloads: Vec<Ready>,
+    /// The attached state machine, if any.
+    pub(crate) workflow: Option<super::workflow::Attached>,
+    /// Where its workflow stands (restored on resume).
+    pub(crate) workflow_position: Option<super::workflow::Position>,
+    /// The extension set chosen for it (recorded in its manifest).
+    pub extension_set: Option<super::extension_set::ExtensionSet>,
+    /// Text for the running turn, taken at its next stage boundary.
+    pub steering: super::steering::Steering,
+    /// The session's MCP servers.
+    pub(crate) mcp: Arc<super::mcp_hub::McpHub>,
+    /// The agents `task` can start.
+    pub(crate) agents: Arc<super::agents::AgentCatalog>,
+    /// Where it sits in a delegation tree (`main` unless it is a child).
+    pub(crate) lineage: super::agents::Lineage,
+    /// What its children spent in the running turn, charged at its end.
+    pub(crate) child_spend: std::sync::Mutex<super::agents::ChildSpend>,
+    /// Inside an editor that offers its files: where `read`, `write` and
+    /// `edit` go instead of the disk.
+    pub(crate) editor: Option<super::editor_files::EditorRoute>,
+    /// Images that go with the next turn's input (an editor's prompt).
+    pub(crate) pending_images: Vec<crate::runtime::bindings::stud::extension::types::Image>,
+    /// Opened once its first provider request is out.
+    pub(crate) first_request: super::first_request::FirstRequest,
+}
+
+impl Session {
+    /// Send `images` with the next turn's input. Refused, naming the
+    /// model, when the model is known to lack vision: the image would
+    /// stay in the history and fail every later request.
+    pub fn attach_images(
+        &mut self,
+        images: Vec<crate::runtime::bindings::stud::extension::types::Image>,
+    ) -> Result<(), String> {
+        if !images.is_empty()
+            && let Some(caps) = self.roster.capabilities()
+            && !caps.vision
+        {
+            return Err(format!(
+                "model `{}` of provider `{}` has no vision; pick a model with vision (/model) or send the prompt without images",
+                self.roster.model,
+                self.provider_id()
+            ));
+        }
+        self.pending_images = images;
+        Ok(())
+    }
+
+    /// The attached state machine's entry stage and all its stages (as
+    /// `workflow.attached` names them); `None` without one.
+    pub fn workflow_stages(&self) -> Option<(String, Vec<String>)> {
+        let w = &self.workflow.as_ref()?.workflow;
+        Some((w.entry.clone(), w.stages.keys().cloned().collect()))
+    }
+
+    /// Arrange loaded extensions into a session. Returns warnings for tools
+    /// that could not be added. Its observers and deferred links wait for
+    /// `first_request` (open: they do not wait).
+    pub async fn start(
+        exts: &[Arc<Extension>],
+        config: SessionConfig,
+        authority: Authority,
+        interactions: Arc<Interactions>,
+        bus: Bus,
+        first_request: FirstRequest,
+    ) -> Result<(Session, Vec<String>), SessionError> {
+        let choice = RosterChoice {
+            provider: &config.provider,
+            model: config.model.as_deref(),
+            tools_enabled: config.tools_enabled,
+            hook_order: &config.hook_order,
+            first_request: &first_request,
+        };
+        let (roster, warnings) = Roster::arrange(exts, choice, bus.clone()).await?;
+        let session = Session {
+            id: session_id(),
+            roster,
+            conversation: Conversation::new(bus.clone()),
+            ledger: UsageLedger::new(config.pricing.clone(), config.max_cost_usd),
+            bus,
+            authority,
+            interactions,
+            config,
+            reloader: None,
+            pending_reloads: Vec::new(),
+            workflow: None,
+            workflow_position: None,
+            extension_set: None,
+            steering: Default::default(),
+            mcp: Default::default(),
+            agents: Default::default(),
+            lineage: Default::default(),
+            child_spend: Default::default(),
+            editor: None,
+            pending_images: Vec::new(),
+            first_request,
+        };
+        Ok((session, warnings))
+    }
+
+    /// Say the session started (once its id is final: a resumed session
+    /// keeps the id it had).
+    pub fn announce(&self) {
+        self.bus.record(KernelEvent::SessionStart {
+            session_id: self.id.clone(),
+            provider: self.roster.provider_id().to_string(),
+            model: self.roster.model.clone(),
+            mode: self.authority.mode().as_str().into(),
+            tools: self
+                .roster
+                .tools
+                .names()
+                .into_iter()
+                .map(Into::into)
+                .collect(),
+            extension_set: self.extension_set.as_ref().map(|s| s.describe()),
+            context_window: self
+                .roster
+                .capabilities()
+                .map(|c| u64::from(c.context_window))
+                .filter(|w| *w > 0),
+        });
+    }
+
+    /// Model parameters of every request.
+    pub(crate) fn request_params(&self) -> RequestParams {
+        RequestParams {
+            model: self.roster.model.clone(),
+            max_tokens: self.config.max_tokens,
+            temperature: self.config.temperature,
+            thinking: self.config.thinking,
+            cache_hints: self.config.cache_hints,
+        }
+    }
+
+    /// Switch model (`/model`). The session's needs are checked against
+    /// the new model first; a refused switch keeps the current one.
+    pub fn set_model(&mut self, model: &str) -> Result<(), SessionError> {
+        let info = self.roster.find_model(model)?;
+        self.check_switch(self.roster.provider_id(), info)?;
+        let to = info.id.clone();
+        let from = std::mem::replace(&mut self.roster.model, to.clone());
+        self.bus.record(KernelEvent::ModelChanged {
+            provider: self.roster.provider_id().into(),
+            from,
+            to,
+        });
+        Ok(())
+    }
+
+    /// Whether `provider`'s model `info` can serve this session: its tools
+    /// now, and what the next request will carry (the conversation's
+    /// images, the thinking setting).
+    pub(crate) fn check_switch(
+        &self,
+        provider: &str,
+        info: &ModelInfo,
+    ) -> Result<(), SessionError> {
+        check_session(
+            provider,
+            &info.id,
+            &info.capabilities,
+            self.roster.tools.len(),
+        )?;
+        let next = Request {
+            system: None,
+            messages: self.conversation.messages.clone(),
+            tools: Vec::new(),
+            params: RequestParams {
+                model: info.id.clone(),
+                ..self.request_params()
+            },
+        };
+        check_request(provider, &info.id, &info.capabilities, &next)?;
+        Ok(())
+    }
+
+    /// Forget the conversation (the next turn starts a fresh one).
+    pub fn clear_history(&mut self) {
+        self.conversation.clear(&self.id);
+    }
+
+    /// The extension serving tool `name`.
+    pub fn tool_extension(&self, name: &str) -> Option<Arc<Extension>> {
+        self.roster.tool_extension(name)
+    }
+
+    /// Hook registrations attached (for reports and benchmarks).
+    pub fn hook_registrations(&self) -> usize {
+        self.roster.hooks.registrations()
+    }
+
+    /// Append to the conversation; with a store, the message is reported
+    /// persisted (`message.persisted`) only once the store confirmed it.
+    pub(crate) async fn append(&mut self, message: Message) {
+        let first = !self.conversation.has_content();
+        self.conversation.append(&self.id, message).await;
+        self.saved_from_first_write(first).await;
+    }
+
+    /// The manifest is written from the session's first stored message or
+    /// record on (see `save_manifest`), so a session killed in its first
+    /// turn can be continued.
+    async fn saved_from_first_write(&self, was_empty: bool) {
+        if was_empty && self.conversation.has_content() {
+            self.save_manifest().await;
+        }
+    }
+
+    /// Append a non-message record (compaction, workflow position) to the
+    /// session's log.
+    pub(crate) async fn append_record(&self, record: String) {
+        let first = !self.conversation.has_content();
+        self.conversation.append_record(&self.id, record).await;
+        self.saved_from_first_write(first).await;
+    }
+
+    /// The conversation so far.
+    pub fn history(&self) -> &[Message] {
+        self.conversation.messages()
+    }
+
+    /// Tokens spent over the whole session.
+    pub fn usage(&self) -> &Usage {
+        &self.ledger.usage
+    }
+
+    /// What the session has cost (USD), when prices are known.
+    pub fn cost_usd(&self) -> f64 {
+        self.ledger.cost_usd
+    }
+
+    /// Whether the session has cost its budget (`--max-cost`); no turn
+    /// can start then.
+    pub fn budget_spent(&self) -> bool {
+        self.ledger.budget_spent()
+    }
+
+    /// One request straight to the provider, drained (benchmarks: the
+    /// provider's share of a turn).
+    pub async fn provider_round_trip(&self, text: &str) {
+        use crate::runtime::bindings::stud::extension::types::{ContentPart, Role};
+        let request = Request {
+            system: None,
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![ContentPart::Text(text.into())],
+            }],
+            tools: self.roster.tools.definitions(),
+            params: self.request_params(),
+        };
+        let provider = &self.roster.provider;
+        if let Ok(mut stream) = provider.provider_send(&request).await {
+            while let Ok(Some(_)) = provider.provider_next(&mut stream).await {}
+        }
+    }
+
+    pub fn model(&self) -> &str {
+        &self.roster.model
+    }
+
+    pub fn provider_id(&self) -> &str {
+        self.roster.provider_id()
+    }
+
+    /// Watch for changed extensions from now on (see [`Reloader`]).
+    /// The input with MCP prompts (`/mcp__server__prompt args` becomes the
+    /// prompt's text) and resources (`@server:uri` attached) taken in.
+    pub async fn mcp_input(&self, input: super::commands::Input) -> super::commands::Input {
+        use super::commands::Input;
+        let text = match input {
+            Input::Command { name, args } => {
+                match super::mcp_input::prompt(&self.mcp, &name, &args.raw).await {
+                    None => return Input::Command { name, args },
+                    Some(Err(e)) => return Input::Invalid(e),
+                    Some(Ok(text)) => text,
+                }
+            }
+            Input::Prompt(text) => text,
+            other => return other,
+        };
+        match super::mcp_input::attach(&self.mcp, &self.bus, text).await {
+            Ok(t) => Input::Prompt(t),
+            Err(e) => Input::Invalid(e),
+        }
+    }
+
+    /// The MCP tools offered now (`mcp__<server>__<tool>`).
+    /// The session's MCP servers (an editor's are started after it asks).
+    pub fn mcp(&self) -> &Arc<super::mcp_hub::McpHub> {
+        &self.mcp
+    }
+
+    /// The session's security mode.
+    pub fn mode(&self) -> super::Mode {
+        self.authority.mode()
+    }
+
+    /// The UI that answers questions, when one does.
+    pub fn interactor(&self) -> Option<&Arc<crate::runtime::Extension>> {
+        self.interactions.interactor()
+    }
+
+    pub fn mcp_tool_names(&self) -> Vec<String> {
+        self.roster
+            .tools
+            .names()
+            .into_iter()
+            .filter(|n| {
+                self.roster
+                    .tools
+                    .get(n)
+                    .is_some_and(|t| matches!(t.runner, super::tools::ToolRunner::Mcp(_)))
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Offer MCP tools the session's extension set keeps (a profile's or
+    /// `--tools` list); one warning per tool left out for a clash.
+    pub fn add_mcp_tools(&mut self, tools: super::mcp_hub::NewTools) -> Vec<String> {
+        let kept = self.keeps_mcp(tools);
+        self.roster.tools.add_mcp(kept)
+    }
+
+    fn keeps_mcp(&self, tools: super::mcp_hub::NewTools) -> super::mcp_hub::NewTools {
+        tools
+            .into_iter()
+            .filter(|(_, spec)| {
+                self.extension_set
+                    .as_ref()
+                    .is_none_or(|s| s.keeps_mcp_tool(&spec.name))
+            })
+            .collect()
+    }
+
+    /// Take up MCP servers' changed tool lists (`tools/list_changed`): at
+    /// a stage boundary, so a request never sees half a change.
+    pub async fn refresh_mcp_tools(&mut self) {
+        let (started, warnings) = self.mcp.take_up_started();
+        for w in warnings.into_iter().chain(self.add_mcp_tools(started)) {
+            self.bus.publish(KernelEvent::Diagnostic {
+                level: "warn".into(),
+                message: w,
+            });
+        }
+        for (link, listed) in self.mcp.changed_tools().await {
+            let server = link.id().to_string();
+            let before = self.roster.tools.remove_mcp(&server);
+            let (tools, warnings) = super::mcp_hub::tool_specs(&link, listed);
+            let kept = self.keeps_mcp(tools);
+            let after: Vec<String> = kept.iter().map(|(_, s)| s.name.clone()).collect();
+            for w in warnings.into_iter().chain(self.roster.tools.add_mcp(kept)) {
+                self.bus.publish(KernelEvent::Diagnostic {
+                    level: "warn".into(),
+                    message: w,
+                });
+            }
+            self.bus.record(KernelEvent::McpToolsChanged {
+                server: server.clone(),
+                added: after
+                    .iter()
+                    .filter(|n| !before.contains(n))
+                    .cloned()
+                    .collect(),
+                removed: before
+                    .iter()
+                    .filter(|n| !after.contains(n))
+                    .cloned()
+                    .collect(),
+            });
+            self.mcp.set_tools(&server, after);
+        }
+    }
+
+    pub fn set_reloader(&mut self, reloader: Arc<Reloader>) {
+        self.reloader = Some(reloader);
+    }
+
+    /// Swap in finished reloads. `boundary` names the stage about to
+    /// start, or `between-turns`. Providers change only between turns (a
+    /// response in progress belongs to the old instance).
+    pub(crate) async fn apply_reloads(&mut self, boundary: &str) {
+        self.refresh_mcp_tools().await;
+        let Some(reloader) = self.reloader.clone() else {
+            return;
+        };
+        let mut ready = std::mem::take(&mut self.pending_reloads);
+        ready.extend(reloader.finished().await);
+        let between = boundary == "between-turns";
+        for item in ready {
+            let ext = item.ext.clone();
+            let allowed = match ext.manifest.reload {
+                ReloadBehavior::InTurn => between || ext.kind() != Kind::Provider,
+                ReloadBehavior::BetweenTurns => between,
+                ReloadBehavior::Never => false,
+            };
+            if !allowed {
+                self.pending_reloads.push(item);
+                continue;
+            }
+            let current = reloader.current(ext.id().as_str());
+            if current.as_ref().is_some_and(|c| c.digest == ext.digest) {
+                // Already serving these bytes.
+                reloader.settle(&ext);
+                continue;
+            }
+            if let Some(old) = &current
+                && let Err(reason) = self.consent_to_growth(old, &ext).await
+            {
+                reloader.refuse(&ext, &reason);
+                continue;
+            }
+            // The old version may have written its state since the new one
+            // was compiled: carry the latest value over.
+            if let Some(state) = current.and_then(|old| old.state())
+                && let Err(e) = ext.restore_state(state)
+            {
+                reloader.refuse(&ext, &e);
+                continue;
+            }
+            match self.roster.swap(&ext).await {
+                Ok(()) => reloader.swapped(&ext, &item.from, boundary),
+                Err(reason) => reloader.refuse(&ext, &reason),
+            }
+        }
+    }
+
+    /// A new version that asks for more than the running one was granted
+    /// needs the user's yes (interactive); headless it is refused.
+    async fn consent_to_growth(&self, old: &Extension, new: &Extension) -> Result<(), String> {
+        let added = consent::added(&old.manifest.capabilities, &new.manifest.capabilities);
+        if added.is_empty() {
+            return Ok(());
+        }
+        let asks = format!(
+            "the new version of `{}` asks for more than it was granted: {}",
+            new.id(),
+            added.join("; ")
+        );
+        if self.interactions.is_headless() {
+            return Err(format!(
+                "{asks}; a headless run cannot ask, so the old version keeps running (restart stud interactively to grant it)"
+            ));
+        }
+        let question = InteractionKind::Confirm(format!("{asks}. Allow it?"));
+        match self.interactions.request(question).await {
+            Answer::Response(r) if r.status == InteractionStatus::Accepted => Ok(()),
+            _ => Err(format!(
+                "{asks}; you declined, so the old version keeps running"
+            )),
+        }
+    }
+
+    /// Let queued observer hooks finish and record the end.
+    pub async fn close(&mut self) {
+        self.roster.hooks.drain().await;
+        self.flush_manifest().await;
+        self.bus.record(KernelEvent::SessionEnd {
+            session_id: self.id.clone(),
+            turns: self.ledger.turns,
+        });
+    }
+}
+
+/// Time-ordered, unique enough for one machine.
+fn session_id() -> String {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format!(
+        "s{:x}{:05x}",
+        now.as_secs(),
+        now.subsec_micros() ^ std::process::id()
+    )
+}

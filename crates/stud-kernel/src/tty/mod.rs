@@ -1,0 +1,108 @@
+//! The terminal a full-screen UI draws on. The host owns it: raw mode,
+//! the alternate screen and bracketed paste are switched on here and
+//! always switched off again (drop, panic). UIs only send cells and read
+//! events; every cell is rendered here with control characters replaced
+//! and bidirectional controls dropped, so no text a UI draws can move the
+//! cursor, rewrite the screen or reorder what is shown. A line UI's text
+//! passes [`styled_only`].
+
+mod keys;
+mod paint;
+mod raw;
+
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::runtime::services::{Cell, ScreenSize, TermEvent};
+pub use crate::runtime::styled_text::styled_only;
+pub use keys::convert;
+pub use raw::RawGuard;
+
+pub struct Screen {
+    out: Mutex<Box<dyn Write + Send>>,
+    events: tokio::sync::Mutex<mpsc::UnboundedReceiver<TermEvent>>,
+    raw: Mutex<Option<RawGuard>>,
+}
+
+/// The screen of this process, once a full-screen UI took it; kept across
+/// sessions of one run (`/clear`, `/resume`).
+pub type ScreenSlot = std::sync::Arc<Mutex<Option<std::sync::Arc<Screen>>>>;
+
+impl Screen {
+    /// Take over the process's terminal: raw mode, alternate screen,
+    /// bracketed paste, and a thread reading its events.
+    pub fn take_over() -> std::io::Result<Self> {
+        let raw = RawGuard::enter()?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("stud-terminal-input".into())
+            .spawn(move || {
+                while let Ok(ev) = crossterm::event::read() {
+                    if let Some(ev) = convert(ev)
+                        && tx.send(ev).is_err()
+                    {
+                        return;
+                    }
+                }
+            })?;
+        Ok(Screen {
+            out: Mutex::new(Box::new(std::io::stdout())),
+            events: tokio::sync::Mutex::new(rx),
+            raw: Mutex::new(Some(raw)),
+        })
+    }
+
+    /// The slot's screen, taking the terminal over the first time.
+    pub fn in_slot(slot: &ScreenSlot) -> std::io::Result<std::sync::Arc<Screen>> {
+        let mut held = slot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = held.as_ref() {
+            return Ok(s.clone());
+        }
+        let s = std::sync::Arc::new(Screen::take_over()?);
+        *held = Some(s.clone());
+        Ok(s)
+    }
+
+    /// Give the terminal back (cooked mode, main screen); idempotent.
+    pub fn release(&self) {
+        drop(self.raw.lock().unwrap_or_else(|p| p.into_inner()).take());
+    }
+
+    pub fn size(&self) -> ScreenSize {
+        let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
+        ScreenSize { cols, rows }
+    }
+
+    pub fn draw(&self, cells: &[Cell]) {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = paint::cells(&mut *out, cells);
+    }
+
+    pub fn cursor(&self, at: Option<(u16, u16)>) {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = paint::cursor(&mut *out, at);
+    }
+
+    pub fn clear(&self) {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = paint::clear(&mut *out);
+    }
+
+    /// An event that is already waiting, if any (never blocks: the
+    /// reader is busy only while a question reads keys itself).
+    pub fn try_next_event(&self) -> Option<TermEvent> {
+        self.events.try_lock().ok()?.try_recv().ok()
+    }
+
+    /// The next event, waiting at most `timeout`.
+    pub async fn next_event(&self, timeout: Duration) -> Option<TermEvent> {
+        let mut rx = self.events.lock().await;
+        tokio::time::timeout(timeout, rx.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+}

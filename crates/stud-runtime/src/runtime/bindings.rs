@@ -1,0 +1,36 @@
+//! Host bindings for contract 0.1.x (`wit/since_v0.1.2`).
+//!
+//! One `bindgen!` over a host-only world that includes every kind's world,
+//! so imports and shared types are generated once. Each kind's exports are
+//! looked up per component through the generated per-interface `Guest`
+//! structs; imports are linked per interface, which is what lets the linker
+//! leave out capabilities an extension was not granted.
+//!
+//! When contract 0.2 arrives, this module moves to `v0_1.rs` and gains an
+//! adapter into the new types (see docs/contracts.md).
+
+wasmtime::component::bindgen!({
+    path: "../../wit/since_v0.1.2",
+    inline: "
+        package stud:host;
+
+        world superset {
+            include stud:extension/provider@0.1.2;
+            include stud:extension/tool@0.1.2;
+            include stud:extension/hook@0.1.2;
+            include stud:extension/tui@0.1.2;
+            include stud:extension/logger@0.1.2;
+            include stud:extension/context-provider@0.1.2;
+            include stud:extension/state-machine@0.1.2;
+            include stud:extension/command@0.1.2;
+            include stud:extension/session-store@0.1.2;
+        }
+    ",
+    world: "stud:host/superset",
+    imports: { default: async | trappable },
+    exports: { default: async },
+    with: {
+        "stud:extension/http.response": crate::runtime::caps::http::HttpResponse,
+        "stud:extension/files.walk": crate::runtime::caps::files::FileWalk,
+    },
+});

@@ -1,0 +1,748 @@
+//! A loaded extension and its live instance. Calls go through one place
+//! that arms the deadline, classifies failures and throws a faulted
+//! instance away; the next call instantiates a fresh one (from the
+//! `InstancePre`) that sees the same state slot.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{Mutex, Notify, OwnedMutexGuard};
+use wasmtime::component::InstancePre;
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+use super::Runtime;
+use super::bindings::exports::stud::extension as ex;
+use super::cache::CodeSource;
+use super::cancel::CancelFlag;
+use super::code::{LazyCode, Linked};
+use super::error::CallError;
+use super::host_state::{DeadlineClock, ExtensionContext, HostState, Interrupted};
+use super::inspect::ComponentInfo;
+use super::interrupt::{CancelCell, ClockCell};
+use super::limits::MemoryLimitExceeded;
+use super::services::ExtError;
+use crate::digest::Sha256Digest;
+use crate::manifest::{ExtensionId, Kind, Manifest};
+
+/// How long a call stopped by its watchdog (deadline or cancel) may take
+/// to notice before it is abandoned: two epoch ticks. Guest code traps at
+/// its next tick (or at once when cancelled: see [`Extension::cancel`]),
+/// host waits that race the cancel flag return at once; what is left is a
+/// wait inside WASI (a sleep, a poll), which nothing interrupts and which
+/// is abandoned with its instance. Short, because that wait is what a
+/// deadline or Ctrl-C is held up by (the bound is 50 ms).
+pub const GIVE_UP_GRACE: Duration = super::engine::TICK.saturating_mul(2);
+
+/// Export lookups done once per component.
+pub enum KindIndices {
+    Provider(ex::provider_api::GuestIndices),
+    Tool(ex::tool_api::GuestIndices),
+    Hook(ex::hook_api::GuestIndices),
+    /// The screen export is optional (only full-screen UIs have it).
+    Ui(
+        ex::ui_api::GuestIndices,
+        Option<ex::ui_screen::GuestIndices>,
+    ),
+    Logger(ex::logger_api::GuestIndices),
+    ContextProvider(ex::context_provider_api::GuestIndices),
+    StateMachine(ex::state_machine_api::GuestIndices),
+    Command(ex::command_api::GuestIndices),
+    SessionStore(ex::session_store_api::GuestIndices),
+}
+
+/// A UI's exports: the line contract, and the screen one if it has it.
+#[derive(Clone)]
+pub struct UiGuest {
+    pub api: ex::ui_api::Guest,
+    pub screen: Option<ex::ui_screen::Guest>,
+}
+
+/// The typed exports of one live instance.
+#[derive(Clone)]
+pub enum KindGuest {
+    Provider(ex::provider_api::Guest),
+    Tool(ex::tool_api::Guest),
+    Hook(ex::hook_api::Guest),
+    Ui(UiGuest),
+    Logger(ex::logger_api::Guest),
+    ContextProvider(ex::context_provider_api::Guest),
+    StateMachine(ex::state_machine_api::Guest),
+    Command(ex::command_api::Guest),
+    SessionStore(ex::session_store_api::Guest),
+}
+
+impl KindIndices {
+    pub fn new(
+        kind: Kind,
+        pre: &InstancePre<HostState>,
+    ) -> wasmtime::Result<(Self, ex::lifecycle::GuestIndices)> {
+        let lifecycle = ex::lifecycle::GuestIndices::new(pre)?;
+        let kind = match kind {
+            Kind::Provider => Self::Provider(ex::provider_api::GuestIndices::new(pre)?),
+            Kind::Tool => Self::Tool(ex::tool_api::GuestIndices::new(pre)?),
+            Kind::Hook => Self::Hook(ex::hook_api::GuestIndices::new(pre)?),
+            Kind::Ui => Self::Ui(
+                ex::ui_api::GuestIndices::new(pre)?,
+                ex::ui_screen::GuestIndices::new(pre).ok(),
+            ),
+            Kind::Logger => Self::Logger(ex::logger_api::GuestIndices::new(pre)?),
+            Kind::ContextProvider => {
+                Self::ContextProvider(ex::context_provider_api::GuestIndices::new(pre)?)
+            }
+            Kind::StateMachine => {
+                Self::StateMachine(ex::state_machine_api::GuestIndices::new(pre)?)
+            }
+            Kind::Command => Self::Command(ex::command_api::GuestIndices::new(pre)?),
+            Kind::SessionStore => {
+                Self::SessionStore(ex::session_store_api::GuestIndices::new(pre)?)
+            }
+        };
+        Ok((kind, lifecycle))
+    }
+
+    fn load(
+        &self,
+        store: &mut Store<HostState>,
+        instance: &wasmtime::component::Instance,
+    ) -> wasmtime::Result<KindGuest> {
+        Ok(match self {
+            Self::Provider(i) => KindGuest::Provider(i.load(store, instance)?),
+            Self::Tool(i) => KindGuest::Tool(i.load(store, instance)?),
+            Self::Hook(i) => KindGuest::Hook(i.load(store, instance)?),
+            Self::Ui(api, screen) => KindGuest::Ui(UiGuest {
+                api: api.load(&mut *store, instance)?,
+                screen: match screen {
+                    Some(s) => Some(s.load(store, instance)?),
+                    None => None,
+                },
+            }),
+            Self::Logger(i) => KindGuest::Logger(i.load(store, instance)?),
+            Self::ContextProvider(i) => KindGuest::ContextProvider(i.load(store, instance)?),
+            Self::StateMachine(i) => KindGuest::StateMachine(i.load(store, instance)?),
+            Self::Command(i) => KindGuest::Command(i.load(store, instance)?),
+            Self::SessionStore(i) => KindGuest::SessionStore(i.load(store, instance)?),
+        })
+    }
+}
+
+/// A live instance: its store and its typed exports.
+pub struct Instance {
+    pub(crate) store: Store<HostState>,
+    pub(crate) guest: KindGuest,
+    /// Which instantiation this is; resources from an older one are dead.
+    pub(crate) generation: u64,
+    /// A call is in progress. Still set at the next call means the previous
+    /// call's future was dropped mid-call: the instance cannot be entered
+    /// again and is replaced.
+    pub(crate) busy: bool,
+}
+
+/// Where the live instance is kept. A call holds the slot's lock while it
+/// runs; a call its watchdog abandoned keeps its slot, and the extension
+/// moves on to a fresh one.
+type Slot = Arc<Mutex<Option<Instance>>>;
+
+/// A boxed future borrowing the instance it runs on.
+pub(crate) type CallFuture<'a, T> =
+    Pin<Box<dyn Future<Output = wasmtime::Result<Result<T, ExtError>>> + Send + 'a>>;
+
+/// What a call needs besides its own arguments: everything that makes and
+/// arms instances. Shared with the thread the call runs on.
+struct Core {
+    runtime: Arc<Runtime>,
+    ctx: Arc<ExtensionContext>,
+    /// Compiled and linked at the first call.
+    code: LazyCode,
+    /// The cancellation flag of the call in progress.
+    cancel: CancelCell,
+    /// The deadline clock of the call (or instantiation) in progress.
+    clock: ClockCell,
+    instantiations: AtomicU64,
+}
+
+/// A loaded extension, ready to call.
+pub struct Extension {
+    pub manifest: Manifest,
+    /// Where it was found; with the id and the digest, its identity.
+    pub scope: crate::scope::Scope,
+    pub digest: Sha256Digest,
+    /// What the component imports and exports: read at load, or for a
+    /// bundled one when first asked.
+    info: std::sync::OnceLock<Option<ComponentInfo>>,
+    pub(crate) ctx: Arc<ExtensionContext>,
+    core: Arc<Core>,
+    slot: std::sync::Mutex<Slot>,
+    /// Woken when the slot is replaced, so calls queued on an abandoned
+    /// slot move to the new one.
+    slot_replaced: Notify,
+    /// Calls, failures and latency, for `/health`.
+    stats: super::health::CallStats,
+}
+
+impl Extension {
+    pub(crate) fn new(
+        runtime: Arc<Runtime>,
+        manifest: Manifest,
+        scope: crate::scope::Scope,
+        digest: Sha256Digest,
+        info: Option<ComponentInfo>,
+        ctx: Arc<ExtensionContext>,
+        code: LazyCode,
+    ) -> Self {
+        let known = std::sync::OnceLock::new();
+        if let Some(info) = info {
+            let _ = known.set(Some(info));
+        }
+        Extension {
+            manifest,
+            scope,
+            digest,
+            info: known,
+            core: Arc::new(Core {
+                runtime,
+                ctx: ctx.clone(),
+                code,
+                cancel: CancelCell::default(),
+                clock: ClockCell::default(),
+                instantiations: AtomicU64::new(0),
+            }),
+            ctx,
+            slot: std::sync::Mutex::default(),
+            slot_replaced: Notify::new(),
+            stats: Default::default(),
+        }
+    }
+
+    pub fn id(&self) -> &ExtensionId {
+        &self.ctx.id
+    }
+
+    /// Whether `ctx` is this extension's own context: the identity a host
+    /// import is called with (not its id, which another could share).
+    pub fn is_context(&self, ctx: &ExtensionContext) -> bool {
+        std::ptr::eq(Arc::as_ptr(&self.ctx), ctx)
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.ctx.kind
+    }
+
+    /// Its imports and exports (`None`: not a readable component, which
+    /// its first call reports).
+    pub fn info(&self) -> Option<&ComponentInfo> {
+        self.info
+            .get_or_init(|| match self.core.code.get() {
+                Some(Ok(linked)) if linked.info.is_some() => linked.info.clone(),
+                _ => ComponentInfo::inspect(self.core.code.bytes()).ok(),
+            })
+            .as_ref()
+    }
+
+    pub(crate) fn runtime(&self) -> &Arc<Runtime> {
+        &self.core.runtime
+    }
+
+    /// Where its machine code came from; `None` until it is linked (at
+    /// its first call, or [`link_now`](Self::link_now)).
+    pub fn code_source(&self) -> Option<CodeSource> {
+        match self.core.code.get() {
+            Some(Ok(linked)) => Some(linked.source),
+            _ => None,
+        }
+    }
+
+    /// Read (or compile) and link its code now, on this (blocking) thread,
+    /// so a failure shows before the first call (a hot reload). Done at
+    /// most once; a failure is kept, and its message names the extension.
+    pub fn link_now(&self) -> Result<CodeSource, String> {
+        self.core
+            .code
+            .link_blocking(&self.core.runtime)
+            .map(|l| l.source)
+    }
+
+    /// How many times an instance was created (1 + restarts after faults).
+    pub fn instantiations(&self) -> u64 {
+        self.core.instantiations.load(Ordering::Relaxed)
+    }
+
+    /// Its calls so far: how many, how many failed (and the last error),
+    /// how long they took.
+    pub fn health(&self) -> super::health::Health {
+        super::health::Health {
+            instantiations: self.instantiations(),
+            ..self.stats.snapshot()
+        }
+    }
+
+    /// The current state slot value.
+    pub fn state(&self) -> Option<String> {
+        self.ctx.slot.read()
+    }
+
+    /// Put a saved state slot value back (resume); it must match the
+    /// manifest's state schema.
+    pub fn restore_state(&self, json: String) -> Result<(), String> {
+        self.ctx.slot.write(json)
+    }
+
+    /// Stop the call in progress: guest code at its next loop iteration
+    /// or call, a host wait at once, anything else by its watchdog.
+    pub fn cancel(&self) {
+        self.core.stop();
+    }
+
+    /// A handle that stops this extension's call in progress from any
+    /// thread, as [`cancel`](Self::cancel) does.
+    pub fn stopper(&self) -> Stopper {
+        Stopper(self.core.clone())
+    }
+
+    /// Create the instance now (and run `init`), if there is none.
+    pub async fn start(&self) -> Result<(), CallError> {
+        self.dispatch("start", true, |_| Box::pin(async { Ok(Ok(())) }))
+            .await
+            .map(|_| ())
+    }
+
+    /// Throw the live instance away and start a fresh one (same state slot).
+    pub async fn restart(&self) -> Result<(), CallError> {
+        self.replace_slot();
+        self.start().await
+    }
+
+    /// Run one export call: `call` gets the live instance (created if
+    /// needed) on a thread of tokio's blocking pool, so guest code and the
+    /// file system calls it makes inline never hold the kernel's runtime.
+    pub(crate) async fn run_call<T, F>(&self, func: &'static str, call: F) -> Result<T, CallError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a mut Instance) -> CallFuture<'a, T> + Send + 'static,
+    {
+        let started = std::time::Instant::now();
+        let out = match self.dispatch(func, true, call).await {
+            Ok(Some(out)) => Ok(out),
+            Ok(None) => Err(self.unavailable(func)),
+            Err(e) => Err(e),
+        };
+        self.stats.record(
+            started.elapsed(),
+            out.as_ref().err().map(ToString::to_string),
+        );
+        out
+    }
+
+    /// Like [`run_call`](Self::run_call), but only on a live instance:
+    /// `None` when there is none (nothing to clean up in a new one).
+    pub(crate) async fn run_on_live<T, F>(
+        &self,
+        func: &'static str,
+        call: F,
+    ) -> Result<Option<T>, CallError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a mut Instance) -> CallFuture<'a, T> + Send + 'static,
+    {
+        self.dispatch(func, false, call).await
+    }
+
+    async fn dispatch<T, F>(
+        &self,
+        func: &'static str,
+        instantiate: bool,
+        call: F,
+    ) -> Result<Option<T>, CallError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a mut Instance) -> CallFuture<'a, T> + Send + 'static,
+    {
+        let guard = self.lock_slot().await;
+        // A fresh, disarmed clock: the watchdog must not see an older
+        // call's deadline before this one is armed.
+        self.core.set_clock(Arc::default());
+        let core = self.core.clone();
+        // Runs inline on this task (and thread): no hop. A blocking system
+        // call inside it is interrupted by `interrupt`, an async host wait
+        // by the watchdog below.
+        let call = async move {
+            let mut guard = guard;
+            if guard.as_ref().is_none_or(|i| i.busy) {
+                if !instantiate {
+                    return Ok(None);
+                }
+                *guard = None;
+                let linked = core.linked().await?;
+                *guard = Some(core.instantiate(&linked).await?);
+            }
+            let Some(inst) = guard.as_mut() else {
+                return Ok(None);
+            };
+            core.begin(inst, func);
+            let outcome = call(inst).await;
+            core.finish(&mut guard, func, outcome).map(Some)
+        };
+        let span = tracing::debug_span!("call", ext = %self.id(), func);
+        tracing::Instrument::instrument(self.watch(call, func), span).await
+    }
+
+    /// Wait for a call under its watchdog. The epoch check stops guest code
+    /// at its deadline or on cancel, but not a call waiting inside the host
+    /// (a WASI sleep, a file that never opens); the watchdog does: once the
+    /// deadline passed (host waits with their own timeouts pause it) or the
+    /// call was cancelled, the call gets [`GIVE_UP_GRACE`] to notice, then
+    /// it is abandoned with its instance.
+    async fn watch<T>(
+        &self,
+        task: impl Future<Output = Result<Option<T>, CallError>>,
+        func: &'static str,
+    ) -> Result<Option<T>, CallError> {
+        // The caller may drop this future (its turn was abandoned): the
+        // call must not go on holding the instance, so it is stopped and
+        // the extension moves to a fresh slot.
+        let mut abandon = AbandonOnDrop(Some(self));
+        let out = self.watch_inner(task, func).await;
+        abandon.0 = None;
+        out
+    }
+
+    async fn watch_inner<T>(
+        &self,
+        task: impl Future<Output = Result<Option<T>, CallError>>,
+        func: &'static str,
+    ) -> Result<Option<T>, CallError> {
+        let task = Interruptible {
+            inner: task,
+            core: &self.core,
+        };
+        tokio::pin!(task);
+        let why = loop {
+            let clock = self.core.current_clock();
+            let cancel = self.core.cancel_flag();
+            tokio::select! {
+                biased;
+                done = &mut task => return done,
+                _ = clock.overdue() => break Interrupted::Deadline,
+                _ = cancel.cancelled() => break Interrupted::Cancelled,
+                // The call may have moved on to a new clock (instantiation,
+                // then the call itself).
+                _ = tokio::time::sleep(CLOCK_REFRESH) => continue,
+            }
+        };
+        let clock = self.core.current_clock();
+        clock.fire(why);
+        self.core.stop();
+        if let Ok(done) = tokio::time::timeout(GIVE_UP_GRACE, &mut task).await {
+            return done;
+        }
+        // Still inside the host: leave it there, with its instance.
+        clock.disarm();
+        self.replace_slot();
+        let id = self.ctx.id.clone();
+        Err(match why {
+            Interrupted::Deadline => CallError::Timeout {
+                id,
+                func,
+                timeout_ms: u64::from(self.ctx.limits.timeout_ms),
+            },
+            Interrupted::Cancelled => CallError::Cancelled { id, func },
+        })
+    }
+
+    /// Lock the current slot; if it is replaced while we wait (its call
+    /// was abandoned), wait for the new one instead.
+    async fn lock_slot(&self) -> OwnedMutexGuard<Option<Instance>> {
+        loop {
+            let replaced = self.slot_replaced.notified();
+            tokio::pin!(replaced);
+            replaced.as_mut().enable();
+            let slot = self.slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            tokio::select! {
+                guard = slot.lock_owned() => return guard,
+                _ = replaced => continue,
+            }
+        }
+    }
+
+    /// Start over with an empty slot (the old one may be held forever by
+    /// an abandoned call).
+    fn replace_slot(&self) {
+        *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = Slot::default();
+        self.slot_replaced.notify_waiters();
+    }
+
+    fn unavailable(&self, func: &'static str) -> CallError {
+        CallError::Instantiate {
+            id: self.ctx.id.clone(),
+            message: format!("no instance to run `{func}` on"),
+        }
+    }
+}
+
+/// Stops an extension's call in progress from any thread (see
+/// [`Extension::cancel`]).
+#[derive(Clone)]
+pub struct Stopper(Arc<Core>);
+
+impl Stopper {
+    pub fn cancel(&self) {
+        self.0.stop();
+    }
+}
+
+impl Core {
+    /// Cancel the call in progress and advance the epoch, so a guest that
+    /// is computing reaches its epoch check (which sees the flag) at its
+    /// next loop iteration or call rather than at the next tick.
+    fn stop(&self) {
+        self.cancel_flag().cancel();
+        self.runtime.engine().increment_epoch();
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(u64::from(self.ctx.limits.timeout_ms))
+    }
+
+    fn cancel_flag(&self) -> CancelFlag {
+        self.cancel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn current_clock(&self) -> Arc<DeadlineClock> {
+        self.clock.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set_clock(&self, clock: Arc<DeadlineClock>) {
+        *self.clock.lock().unwrap_or_else(|p| p.into_inner()) = clock;
+    }
+
+    /// The linked code, linking it on a blocking thread the first time.
+    async fn linked(self: &Arc<Self>) -> Result<Arc<Linked>, CallError> {
+        let result = match self.code.get() {
+            Some(done) => done.clone(),
+            None => {
+                let core = self.clone();
+                let span = tracing::Span::current();
+                tokio::task::spawn_blocking(move || {
+                    span.in_scope(|| core.code.link_blocking(&core.runtime))
+                })
+                .await
+                .unwrap_or_else(|join| Err(format!("linking panicked: {join}")))
+            }
+        };
+        result.map_err(|message| CallError::Unloadable {
+            id: self.ctx.id.clone(),
+            message,
+        })
+    }
+
+    async fn instantiate(&self, linked: &Linked) -> Result<Instance, CallError> {
+        let id = self.ctx.id.clone();
+        let state = HostState::new(self.ctx.clone()).map_err(|message| CallError::Instantiate {
+            id: id.clone(),
+            message,
+        })?;
+        let mut store = Store::new(self.runtime.engine(), state);
+        store.limiter(|s| &mut s.limiter);
+        store.epoch_deadline_callback(|mut ctx| {
+            Ok(match ctx.data_mut().deadline.check() {
+                Some(_) => UpdateDeadline::Interrupt,
+                None => UpdateDeadline::Yield(1),
+            })
+        });
+        let generation = self.instantiations.fetch_add(1, Ordering::Relaxed) + 1;
+        self.arm(&mut store);
+        let span = tracing::debug_span!("instantiate", ext = %id, generation);
+        let instance =
+            match tracing::Instrument::instrument(linked.pre.instantiate_async(&mut store), span)
+                .await
+            {
+                Ok(i) => i,
+                Err(e) => return Err(classify(&id, "instantiate", &store, e)),
+            };
+        let guest =
+            linked
+                .indices
+                .load(&mut store, &instance)
+                .map_err(|e| CallError::Instantiate {
+                    id: id.clone(),
+                    message: format!("{e:#}"),
+                })?;
+        let lifecycle =
+            linked
+                .lifecycle
+                .load(&mut store, &instance)
+                .map_err(|e| CallError::Instantiate {
+                    id: id.clone(),
+                    message: format!("{e:#}"),
+                })?;
+        let config = self.ctx.config.clone();
+        let span = tracing::debug_span!("init", ext = %id);
+        match tracing::Instrument::instrument(lifecycle.call_init(&mut store, &config), span).await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return Err(guest_error(&id, "init", error)),
+            Err(e) => return Err(classify(&id, "init", &store, e)),
+        }
+        match lifecycle.call_activate(&mut store).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return Err(guest_error(&id, "activate", error)),
+            Err(e) => return Err(classify(&id, "activate", &store, e)),
+        }
+        store.data().deadline.disarm();
+        Ok(Instance {
+            store,
+            guest,
+            generation,
+            busy: false,
+        })
+    }
+
+    /// Arm the deadline and a fresh cancellation flag for one call (or
+    /// instantiation), and show its clock to the watchdog.
+    fn arm(&self, store: &mut Store<HostState>) {
+        let flag = CancelFlag::default();
+        *self.cancel.lock().unwrap_or_else(|p| p.into_inner()) = flag.clone();
+        store.data_mut().deadline.arm(self.timeout(), flag);
+        store.set_epoch_deadline(1);
+        self.set_clock(store.data().deadline.clock());
+    }
+
+    /// Prepare the live instance for a call.
+    fn begin(&self, inst: &mut Instance, func: &'static str) {
+        self.arm(&mut inst.store);
+        inst.store.data_mut().call_id = None;
+        inst.store.data_mut().serving = func;
+        inst.busy = true;
+    }
+
+    /// Turn the outcome of a call into ours; a faulted instance is dropped.
+    fn finish<T>(
+        &self,
+        live: &mut Option<Instance>,
+        func: &'static str,
+        outcome: wasmtime::Result<Result<T, ExtError>>,
+    ) -> Result<T, CallError> {
+        match outcome {
+            Ok(result) => {
+                if let Some(inst) = live.as_mut() {
+                    inst.store.data().deadline.disarm();
+                    inst.busy = false;
+                }
+                result.map_err(|e| guest_error(&self.ctx.id, func, e))
+            }
+            Err(e) => {
+                let err = match live.as_ref() {
+                    Some(inst) => classify(&self.ctx.id, func, &inst.store, e),
+                    None => CallError::Trap {
+                        id: self.ctx.id.clone(),
+                        func,
+                        detail: format!("{e:#}"),
+                    },
+                };
+                *live = None;
+                Err(err)
+            }
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A call future that, while it is being polled, is registered with its
+    /// thread so a blocking system call in it can be interrupted
+    /// (`runtime::interrupt`).
+    struct Interruptible<'a, F> {
+        #[pin]
+        inner: F,
+        core: &'a Core,
+    }
+}
+
+impl<F: Future> Future for Interruptible<'_, F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let this = self.project();
+        let _registered =
+            super::interrupt::register(this.core.clock.clone(), this.core.cancel.clone());
+        this.inner.poll(cx)
+    }
+}
+
+/// Stops a call whose caller went away (see [`Extension::watch`]).
+struct AbandonOnDrop<'a>(Option<&'a Extension>);
+
+impl Drop for AbandonOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(ext) = self.0 {
+            ext.core.current_clock().fire(Interrupted::Cancelled);
+            ext.core.stop();
+            ext.replace_slot();
+        }
+    }
+}
+
+/// How often the watchdog looks for the call's current clock.
+const CLOCK_REFRESH: Duration = Duration::from_millis(20);
+
+/// What a call answers when the instance is not of the kind its export
+/// belongs to (it cannot happen for an instance of this extension).
+pub(crate) fn wrong_kind_error(func: &'static str) -> ExtError {
+    super::services::ext_error(
+        super::services::ErrorClass::ExtensionHost,
+        "wrong-kind",
+        format!("`{func}` is not an export of this extension's kind"),
+    )
+}
+
+fn guest_error(id: &ExtensionId, func: &'static str, error: ExtError) -> CallError {
+    CallError::Guest {
+        id: id.clone(),
+        func,
+        error: Box::new(error),
+    }
+}
+
+/// Decide what a failed call means, from the error and the store's notes.
+fn classify(
+    id: &ExtensionId,
+    func: &'static str,
+    store: &Store<HostState>,
+    e: wasmtime::Error,
+) -> CallError {
+    let id = id.clone();
+    if e.downcast_ref::<MemoryLimitExceeded>().is_some() {
+        return CallError::MemoryLimit {
+            id,
+            func,
+            limit_mib: u64::from(store.data().ext.limits.memory_mib),
+        };
+    }
+    match store.data().deadline.fired() {
+        Some(Interrupted::Deadline) => {
+            return CallError::Timeout {
+                id,
+                func,
+                timeout_ms: u64::from(store.data().ext.limits.timeout_ms),
+            };
+        }
+        Some(Interrupted::Cancelled) => return CallError::Cancelled { id, func },
+        None => {}
+    }
+    let mut detail = match e.downcast_ref::<Trap>() {
+        Some(trap) => trap.to_string(),
+        None => format!("{e:#}"),
+    };
+    let stderr = store.data().stderr.text();
+    if !stderr.is_empty() {
+        detail.push_str("; guest stderr: ");
+        detail.push_str(&stderr);
+    }
+    CallError::Trap { id, func, detail }
+}

@@ -1,0 +1,106 @@
+//! The component runtime: one engine, cached compiled code, one linker per
+//! world and grant set, one `InstancePre` per extension and a `Store` per
+//! live instance with a memory limit and a per-call deadline.
+
+pub mod bindings;
+pub mod cache;
+pub mod cancel;
+pub mod caps;
+pub mod code;
+pub mod emit_limit;
+pub mod engine;
+pub mod error;
+pub mod extension;
+pub mod health;
+pub mod host_state;
+pub mod inspect;
+pub mod interrupt;
+pub mod kinds;
+pub mod limits;
+pub mod linker;
+pub mod load;
+mod mapped;
+pub mod net;
+// The policy is data (`stud-config`); its checks are here (`caps`).
+pub use crate::protected_paths;
+pub mod services;
+mod stderr;
+pub mod styled_text;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use wasmtime::Engine;
+use wasmtime::component::Linker;
+
+pub use cache::{CacheLocation, CacheStats, CodeSource};
+pub use code::ComponentBytes;
+pub use engine::Allocator;
+pub use error::{CallError, LoadError, RuntimeError};
+pub use extension::Extension;
+pub use kinds::{tool_spec_from_json, tool_spec_to_json};
+pub use load::LoadSpec;
+
+use crate::manifest::Kind;
+use caps::HostInterface;
+use host_state::HostState;
+
+pub struct RuntimeOptions {
+    /// Where compiled code is cached; `None` compiles on every load.
+    pub cache: Option<CacheLocation>,
+    /// Try the pooling allocator first.
+    pub pooling: bool,
+}
+
+pub(crate) type LinkerKey = (Kind, Vec<HostInterface>);
+
+pub struct Runtime {
+    engine: Engine,
+    allocator: Allocator,
+    cache: cache::CompileCache,
+    /// Why the disk cache is off, when it should have been on.
+    cache_problem: Option<String>,
+    linkers: Mutex<HashMap<LinkerKey, Arc<Linker<HostState>>>>,
+}
+
+impl Runtime {
+    pub fn new(options: RuntimeOptions) -> Result<Arc<Self>, RuntimeError> {
+        let (engine, allocator) = engine::build_engine(options.pooling)?;
+        let (cache, problem) = cache::CompileCache::new(&engine, options.cache);
+        Ok(Arc::new(Runtime {
+            engine,
+            allocator,
+            cache,
+            cache_problem: problem.map(|e| format!("{e}; compiled code is not cached")),
+            linkers: Mutex::default(),
+        }))
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn allocator(&self) -> Allocator {
+        self.allocator
+    }
+
+    /// Why compiled code is not cached although a cache was asked for.
+    pub fn cache_problem(&self) -> Option<&str> {
+        self.cache_problem.as_deref()
+    }
+
+    /// Compile, cache-hit and discard counters.
+    pub fn cache_stats(&self) -> &CacheStats {
+        &self.cache.stats
+    }
+
+    fn linker(&self, key: LinkerKey) -> wasmtime::Result<Arc<Linker<HostState>>> {
+        let mut linkers = self.linkers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = linkers.get(&key) {
+            return Ok(l.clone());
+        }
+        let linker = Arc::new(linker::build(&self.engine, &key.1)?);
+        linkers.insert(key, linker.clone());
+        Ok(linker)
+    }
+}
