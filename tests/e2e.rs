@@ -19,6 +19,7 @@ mod hooks_e2e;
 mod identity_e2e;
 mod index_e2e;
 mod kernel_e2e;
+mod layers;
 mod lifecycle_e2e;
 mod manifest_writer;
 mod mcp_e2e;
