@@ -403,10 +403,10 @@ fn kernel_edges(kernel_src: &Path) -> BTreeMap<String, BTreeSet<String>> {
                     let mut here = base.clone();
                     here.extend(inline.iter().map(|(n, _)| n.clone()));
                     for path in paths {
-                        if let Some(target) = resolve(&here, &path) {
-                            if target != owner {
-                                edges.entry(owner.clone()).or_default().insert(target);
-                            }
+                        if let Some(target) = resolve(&here, &path)
+                            && target != owner
+                        {
+                            edges.entry(owner.clone()).or_default().insert(target);
                         }
                     }
                     i = end.max(i + 1);
@@ -488,15 +488,16 @@ fn the_cycle_finder_sees_a_cycle_and_resolves_paths() {
     let mut found = BTreeSet::new();
     let mut i = 0;
     while i < toks.len() {
-        if let Token::Ident(w) = &toks[i] {
-            if (w == "super" || w == "crate") && toks.get(i + 1) == Some(&Token::PathSep) {
-                let (paths, end) = paths_at(&toks, i);
-                for p in paths {
-                    found.insert(resolve(&here, &p));
-                }
-                i = end;
-                continue;
+        if let Token::Ident(w) = &toks[i]
+            && (w == "super" || w == "crate")
+            && toks.get(i + 1) == Some(&Token::PathSep)
+        {
+            let (paths, end) = paths_at(&toks, i);
+            for p in paths {
+                found.insert(resolve(&here, &p));
             }
+            i = end;
+            continue;
         }
         i += 1;
     }
