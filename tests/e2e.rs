@@ -14,6 +14,7 @@ mod diagnostics_e2e;
 mod endpoint_e2e;
 mod file_policy_e2e;
 mod files_e2e;
+mod front_doors_e2e;
 mod golden_manifests;
 mod hooks_e2e;
 mod identity_e2e;

@@ -68,7 +68,7 @@ fn a_first_run_picks_the_provider_whose_key_is_set_and_says_so() {
 fn a_profile_chooses_the_extension_set_and_continuing_keeps_it() {
     let env = StudEnv::new();
     env.script(
-        json!([{"text": "one"}, {"text": "two"}, {"text": "three"}]),
+        json!([{"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "four"}, {"text": "five"}]),
         json!({"profiles": {"review": {"tools": ["read", "grep"], "hooks": [], "mode": "allowlist"}}}),
     );
     let stream = |args: &[&str]| {
@@ -97,10 +97,16 @@ fn a_profile_chooses_the_extension_set_and_continuing_keeps_it() {
     assert_eq!(manifest["extension_set"]["profile"], "review");
     assert_eq!(manifest["extension_set"]["tools"], json!(["read", "grep"]));
 
-    // `-c` continues with the recorded set...
+    // `-c` continues with the recorded set and the profile's mode...
     let o = stream(&["-c", "again"]);
     assert!(o.status.success(), "{}", err(&o));
     assert_eq!(session_start(&o)["tools"], json!(["grep", "read"]));
+    assert_eq!(session_start(&o)["mode"], "allowlist");
+    // ...which the command line may tighten, never loosen.
+    let o = stream(&["-c", "--yolo", "again"]);
+    assert_eq!(session_start(&o)["mode"], "allowlist", "{}", err(&o));
+    let o = stream(&["-c", "--mode", "ask", "again"]);
+    assert_eq!(session_start(&o)["mode"], "ask", "{}", err(&o));
     // ...unless the command line chooses another.
     let o = stream(&["-c", "--tools", "read", "more"]);
     assert_eq!(session_start(&o)["tools"], json!(["read"]));

@@ -93,6 +93,18 @@ impl Term {
         }
     }
 
+    /// Whether the screen shows `needle` within `timeout`.
+    pub fn shows_within(&self, needle: &str, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if self.contents().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
     pub fn resize(&mut self, cols: u16, rows: u16) {
         self.screen
             .lock()

@@ -6,6 +6,7 @@ mod editor_fs;
 mod failure;
 mod mcp_servers;
 mod replay;
+mod turns;
 mod updates;
 mod worker;
 

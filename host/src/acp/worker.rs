@@ -23,11 +23,10 @@ use super::failure::Failure;
 use super::replay::replay;
 use super::updates::{Calls, text};
 use crate::extensions::trust::recorded_scope;
-use crate::kernel::commands::{After, Input, classify};
 use crate::kernel::interaction::Ask;
 use crate::kernel::launch::LaunchError;
 use crate::kernel::persist::{ResumeError, ResumeTarget};
-use crate::kernel::{LaunchOptions, Launched, Mode, Subscriber, TurnStatus, launch};
+use crate::kernel::{LaunchOptions, Launched, Mode, Subscriber, launch};
 use crate::paths::StudHome;
 use crate::runtime::bindings::stud::extension::interaction::{
     InteractionKind, InteractionResponse, InteractionStatus,
@@ -59,7 +58,7 @@ pub struct Opened {
     pub announced: oneshot::Sender<()>,
 }
 
-type Turn = (
+pub(super) type Turn = (
     String,
     Vec<Image>,
     oneshot::Sender<Result<schema::StopReason, Failure>>,
@@ -283,12 +282,12 @@ async fn start(
     let (turns, turns_rx) = mpsc::unbounded_channel();
     let cancel = Rc::new(RefCell::new(CancellationToken::new()));
     let (announced, known) = oneshot::channel();
-    let ended = tokio::task::spawn_local(run_turns(
+    let ended = tokio::task::spawn_local(super::turns::run_turns(
         launched,
         turns_rx,
         cancel.clone(),
         sub,
-        Known {
+        super::turns::Known {
             conn: conn.clone(),
             home: home.clone(),
             known,
@@ -342,92 +341,6 @@ fn is_session_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// What a session's turn loop does once the editor knows the session.
-struct Known {
-    conn: ConnectionTo<Client>,
-    home: StudHome,
-    /// Fires when the editor was told.
-    known: oneshot::Receiver<()>,
-    /// Updates to send then (the plan of a state machine attached at
-    /// start).
-    first: Vec<Value>,
-}
-
-async fn run_turns(
-    mut launched: Launched,
-    mut turns: mpsc::UnboundedReceiver<Turn>,
-    cancel: Rc<RefCell<CancellationToken>>,
-    sub: Arc<Subscriber>,
-    Known {
-        conn,
-        home,
-        known,
-        first,
-    }: Known,
-) {
-    // Prompts wait here until the editor's servers are decided.
-    if known.await.is_ok() {
-        let id = launched.session.id.clone();
-        for update in first {
-            send_update(&conn, &id, update);
-        }
-        super::mcp_servers::trust_in_editor(&mut launched, &home, &conn).await;
-    }
-    while let Some((line, images, reply)) = turns.recv().await {
-        let stop = match classify(&line) {
-            Input::Prompt(prompt) => match launched.session.attach_images(images) {
-                Err(why) => Err(Failure::invalid("prompt", "model-without-vision", why)),
-                Ok(()) => {
-                    let token = CancellationToken::new();
-                    *cancel.borrow_mut() = token.clone();
-                    let outcome = launched.session.run_workflow(&prompt, &token).await;
-                    stop_reason(outcome.status)
-                }
-            },
-            Input::Command { name, args } => {
-                let done = launched
-                    .commands
-                    .dispatch(&name, args, &mut launched.session, false)
-                    .await;
-                let mut shown = done.text;
-                if done.after != After::Continue {
-                    shown.push_str(&format!(
-                        "\n({name} ends or switches sessions in a terminal; in an editor, open or close the session there)"
-                    ));
-                }
-                let id = launched.session.id.clone();
-                send_update(
-                    &conn,
-                    &id,
-                    json!({"sessionUpdate": "agent_message_chunk", "content": text(&shown)}),
-                );
-                Ok(schema::StopReason::EndTurn)
-            }
-            Input::Invalid(why) => Err(Failure::invalid("prompt", "invalid-command", why)),
-        };
-        // Every update of the turn reaches the editor before its answer.
-        // (Bounded: a stuck forwarder must not hold the answer forever.)
-        let _ = tokio::time::timeout(Duration::from_secs(2), sub.idle()).await;
-        let _ = reply.send(stop);
-    }
-    launched.shutdown().await;
-}
-
-fn stop_reason(status: TurnStatus) -> Result<schema::StopReason, Failure> {
-    match status {
-        TurnStatus::Completed => Ok(schema::StopReason::EndTurn),
-        TurnStatus::Cancelled => Ok(schema::StopReason::Cancelled),
-        TurnStatus::Failed { code, .. } if code == "loop-bound-exceeded" => {
-            Ok(schema::StopReason::MaxTurnRequests)
-        }
-        TurnStatus::Failed { code, message } => Err(Failure::failed(code, message)),
-        TurnStatus::Halted { tool, key } => Err(Failure::failed(
-            "approval-unanswered",
-            format!("approval needed for {tool} `{key}` and nobody could answer"),
-        )),
-    }
-}
-
 /// The most text one merged `agent_message_chunk` carries.
 const MERGED_CHUNK_BYTES: usize = 16 * 1024;
 
@@ -450,7 +363,7 @@ async fn forward_events(
     }
 }
 
-fn send_update(conn: &ConnectionTo<Client>, id: &str, update: Value) {
+pub(super) fn send_update(conn: &ConnectionTo<Client>, id: &str, update: Value) {
     let note = json!({"sessionId": id, "update": update});
     match serde_json::from_value::<schema::SessionNotification>(note) {
         Ok(n) => {

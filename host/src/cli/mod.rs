@@ -29,9 +29,11 @@ macro_rules! errout {
 
 mod agents;
 mod config;
+mod console;
 mod ext;
 mod mcp;
 mod run;
+mod screen;
 mod session;
 mod session_show;
 mod signals;

@@ -10,16 +10,18 @@ use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::console::Console;
+use super::screen::{Screen, notify};
 use super::signals::EndSignals;
-use crate::kernel::commands::{After, Dispatched, Input, Status, classify};
 use crate::kernel::events::DEFAULT_QUEUE;
 use crate::kernel::extension_set::SetChoice;
+use crate::kernel::front_door;
 use crate::kernel::launch::ProviderPick;
 use crate::kernel::persist::ResumeTarget;
 use crate::kernel::screen_ui::Control;
@@ -28,10 +30,7 @@ use crate::kernel::{
     Bus, LaunchOptions, Launched, Mode, Session, TerminalOut, TurnOutcome, TurnStatus, launch,
 };
 use crate::paths::StudHome;
-use crate::runtime::bindings::stud::extension::command_types::CommandArgs;
 use crate::tty::ScreenSlot;
-use std::collections::VecDeque;
-use stud_protocol::events::KernelEvent;
 use tokio::sync::mpsc;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -173,7 +172,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     }))
     .await?;
     if let Some(controls) = launched.controls.take() {
-        let out = screen_session(launched, controls, &options, &current_token()).await;
+        let out = screen_session(launched, controls, &options).await;
         if let Some(s) = screen_slot.and_then(|slot| slot.lock().ok()?.take()) {
             s.release();
         }
@@ -186,92 +185,26 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         banner(&launched);
     }
     let stream_json = args.output_format == OutputFormat::StreamJson;
-    let mut stdout_sub = stream_json.then(|| spawn_stdout(&launched.bus));
-
     let current = Arc::new(Mutex::new(CancellationToken::new()));
     spawn_ctrl_c(current.clone());
-    let one_shot = headless || args.prompt.is_some();
-    let mut last: Option<TurnOutcome> = None;
-    let mut command_failed = false;
-    let mut next_input = input;
-    loop {
-        let text = match next_input.take() {
-            Some(t) => t,
-            None if !headless => match read_from_ui(&launched).await {
-                Some(t) => t,
-                None => break,
-            },
-            None => break,
-        };
-        if text.trim().is_empty() {
-            continue;
-        }
-        // Between inputs is a stage boundary: MCP servers that came up
-        // meanwhile join (their tools, their prompts).
-        launched.session.refresh_mcp_tools().await;
-        let prompt = match launched.session.mcp_input(classify(&text)).await {
-            Input::Prompt(p) => p,
-            Input::Invalid(message) => {
-                errln!("error: {message}");
-                command_failed = true;
-                if one_shot {
-                    break;
-                }
-                continue;
-            }
-            Input::Command { name, args: cargs } => {
-                let done = launched
-                    .commands
-                    .dispatch(&name, cargs, &mut launched.session, false)
-                    .await;
-                command_failed = done.status != Status::Ok;
-                show_command(&done);
-                let resume = match done.after {
-                    After::Continue if one_shot => break,
-                    After::Continue => continue,
-                    After::Exit => break,
-                    After::NewSession => None,
-                    After::Resume(id) => Some(ResumeTarget::Id(id)),
-                };
-                // The old session ends (saved) and the next one starts in
-                // this process, with the same flags.
-                launched.shutdown().await;
-                if let Some(s) = stdout_sub.take() {
-                    let _ = s.await;
-                }
-                launched = launch(options(resume)).await?;
-                for w in &launched.warnings {
-                    errln!("warning: {w}");
-                }
-                stdout_sub = stream_json.then(|| spawn_stdout(&launched.bus));
-                errln!("session {}", launched.session.id);
-                if one_shot {
-                    break;
-                }
-                continue;
-            }
-        };
-        let token = CancellationToken::new();
-        *current.lock().unwrap_or_else(|p| p.into_inner()) = token.clone();
-        // With a state machine attached, the input runs its workflow.
-        last = Some(launched.session.run_workflow(&prompt, &token).await);
-        if one_shot {
-            break;
-        }
-        if launched.session.budget_spent() {
-            // The turn's end already said why; a new turn would only be
-            // refused again.
-            break;
-        }
-    }
+    let mut console = Console {
+        first: input,
+        headless,
+        one_shot: headless || args.prompt.is_some(),
+        options: &options,
+        current,
+        stdout_sub: stream_json.then(|| spawn_stdout(&launched.bus)),
+        stream_json,
+        last: None,
+        command_failed: false,
+    };
+    let (mut launched, _) = front_door::serve(launched, &mut console).await?;
     launched.shutdown().await;
-    if let Some(s) = stdout_sub {
-        let _ = s.await;
+    console.wait_stdout().await;
+    if let Some(code) = console.failed_without_turn() {
+        return Ok(code);
     }
-    if last.is_none() && command_failed {
-        return Ok(ExitCode::FAILURE);
-    }
-    let code = finish(&args, headless, &launched.session, last);
+    let code = finish(&args, headless, &launched.session, console.last.take());
     // What is dropped here stops the session's MCP servers; the process
     // ends right after.
     launched.leave_extensions_to_exit();
@@ -279,150 +212,28 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
-fn current_token() -> Arc<Mutex<CancellationToken>> {
-    Arc::new(Mutex::new(CancellationToken::new()))
-}
-
-/// A session in a full-screen UI: input arrives as [`Control`]s, also
-/// while a turn runs (a follow-up is queued, steering goes to the turn,
-/// Esc interrupts it). Messages go to the UI as events, never to stdout.
+/// A session in a full-screen UI: messages go to the UI as events, never
+/// to stdout.
 async fn screen_session(
-    mut launched: Launched,
-    mut controls: mpsc::UnboundedReceiver<Control>,
+    launched: Launched,
+    controls: mpsc::UnboundedReceiver<Control>,
     options: &dyn Fn(Option<ResumeTarget>) -> LaunchOptions,
-    current: &Arc<Mutex<CancellationToken>>,
 ) -> anyhow::Result<ExitCode> {
-    let notify = |bus: &Bus, level: &str, message: String| {
-        bus.publish(KernelEvent::Diagnostic {
-            level: level.into(),
-            message,
-        })
-    };
     for w in &launched.warnings {
         notify(&launched.bus, "warn", w.clone());
     }
     if let Some(b) = banner_text(&launched) {
         notify(&launched.bus, "info", b);
     }
-    let mut pending: VecDeque<String> = VecDeque::new();
-    let mut signals = EndSignals::listen();
-    // The signal that ended the session, for the exit status (128 + n).
-    let mut ended_by: Option<i32> = None;
-    loop {
-        let text = match pending.pop_front() {
-            Some(t) => t,
-            None => tokio::select! {
-                c = controls.recv() => match c {
-                    Some(Control::Submit(t) | Control::Steer(t)) => t,
-                    Some(Control::Interrupt) => continue,
-                    Some(Control::Quit) | None => break,
-                },
-                n = signals.recv() => {
-                    ended_by = Some(n);
-                    break;
-                }
-            },
-        };
-        if text.trim().is_empty() {
-            continue;
-        }
-        // Between inputs is a stage boundary: MCP servers that came up
-        // meanwhile join (their tools, their prompts).
-        launched.session.refresh_mcp_tools().await;
-        let prompt = match launched.session.mcp_input(classify(&text)).await {
-            Input::Prompt(p) => p,
-            Input::Invalid(message) => {
-                notify(&launched.bus, "error", message);
-                continue;
-            }
-            Input::Command { name, args } => {
-                let done = launched
-                    .commands
-                    .dispatch(&name, args, &mut launched.session, false)
-                    .await;
-                let resume = match done.after {
-                    After::Continue => continue,
-                    After::Exit => break,
-                    After::NewSession => None,
-                    After::Resume(id) => Some(ResumeTarget::Id(id)),
-                };
-                launched.shutdown().await;
-                launched = launch(options(resume)).await?;
-                match launched.controls.take() {
-                    Some(c) => controls = c,
-                    None => bail!("the new session has no full-screen UI"),
-                }
-                for w in &launched.warnings {
-                    notify(&launched.bus, "warn", w.clone());
-                }
-                continue;
-            }
-        };
-        let token = CancellationToken::new();
-        *current.lock().unwrap_or_else(|p| p.into_inner()) = token.clone();
-        let steering = launched.session.steering.clone();
-        let mut quit = false;
-        {
-            // Turn-safe commands typed meanwhile run now, one at a time,
-            // beside the turn, on a snapshot of the session.
-            let view = launched.commands.turn_view(&launched.session);
-            let mut commands = Some(&mut launched.commands);
-            let mut waiting: VecDeque<(String, CommandArgs)> = VecDeque::new();
-            let mut running = None;
-            let turn = launched.session.run_workflow(&prompt, &token);
-            tokio::pin!(turn);
-            loop {
-                if running.is_none()
-                    && let Some(c) = commands.take()
-                {
-                    match waiting.pop_front() {
-                        Some((name, args)) => {
-                            let view = &view;
-                            running = Some(Box::pin(async move {
-                                let done = c.dispatch_during_turn(&name, args, view).await;
-                                (done, c)
-                            }));
-                        }
-                        None => commands = Some(c),
-                    }
-                }
-                tokio::select! {
-                    _ = &mut turn => break,
-                    n = signals.recv(), if ended_by.is_none() => {
-                        token.cancel();
-                        ended_by = Some(n);
-                    }
-                    (done, c) = async { running.as_mut().expect("guarded").await }, if running.is_some() => {
-                        running = None;
-                        commands = Some(c);
-                        if done.after == After::Exit {
-                            token.cancel();
-                            quit = true;
-                        }
-                    }
-                    c = controls.recv() => match c {
-                        Some(Control::Interrupt) => token.cancel(),
-                        Some(Control::Steer(t)) => steering.push(t),
-                        Some(Control::Submit(t)) => match classify(&t) {
-                            Input::Command { name, args } => waiting.push_back((name, args)),
-                            // A prompt (or an invalid line, reported then)
-                            // runs once the turn ended.
-                            _ => pending.push_back(t),
-                        },
-                        Some(Control::Quit) | None => {
-                            token.cancel();
-                            quit = true;
-                        }
-                    },
-                }
-            }
-        }
-        if quit || ended_by.is_some() || launched.session.budget_spent() {
-            break;
-        }
-    }
+    let mut screen = Screen {
+        controls,
+        signals: EndSignals::listen(),
+        ended_by: None,
+        options,
+    };
+    let (mut launched, _) = front_door::serve(launched, &mut screen).await?;
     launched.shutdown().await;
-    Ok(match ended_by {
+    Ok(match screen.ended_by {
         Some(n) => ExitCode::from(128 + n as u8),
         None => ExitCode::SUCCESS,
     })
@@ -455,17 +266,6 @@ fn banner_text(launched: &Launched) -> Option<String> {
     (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
-/// A command's answer: what it rendered on stdout, a failure or refusal
-/// as an error on stderr.
-fn show_command(done: &Dispatched) {
-    let text = done.text.trim_end();
-    match done.status {
-        Status::Ok if text.is_empty() => {}
-        Status::Ok => outln!("{text}"),
-        Status::Failed | Status::Refused => errln!("error: {text}"),
-    }
-}
-
 /// The prompt for the first turn: the argument, or all of stdin when
 /// headless without one.
 fn first_input(args: &RunArgs, headless: bool) -> anyhow::Result<Option<String>> {
@@ -482,20 +282,6 @@ fn first_input(args: &RunArgs, headless: bool) -> anyhow::Result<Option<String>>
     // Piped input without -p: the line console reads it, one prompt per
     // line (a full-screen UI needs a terminal on both ends).
     Ok(None)
-}
-
-/// The next prompt from the interactor (the one UI that reads the
-/// person's input), once the UIs have shown the last answer.
-async fn read_from_ui(launched: &Launched) -> Option<String> {
-    launched.settle_ui().await;
-    let ui = launched.session.interactor()?;
-    match ui.ui_read_input().await {
-        Ok(line) => line,
-        Err(e) => {
-            errln!("error: the UI could not read input: {e}");
-            None
-        }
-    }
 }
 
 fn finish(
@@ -579,7 +365,7 @@ fn spawn_ctrl_c(current: Arc<Mutex<CancellationToken>>) {
     });
 }
 
-fn spawn_stdout(bus: &Bus) -> JoinHandle<()> {
+pub(super) fn spawn_stdout(bus: &Bus) -> JoinHandle<()> {
     let sub = bus.subscribe_replaying("stdout", DEFAULT_QUEUE * 64);
     tokio::spawn(async move {
         while let Some(ev) = sub.next().await {

@@ -217,6 +217,9 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let chosen_set = ExtensionSet::resolve(&opts.set, &settings)?;
     let profile = chosen_set.as_ref().map(|s| &s.choice);
     let (mode, allowlist) = security(&opts, &settings, profile, &layered.project_allowlist)?;
+    // Whether this run chose a mode itself (a flag, or a profile that
+    // names one); if not, a resumed session keeps its recorded profile's.
+    let mode_asked = opts.yolo || opts.mode.is_some() || profile.is_some_and(|p| p.mode.is_some());
 
     let bus = Bus::new();
     let services = Arc::new(KernelServices::new(bus.clone(), opts.terminal));
@@ -439,7 +442,7 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     // A resumed session never gets looser than it was started: the
     // stricter of its stored mode and what this run asks for.
     let mode = match resumed.as_ref().and_then(|r| r.mode) {
-        Some(stored) => stored.stricter(mode),
+        Some(stored) => stored.stricter(resumed_mode(mode, mode_asked, &set)?),
         None => mode,
     };
     let authority =
@@ -870,6 +873,22 @@ fn security(
         .collect::<Result<Vec<_>, _>>()
         .map_err(LaunchError::Allowlist)?;
     Ok((mode, allowlist))
+}
+
+/// What a resumed session's run asks for: what it chose itself, else
+/// the mode of the profile the session was recorded with (`-c` keeps a
+/// profile), else the settings' (`asked`).
+fn resumed_mode(
+    asked: Mode,
+    chosen_here: bool,
+    set: &Option<ExtensionSet>,
+) -> Result<Mode, LaunchError> {
+    match set.as_ref().and_then(|s| s.choice.mode.as_deref()) {
+        Some(m) if !chosen_here => m
+            .parse::<Mode>()
+            .map_err(|e| LaunchError::Mode(format!("the resumed session's profile: {e}"))),
+        _ => Ok(asked),
+    }
 }
 
 /// The provider: flags over the profile over settings; with none of

@@ -14,6 +14,7 @@ pub mod editor_files;
 pub mod events;
 pub mod extension_set;
 pub mod first_request;
+pub mod front_door;
 pub mod held_output;
 pub mod hooks;
 pub mod interaction;

@@ -1,0 +1,309 @@
+//! The one front door. The line console, the full-screen UI and an editor
+//! over ACP hand the kernel typed [`Submission`]s and show typed
+//! [`Answer`]s; what a line means (a prompt, a `/command`, an MCP server's
+//! `/mcp__server__prompt`, a prompt naming `@server:uri`), what runs beside
+//! a turn and when a turn stops is decided here, once, so the front ends
+//! cannot drift apart.
+
+use std::collections::VecDeque;
+use std::future::Future;
+
+use tokio_util::sync::CancellationToken;
+
+use super::commands::{After, Dispatched, Input, classify};
+use super::launch::{LaunchError, Launched};
+use super::persist::ResumeTarget;
+use super::turn::TurnOutcome;
+use crate::runtime::bindings::stud::extension::command_types::CommandArgs;
+use crate::runtime::bindings::stud::extension::types::Image;
+
+/// What a person (or an editor) hands the session.
+#[derive(Debug)]
+pub enum Submission {
+    /// A typed or sent line with what it carries. Between turns it runs
+    /// now; while a turn runs a command runs beside it (turn-safe ones
+    /// only) and a prompt is the follow-up, run once the turn ended.
+    Line { text: String, images: Vec<Image> },
+    /// Words for the running turn's next stage boundary; between turns, a
+    /// line.
+    Steer(String),
+    /// Stop the running turn; between turns, nothing.
+    Interrupt,
+    /// End the session, stopping a running turn first.
+    Quit,
+}
+
+impl Submission {
+    /// A line without attachments.
+    pub fn line(text: impl Into<String>) -> Self {
+        Submission::Line {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+}
+
+/// What a submission came to.
+#[derive(Debug)]
+pub enum Answer {
+    /// A prompt ran as a turn (a workflow's turns, with a state machine).
+    Turn(TurnOutcome),
+    /// A command ran (or was refused: `done.status` says which).
+    Command { name: String, done: Dispatched },
+    /// Neither could run; nothing was sent to the model.
+    Refused(Refusal),
+}
+
+/// Why a line did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// It starts like a command but is none (a bad MCP prompt, a missing
+    /// argument); the message names what to change.
+    InvalidCommand(String),
+    /// It carries images the session's model cannot see.
+    ImagesUnsupported(String),
+}
+
+impl Refusal {
+    pub fn message(&self) -> &str {
+        match self {
+            Refusal::InvalidCommand(m) | Refusal::ImagesUnsupported(m) => m,
+        }
+    }
+}
+
+/// Whether the front end wants more after an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// A command asked for another session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionSwitch {
+    /// A new, empty session.
+    New,
+    /// The saved session with this id.
+    Resume(String),
+}
+
+impl SessionSwitch {
+    pub fn target(&self) -> Option<ResumeTarget> {
+        match self {
+            SessionSwitch::New => None,
+            SessionSwitch::Resume(id) => Some(ResumeTarget::Id(id.clone())),
+        }
+    }
+}
+
+/// How the front door ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The front end had no more (end of input, one-shot done).
+    Drained,
+    /// A `Quit` submission or a command that exits.
+    Quit,
+}
+
+/// What a front end does: where submissions come from and how answers
+/// are shown. Everything else is the door's.
+pub trait FrontEnd {
+    /// Whether a command may end the session or switch to another. An
+    /// editor opens and closes its sessions itself: there such a command
+    /// shows its answer and the session goes on.
+    const ENDS_SESSIONS: bool = true;
+
+    /// The next submission between turns; `None` when there is no more.
+    fn next(&mut self, launched: &Launched) -> impl Future<Output = Option<Submission>>;
+
+    /// A submission while a turn runs. A front end that cannot take input
+    /// then (a line console reads from the UI that asks the approvals)
+    /// never answers; `None` means its input closed (a quit).
+    fn during_turn(&mut self) -> impl Future<Output = Option<Submission>> {
+        std::future::pending()
+    }
+
+    /// A turn starts; `token` stops it (a front end's own stop path:
+    /// Ctrl-C, an editor's cancel notification).
+    fn turn_started(&mut self, _token: &CancellationToken) {}
+
+    /// Show an answer; `Flow::Stop` ends the door after it.
+    fn answered(&mut self, launched: &Launched, answer: Answer) -> impl Future<Output = Flow>;
+
+    /// A command asked for another session. The front end ends this one
+    /// and starts the next (or keeps this one where it cannot switch:
+    /// an editor opens sessions itself). The old session is gone either
+    /// way: an error ends the door.
+    fn switch(
+        &mut self,
+        launched: Launched,
+        to: SessionSwitch,
+    ) -> impl Future<Output = Result<Launched, LaunchError>>;
+}
+
+/// Serve `front` until it has no more or quits; the session is handed
+/// back, not shut down (each front end says goodbye its own way). A
+/// session switch that fails to start the next session ends it with the
+/// error.
+pub async fn serve<F: FrontEnd>(
+    mut launched: Launched,
+    front: &mut F,
+) -> Result<(Launched, Ended), LaunchError> {
+    // Prompts sent while a turn ran: they run next, in order.
+    let mut follow_ups: VecDeque<Submission> = VecDeque::new();
+    loop {
+        let submission = match follow_ups.pop_front() {
+            Some(s) => s,
+            None => match front.next(&launched).await {
+                Some(s) => s,
+                None => return Ok((launched, Ended::Drained)),
+            },
+        };
+        let (text, images) = match submission {
+            Submission::Line { text, images } => (text, images),
+            Submission::Steer(text) => (text, Vec::new()),
+            Submission::Interrupt => continue,
+            Submission::Quit => return Ok((launched, Ended::Quit)),
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        match prepare(&mut launched, &text, images).await {
+            Prepared::Refused(why) => {
+                if front.answered(&launched, Answer::Refused(why)).await == Flow::Stop {
+                    return Ok((launched, Ended::Drained));
+                }
+            }
+            Prepared::Command { name, args } => {
+                let done = launched
+                    .commands
+                    .dispatch(&name, args, &mut launched.session, false)
+                    .await;
+                let after = done.after.clone();
+                let flow = front
+                    .answered(&launched, Answer::Command { name, done })
+                    .await;
+                let after = if F::ENDS_SESSIONS {
+                    after
+                } else {
+                    After::Continue
+                };
+                let to = match after {
+                    After::Continue if flow == Flow::Stop => {
+                        return Ok((launched, Ended::Drained));
+                    }
+                    After::Continue => continue,
+                    After::Exit => return Ok((launched, Ended::Quit)),
+                    After::NewSession => SessionSwitch::New,
+                    After::Resume(id) => SessionSwitch::Resume(id),
+                };
+                launched = front.switch(launched, to).await?;
+                if flow == Flow::Stop {
+                    return Ok((launched, Ended::Drained));
+                }
+            }
+            Prepared::Prompt(prompt) => {
+                let (outcome, quit) =
+                    run_turn(&mut launched, front, &prompt, &mut follow_ups).await;
+                let flow = front.answered(&launched, Answer::Turn(outcome)).await;
+                if quit {
+                    return Ok((launched, Ended::Quit));
+                }
+                if flow == Flow::Stop {
+                    return Ok((launched, Ended::Drained));
+                }
+            }
+        }
+    }
+}
+
+/// A line made ready: MCP servers that came up since the last line joined
+/// (their tools, their prompts), the line classified, a server's prompt
+/// expanded and named resources attached, images checked against the
+/// model.
+enum Prepared {
+    Prompt(String),
+    Command { name: String, args: CommandArgs },
+    Refused(Refusal),
+}
+
+async fn prepare(launched: &mut Launched, text: &str, images: Vec<Image>) -> Prepared {
+    // Between inputs is a stage boundary.
+    launched.session.refresh_mcp_tools().await;
+    match launched.session.mcp_input(classify(text)).await {
+        Input::Invalid(why) => Prepared::Refused(Refusal::InvalidCommand(why)),
+        Input::Command { name, args } => Prepared::Command { name, args },
+        Input::Prompt(prompt) => match launched.session.attach_images(images) {
+            Ok(()) => Prepared::Prompt(prompt),
+            Err(why) => Prepared::Refused(Refusal::ImagesUnsupported(why)),
+        },
+    }
+}
+
+/// One prompt's turn (its workflow, with a state machine attached), with
+/// what the front end sends meanwhile: steering reaches the turn, a
+/// turn-safe command runs beside it on a snapshot of the session (one at
+/// a time), a prompt waits in `follow_ups`. Returns the outcome and
+/// whether the session is to end.
+async fn run_turn<F: FrontEnd>(
+    launched: &mut Launched,
+    front: &mut F,
+    prompt: &str,
+    follow_ups: &mut VecDeque<Submission>,
+) -> (TurnOutcome, bool) {
+    let token = CancellationToken::new();
+    front.turn_started(&token);
+    let steering = launched.session.steering.clone();
+    let view = launched.commands.turn_view(&launched.session);
+    let mut quit = false;
+    let mut commands = Some(&mut launched.commands);
+    let mut waiting: VecDeque<(String, CommandArgs)> = VecDeque::new();
+    let mut running = None;
+    let mut input_open = true;
+    let turn = launched.session.run_workflow(prompt, &token);
+    tokio::pin!(turn);
+    let outcome = loop {
+        if running.is_none()
+            && let Some(c) = commands.take()
+        {
+            match waiting.pop_front() {
+                Some((name, args)) => {
+                    let view = &view;
+                    running = Some(Box::pin(async move {
+                        let done = c.dispatch_during_turn(&name, args, view).await;
+                        (done, c)
+                    }));
+                }
+                None => commands = Some(c),
+            }
+        }
+        tokio::select! {
+            outcome = &mut turn => break outcome,
+            (done, c) = async { running.as_mut().expect("guarded").await }, if running.is_some() => {
+                running = None;
+                commands = Some(c);
+                if F::ENDS_SESSIONS && done.after == After::Exit {
+                    token.cancel();
+                    quit = true;
+                }
+            }
+            s = front.during_turn(), if input_open => match s {
+                Some(Submission::Interrupt) => token.cancel(),
+                Some(Submission::Steer(text)) => steering.push(text),
+                Some(Submission::Line { text, images }) => match classify(&text) {
+                    Input::Command { name, args } => waiting.push_back((name, args)),
+                    // A prompt (or an invalid line, reported then) runs
+                    // once the turn ended.
+                    _ => follow_ups.push_back(Submission::Line { text, images }),
+                },
+                Some(Submission::Quit) | None => {
+                    input_open = false;
+                    token.cancel();
+                    quit = true;
+                }
+            },
+        }
+    };
+    (outcome, quit)
+}
