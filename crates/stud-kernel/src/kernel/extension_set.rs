@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::agents::TASK_TOOL;
+use super::agent_catalog::TASK_TOOL;
 
 use serde::{Deserialize, Serialize};
 

@@ -10,10 +10,11 @@ use std::future::Future;
 
 use tokio_util::sync::CancellationToken;
 
-use super::commands::{After, Dispatched, Input, classify};
+use super::commands::{After, Dispatched};
+use super::input::{Input, classify};
 use super::launch::{LaunchError, Launched};
 use super::persist::ResumeTarget;
-use super::turn::TurnOutcome;
+use super::turn_status::TurnOutcome;
 use crate::runtime::bindings::stud::extension::command_types::CommandArgs;
 use crate::runtime::bindings::stud::extension::types::Image;
 

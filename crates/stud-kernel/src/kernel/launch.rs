@@ -2,7 +2,7 @@
 //! loading, subscribers (UIs, loggers), interactors, authority. The CLI and
 //! the benchmarks start sessions through here.
 
-use super::agents::{AgentCatalog, task_spec};
+use super::agent_catalog::{AgentCatalog, task_spec};
 use super::tools::ToolRunner;
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -10,8 +10,6 @@ use std::sync::Arc;
 use tracing::Instrument as _;
 
 use tokio::task::JoinHandle;
-
-use stud_protocol::events::KernelEvent;
 
 use super::authority::Reach;
 use super::commands::{CommandEnv, Commands};
@@ -34,6 +32,7 @@ use super::session::{
     SessionConfig,
 };
 use super::session_lock::{SessionLock, SessionLockError};
+use super::subscribers::{spawn_logger, spawn_ui};
 use super::{AllowPattern, Authority, Mode};
 use crate::config::{Layered, Profile, Settings, SettingsError};
 use crate::extensions::registry::project_dir;
@@ -43,7 +42,6 @@ use crate::extensions::{Discovery, ProjectScope, Registry, Scope, UserGrants};
 use crate::manifest::{HookKind, HookSlot, Kind, Phase, Stage};
 use crate::paths::StudHome;
 use crate::runtime::bindings::stud::extension::provider_types::ThinkingLevel;
-use crate::runtime::bindings::stud::extension::types as wit;
 use crate::runtime::{Extension, Runtime, RuntimeError, RuntimeOptions};
 use crate::tty::{Screen, ScreenSlot};
 use tokio::sync::mpsc;
@@ -153,7 +151,7 @@ pub enum LaunchError {
     #[error(transparent)]
     SessionBusy(#[from] SessionLockError),
     #[error(transparent)]
-    Workflow(#[from] super::workflow::WorkflowError),
+    Workflow(#[from] super::workflow_def::WorkflowError),
     #[error(transparent)]
     Set(#[from] super::extension_set::SetError),
 }
@@ -775,49 +773,6 @@ fn offer_agents(
         warnings.push(e);
     }
     warnings
-}
-
-pub(crate) fn wit_event(ev: &super::Event) -> wit::Event {
-    wit::Event {
-        name: ev.name.clone(),
-        sequence: ev.seq,
-        timestamp_ms: ev.timestamp_ms,
-        turn_id: ev.turn_id.clone(),
-        payload: ev.payload.to_string(),
-    }
-}
-
-fn spawn_ui(sub: Arc<Subscriber>, bus: &Bus, ui: Arc<Extension>) -> JoinHandle<()> {
-    let diag = bus.clone();
-    tokio::spawn(async move {
-        while let Some(ev) = sub.next().await {
-            if let Err(e) = ui.ui_on_event(&wit_event(&ev)).await {
-                diag.publish(KernelEvent::SubscriberFailed {
-                    extension: ui.id().to_string(),
-                    error: e.to_string(),
-                });
-            }
-            sub.ack();
-        }
-    })
-}
-
-/// A logger: subscribed now (it misses nothing), writing once the first
-/// request is out.
-fn spawn_logger(bus: &Bus, logger: Arc<Extension>, first_request: FirstRequest) -> JoinHandle<()> {
-    let sub = bus.subscribe(logger.id().as_str(), DEFAULT_QUEUE);
-    let diag = bus.clone();
-    tokio::spawn(async move {
-        first_request.wait().await;
-        while let Some(ev) = sub.next().await {
-            if let Err(e) = logger.logger_sink(&wit_event(&ev)).await {
-                diag.publish(KernelEvent::SubscriberFailed {
-                    extension: logger.id().to_string(),
-                    error: e.to_string(),
-                });
-            }
-        }
-    })
 }
 
 fn profile_of(set: &Option<ExtensionSet>) -> Option<&Profile> {

@@ -3,6 +3,7 @@
 //! protocol. Extensions attach only through the runtime's typed calls.
 
 pub(crate) mod act;
+pub mod agent_catalog;
 pub mod agents;
 pub mod authority;
 pub mod capabilities;
@@ -17,7 +18,9 @@ pub mod first_request;
 pub mod front_door;
 pub mod held_output;
 pub mod hooks;
+pub mod input;
 pub mod interaction;
+pub mod json_order;
 pub mod launch;
 pub mod manifest_writer;
 pub mod mcp_hub;
@@ -38,10 +41,14 @@ pub mod session_control;
 pub mod session_lock;
 pub mod snapshot;
 pub mod steering;
+pub mod subscribers;
+pub mod tool_outcome;
 pub mod tools;
 pub mod turn;
+pub mod turn_status;
 pub mod usage;
 pub mod workflow;
+pub mod workflow_def;
 
 pub use authority::{AllowPattern, Authority, Callee, Mode};
 pub use events::{Bus, Event, Subscriber};
@@ -50,4 +57,4 @@ pub use launch::{LaunchOptions, Launched, launch};
 pub use roster::SessionError;
 pub use services::{KernelServices, TerminalOut};
 pub use session::{Session, SessionConfig};
-pub use turn::{TurnOutcome, TurnStatus};
+pub use turn_status::{TurnOutcome, TurnStatus};

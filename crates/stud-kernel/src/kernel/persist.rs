@@ -6,10 +6,9 @@
 //! Resume reads both back, repairs a tool call left without its result,
 //! and reports drift in the extension set.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::authority::Mode;
 use super::payloads::{message_from, message_json};
@@ -76,29 +75,15 @@ pub struct Resumed {
     pub drift: Vec<String>,
     pub title: String,
     /// The state machine the session ran, if any.
-    pub state_machine: Option<super::workflow::attach::Recorded>,
+    pub state_machine: Option<super::workflow_def::Recorded>,
     /// Its newest position (the workflow slot).
-    pub position: Option<super::workflow::Position>,
+    pub position: Option<super::workflow_def::Position>,
     /// The extension set it was started with, if one was chosen.
     pub extension_set: Option<super::extension_set::ExtensionSet>,
 }
 
 pub fn now_ms() -> u64 {
     super::events::now_ms()
-}
-
-/// A JSON value with every object's keys in sorted order (files diff
-/// cleanly whatever the map implementation).
-pub fn sorted(v: Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let ordered: BTreeMap<String, Value> =
-                map.into_iter().map(|(k, v)| (k, sorted(v))).collect();
-            Value::Object(ordered.into_iter().collect::<Map<String, Value>>())
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
-        other => other,
-    }
 }
 
 /// One log record for a message.
@@ -122,7 +107,9 @@ async fn latest(store: &Extension, project_root: &str) -> Result<Option<String>,
         .store_list()
         .await?
         .into_iter()
-        .filter(|s| s.project_root == project_root && !super::agents::is_child_id(&s.session_id))
+        .filter(|s| {
+            s.project_root == project_root && !super::agent_catalog::is_child_id(&s.session_id)
+        })
         .max_by_key(|s| s.updated_ms)
         .map(|s| s.session_id))
 }
@@ -268,8 +255,8 @@ pub async fn read(
         repaired,
         drift,
         title: manifest["title"].as_str().unwrap_or_default().to_string(),
-        state_machine: super::workflow::attach::Recorded::from_manifest(&manifest["state_machine"]),
-        position: super::workflow::Position::latest(&data.records),
+        state_machine: super::workflow_def::Recorded::from_manifest(&manifest["state_machine"]),
+        position: super::workflow_def::Position::latest(&data.records),
         extension_set: serde_json::from_value(manifest["extension_set"].clone()).ok(),
     })
 }

@@ -7,7 +7,7 @@ mod tests {
     #[test]
     fn the_defaults_in_the_table_are_the_kernels() {
         use crate::config::scope_rules::{ScopeRule, Stricter, rule_for};
-        use crate::kernel::agents;
+        use crate::kernel::agent_catalog;
         use crate::kernel::response_limits as resp;
         let net = crate::runtime::net::NetLimits::default();
         let retries = crate::kernel::retry::RetryPolicy::default();
@@ -49,11 +49,14 @@ mod tests {
                 "runtime.responseLimits.toolArgumentBytes",
                 resp::DEFAULT_TOOL_ARGUMENT_BYTES as f64,
             ),
-            ("agents.maxDepth", f64::from(agents::DEFAULT_MAX_DEPTH)),
-            ("agents.budgetShare", agents::DEFAULT_BUDGET_SHARE),
+            (
+                "agents.maxDepth",
+                f64::from(agent_catalog::DEFAULT_MAX_DEPTH),
+            ),
+            ("agents.budgetShare", agent_catalog::DEFAULT_BUDGET_SHARE),
             (
                 "agents.maxIterations",
-                f64::from(agents::DEFAULT_CHILD_ITERATIONS),
+                f64::from(agent_catalog::DEFAULT_CHILD_ITERATIONS),
             ),
         ];
         for (key, kernel) in cases {

@@ -69,7 +69,7 @@ impl Driver {
                 ev = self.sub.next() => {
                     let Some(mut ev) = ev else { return };
                     self.sub.merge_queued_tokens(&mut ev, MERGE_BYTES);
-                    if let Err(e) = self.ui.ui_on_event(&super::launch::wit_event(&ev)).await {
+                    if let Err(e) = self.ui.ui_on_event(&super::subscribers::wit_event(&ev)).await {
                         self.failed(&e.to_string());
                     }
                     self.sub.ack();

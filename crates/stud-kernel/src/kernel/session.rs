@@ -78,9 +78,9 @@ pub struct Session {
     /// Reloads compiled and waiting for a boundary their behaviour allows.
     pub(crate) pending_reloads: Vec<Ready>,
     /// The attached state machine, if any.
-    pub(crate) workflow: Option<super::workflow::Attached>,
+    pub(crate) workflow: Option<super::workflow_def::Attached>,
     /// Where its workflow stands (restored on resume).
-    pub(crate) workflow_position: Option<super::workflow::Position>,
+    pub(crate) workflow_position: Option<super::workflow_def::Position>,
     /// The extension set chosen for it (recorded in its manifest).
     pub extension_set: Option<super::extension_set::ExtensionSet>,
     /// Text for the running turn, taken at its next stage boundary.
@@ -88,11 +88,11 @@ pub struct Session {
     /// The session's MCP servers.
     pub(crate) mcp: Arc<super::mcp_hub::McpHub>,
     /// The agents `task` can start.
-    pub(crate) agents: Arc<super::agents::AgentCatalog>,
+    pub(crate) agents: Arc<super::agent_catalog::AgentCatalog>,
     /// Where it sits in a delegation tree (`main` unless it is a child).
-    pub(crate) lineage: super::agents::Lineage,
+    pub(crate) lineage: super::agent_catalog::Lineage,
     /// What its children spent in the running turn, charged at its end.
-    pub(crate) child_spend: std::sync::Mutex<super::agents::ChildSpend>,
+    pub(crate) child_spend: std::sync::Mutex<super::usage::ChildSpend>,
     /// Inside an editor that offers its files: where `read`, `write` and
     /// `edit` go instead of the disk.
     pub(crate) editor: Option<super::editor_files::EditorRoute>,
@@ -344,8 +344,8 @@ impl Session {
     /// Watch for changed extensions from now on (see [`Reloader`]).
     /// The input with MCP prompts (`/mcp__server__prompt args` becomes the
     /// prompt's text) and resources (`@server:uri` attached) taken in.
-    pub async fn mcp_input(&self, input: super::commands::Input) -> super::commands::Input {
-        use super::commands::Input;
+    pub async fn mcp_input(&self, input: super::input::Input) -> super::input::Input {
+        use super::input::Input;
         let text = match input {
             Input::Command { name, args } => {
                 match super::mcp_input::prompt(&self.mcp, &name, &args.raw).await {

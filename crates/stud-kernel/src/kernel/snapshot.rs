@@ -6,7 +6,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::persist::{Persistence, Resumed, now_ms, sorted};
+use super::json_order::sorted;
+use super::persist::{Persistence, Resumed, now_ms};
 use super::session::Session;
 use stud_protocol::events::KernelEvent;
 

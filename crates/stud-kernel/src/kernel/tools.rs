@@ -317,7 +317,7 @@ fn name_not_its_own(ext: &Extension, name: &str) -> Option<String> {
             "names starting with `{MCP_TOOL_PREFIX}` are reserved for the tools of MCP servers (an allowlist entry `mcp__<server>__*` means a server)"
         ));
     }
-    if name == super::agents::TASK_TOOL {
+    if name == super::agent_catalog::TASK_TOOL {
         return refused(format!("`{name}` is the kernel's delegation tool"));
     }
     match crate::bundled::tool_owner(name) {

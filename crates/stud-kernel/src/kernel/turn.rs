@@ -8,67 +8,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::act::{self, ActEnd, ActSpec, Bound, MainLane};
 use super::session::Session;
+use super::turn_status::{TurnOutcome, TurnStages, TurnStatus, fail};
 use super::usage::{usage_event, zero_usage};
 use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
 use stud_protocol::events::KernelEvent;
-
-/// How a turn ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TurnStatus {
-    Completed,
-    /// The turn failed; `code` is machine-readable.
-    Failed {
-        code: String,
-        message: String,
-    },
-    Cancelled,
-    /// Headless run needed a person (approval) and nobody could answer.
-    Halted {
-        tool: String,
-        key: String,
-    },
-}
-
-impl TurnStatus {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            TurnStatus::Completed => "ok",
-            TurnStatus::Failed { .. } => "error",
-            TurnStatus::Cancelled => "cancelled",
-            TurnStatus::Halted { .. } => "halted",
-        }
-    }
-}
-
-/// The workflow stages a turn executes, for `turn.start`.
-#[derive(Debug, Clone)]
-pub(crate) enum TurnStages {
-    /// A plain turn.
-    None,
-    One(String),
-    Parallel {
-        stages: Vec<String>,
-        join: Option<String>,
-    },
-}
-
-#[derive(Debug, Clone)]
-pub struct TurnOutcome {
-    pub turn_id: String,
-    pub status: TurnStatus,
-    /// The final assistant text (as rendered).
-    pub text: String,
-    pub iterations: u32,
-    pub usage: Usage,
-}
-
-pub(crate) fn fail(code: &str, message: impl Into<String>) -> TurnStatus {
-    TurnStatus::Failed {
-        code: code.into(),
-        message: message.into(),
-    }
-}
 
 impl Session {
     /// `budget-exceeded` once the session (with this turn's `usage`) has

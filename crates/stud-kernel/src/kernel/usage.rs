@@ -167,3 +167,20 @@ mod tests {
         assert!((cost(&u, &p) - 10.5).abs() < 1e-9);
     }
 }
+
+/// What the children of the running turn spent; charged to the parent at
+/// the turn's end (and counted by its budget before then).
+#[derive(Debug, Clone)]
+pub struct ChildSpend {
+    pub usage: Usage,
+    pub cost_usd: f64,
+}
+
+impl Default for ChildSpend {
+    fn default() -> Self {
+        ChildSpend {
+            usage: zero_usage(),
+            cost_usd: 0.0,
+        }
+    }
+}

@@ -9,13 +9,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::stage_gate::{StageAuthority, StageDecision};
 use super::tool_result::error_result;
-use crate::kernel::agents::Delegated;
 use crate::kernel::authority::{Callee, Decision, Proposal};
 use crate::kernel::hooks::TransformFailed;
 use crate::kernel::payloads::call_json;
 use crate::kernel::session::Session;
+use crate::kernel::tool_outcome::Delegated;
 use crate::kernel::tools::{ToolEntry, ToolRunner};
-use crate::kernel::turn::TurnStatus;
+use crate::kernel::turn_status::TurnStatus;
 use crate::manifest::{HookSlot, Phase, Stage};
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::types::{ToolCall, ToolResult};
@@ -63,7 +63,8 @@ impl Session {
         stage: Option<&StageAuthority>,
     ) -> Admit<'a> {
         let Some(entry) = self.roster.tools.get(&call.name) else {
-            if call.name == crate::kernel::agents::TASK_TOOL && self.lineage.parent.is_some() {
+            if call.name == crate::kernel::agent_catalog::TASK_TOOL && self.lineage.parent.is_some()
+            {
                 let msg = format!(
                     "`task` is not available to agent `{}`: it is at the depth limit of {} sessions (settings `agents.maxDepth`) or its definition does not list `task`; do the work yourself",
                     self.lineage.path, self.agents.max_depth

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::{ActSpec, Lane};
 use crate::kernel::payloads::{messages_from, messages_json};
-use crate::kernel::turn::TurnStatus;
+use crate::kernel::turn_status::TurnStatus;
 use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::provider_types::Request;
 use crate::runtime::bindings::stud::extension::provider_types::ToolDefinition;

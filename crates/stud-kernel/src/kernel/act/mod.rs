@@ -26,26 +26,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 pub(crate) use lane::{Lane, MainLane, StageLane};
-pub(crate) use run_tool::Ran;
 pub(crate) use stage_gate::StageAuthority;
 
 use super::compaction::{raw_estimate, tools_json_len};
 use super::retry::CONTEXT_OVERFLOW;
-use super::turn::{TurnStatus, fail};
+use super::turn_status::{TurnStatus, fail};
 use super::usage::prompt_tokens;
+pub(crate) use super::workflow_def::Completion;
 use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::provider_types::{FinishReason, Request};
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
-
-/// The tool whose valid call ends a stage's Act, with the schema its
-/// arguments must match.
-#[derive(Clone)]
-pub(crate) struct Completion {
-    pub name: String,
-    pub description: String,
-    pub schema: Value,
-    pub validator: std::sync::Arc<jsonschema::Validator>,
-}
 
 /// What bounds the number of provider requests.
 #[derive(Debug, Clone, Copy)]

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::Lane;
-use crate::kernel::turn::TurnStatus;
+use crate::kernel::turn_status::TurnStatus;
 use crate::manifest::Stage;
 use stud_protocol::events::KernelEvent;
 

@@ -9,27 +9,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::cancel::{call_error_code, cancellable};
 use super::editor_tool::{self, EditorOp};
-use crate::kernel::agents::Delegated;
 use crate::kernel::session::Session;
+pub(crate) use crate::kernel::tool_outcome::{Delegated, Ran};
 use crate::kernel::tools::ToolRunner;
 use crate::mcp::tool::{McpOutcome, McpPart};
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::tool_types::ToolOutput;
 use crate::runtime::bindings::stud::extension::types::{Image, ImageSource, ResultPart, ToolCall};
-
-/// How a call ended.
-pub(crate) enum Ran {
-    Cancelled,
-    Ok(ToolOutput),
-    Failed {
-        class: String,
-        code: String,
-        /// For the model (the tool's own words).
-        message: String,
-        /// For the event (names who failed).
-        detail: String,
-    },
-}
 
 impl Ran {
     fn of_component(outcome: Option<Result<ToolOutput, CallError>>) -> Self {

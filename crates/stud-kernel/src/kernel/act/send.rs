@@ -10,7 +10,7 @@ use crate::kernel::capabilities::{MissingCapability, check_request};
 use crate::kernel::response_limits::TooLarge;
 use crate::kernel::retry::RetryPolicy;
 use crate::kernel::session::Session;
-use crate::kernel::turn::{TurnStatus, fail};
+use crate::kernel::turn_status::{TurnStatus, fail};
 use crate::manifest::Stage;
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::provider_types::{Request, StreamEvent};

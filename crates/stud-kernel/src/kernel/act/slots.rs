@@ -7,7 +7,7 @@ use stud_protocol::events::KernelEvent;
 
 use crate::kernel::hooks::{SlotStop, TransformFailed};
 use crate::kernel::session::Session;
-use crate::kernel::turn::{TurnStatus, fail};
+use crate::kernel::turn_status::{TurnStatus, fail};
 use crate::manifest::{Phase, Stage};
 
 impl Session {

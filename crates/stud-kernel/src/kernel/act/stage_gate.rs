@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::kernel::authority::{Mode, Proposal};
 use crate::kernel::interaction::Answer;
 use crate::kernel::session::Session;
-use crate::kernel::workflow::grants::{GrantTuple, Grants, args_digest};
+use crate::kernel::workflow_def::grants::{GrantTuple, Grants, args_digest};
 use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::interaction::{
     Approval, InteractionKind, InteractionStatus,

@@ -14,7 +14,7 @@ use super::tool_result::clip;
 use crate::kernel::payloads::call_json;
 use crate::kernel::response_limits::TooLarge;
 use crate::kernel::session::Session;
-use crate::kernel::turn::{TurnStatus, fail};
+use crate::kernel::turn_status::{TurnStatus, fail};
 use crate::kernel::usage::{add_usage, usage_event};
 use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::types::Usage;

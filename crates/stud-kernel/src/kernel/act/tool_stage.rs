@@ -14,11 +14,11 @@ use super::admit::Admit;
 use super::run_tool::Ran;
 use super::tool_result::error_result;
 use super::{ActSpec, Completion, Lane};
-use crate::kernel::agents::Delegated;
 use crate::kernel::payloads::call_json;
 use crate::kernel::session::Session;
+use crate::kernel::tool_outcome::Delegated;
 use crate::kernel::tools::ToolRunner;
-use crate::kernel::turn::TurnStatus;
+use crate::kernel::turn_status::TurnStatus;
 use crate::manifest::{Phase, Stage};
 use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, ToolCall, ToolResult,

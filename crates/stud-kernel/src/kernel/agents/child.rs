@@ -6,8 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use super::definition::AgentDefinition;
-use super::task_tool::TASK_TOOL;
+use crate::kernel::agent_catalog::AgentDefinition;
+use crate::kernel::agent_catalog::TASK_TOOL;
 use crate::kernel::conversation::Conversation;
 use crate::kernel::persist::{Persistence, now_ms};
 use crate::kernel::session::Session;

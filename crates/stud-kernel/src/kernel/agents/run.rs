@@ -11,38 +11,14 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::kernel::act::Ran;
 use crate::kernel::session::Session;
-use crate::kernel::turn::{TurnOutcome, TurnStatus};
-use crate::kernel::usage::{add_usage, usage_event, usage_json, zero_usage};
+use crate::kernel::tool_outcome::{Delegated, Ran};
+use crate::kernel::turn_status::{TurnOutcome, TurnStatus};
+use crate::kernel::usage::ChildSpend;
+use crate::kernel::usage::{add_usage, usage_event, usage_json};
 use crate::runtime::bindings::stud::extension::tool_types::ToolOutput;
-use crate::runtime::bindings::stud::extension::types::{ResultPart, ToolCall, Usage};
+use crate::runtime::bindings::stud::extension::types::{ResultPart, ToolCall};
 use stud_protocol::events::KernelEvent;
-
-/// What the children of the running turn spent; charged to the parent at
-/// the turn's end (and counted by its budget before then).
-#[derive(Debug, Clone)]
-pub struct ChildSpend {
-    pub usage: Usage,
-    pub cost_usd: f64,
-}
-
-impl Default for ChildSpend {
-    fn default() -> Self {
-        ChildSpend {
-            usage: zero_usage(),
-            cost_usd: 0.0,
-        }
-    }
-}
-
-/// How a `task` call ended.
-pub(crate) enum Delegated {
-    Ran(Ran),
-    /// The child needed a person and the run is headless: the parent's
-    /// turn halts too (exit 3), as if it had asked itself.
-    Halted(TurnStatus),
-}
 
 /// The child's turn, boxed: a child's `task` call runs a grandchild's
 /// turn, so the future refers to itself.

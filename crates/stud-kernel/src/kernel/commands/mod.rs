@@ -10,7 +10,6 @@
 mod actions;
 mod bridge;
 pub mod catalogue;
-pub mod line;
 mod network;
 mod rediscover;
 mod turn_view;
@@ -22,9 +21,9 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+pub use super::input::{Input, classify};
 pub use bridge::Bridge;
 use catalogue::{Catalogue, Entry, Resolved};
-pub use line::{Input, classify};
 use turn_view::Access;
 pub use turn_view::TurnView;
 

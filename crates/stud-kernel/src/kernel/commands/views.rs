@@ -150,7 +150,8 @@ pub(super) async fn sessions_of(source: Option<&SessionsSource>) -> Result<Sessi
         .await
         .map_err(|e| ext_error(ErrorClass::Session, "store-failed", e.to_string()))?;
     all.retain(|s| {
-        s.project_root == log.project_root && !crate::kernel::agents::is_child_id(&s.session_id)
+        s.project_root == log.project_root
+            && !crate::kernel::agent_catalog::is_child_id(&s.session_id)
     });
     all.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
     Ok(SessionList {

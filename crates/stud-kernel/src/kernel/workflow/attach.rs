@@ -11,70 +11,12 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::position::Next;
-use super::{Attached, Workflow, WorkflowError};
-use crate::extensions::Scope;
 use crate::kernel::session::Session;
-use crate::runtime::Extension;
+use crate::kernel::workflow_def::position::Next;
+use crate::kernel::workflow_def::{Attached, Recorded, Workflow, WorkflowError};
 use stud_protocol::events::KernelEvent;
-
-/// The state machine a session's manifest says it ran. Manifests written
-/// before the scope was recorded name only the id and digest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recorded {
-    pub id: String,
-    /// `bundled`, `global` or `project`, as written.
-    pub scope: Option<String>,
-    pub sha256: Option<String>,
-}
-
-impl Recorded {
-    /// From the manifest's `state_machine` value (`null`: none ran).
-    pub fn from_manifest(v: &Value) -> Option<Self> {
-        Some(Recorded {
-            id: v["id"].as_str()?.to_string(),
-            scope: v["scope"].as_str().map(str::to_string),
-            sha256: v["sha256"].as_str().map(str::to_string),
-        })
-    }
-
-    /// Whether `sm`, loaded under the recorded id, is the machine the
-    /// session ran: one of the user's own (bundled or global), of the
-    /// recorded scope, with the recorded digest.
-    fn is(&self, sm: &Extension) -> Result<(), WorkflowError> {
-        let id = &self.id;
-        let refused = |what: String| WorkflowError::ResumeMismatch {
-            detail: format!(
-                "it ran state machine `{id}`{}, {what}. Resume with `--sm {id}` to run the one loaded now knowingly, or start a new session",
-                self.scope
-                    .as_deref()
-                    .map(|s| format!(" ({s})"))
-                    .unwrap_or_default()
-            ),
-        };
-        if sm.scope > Scope::Global {
-            return Err(refused(format!(
-                "and the `{id}` loaded now is a {} extension (a trusted project brought its own); a resume attaches only a bundled or global state machine by itself, since its stages approve tools",
-                sm.scope
-            )));
-        }
-        if let Some(scope) = self.scope.as_deref().filter(|s| *s != sm.scope.as_str()) {
-            return Err(refused(format!(
-                "and the `{id}` loaded now is a {} extension, not the {scope} one",
-                sm.scope
-            )));
-        }
-        let now = sm.digest.to_string();
-        if let Some(then) = self.sha256.as_deref().filter(|d| *d != now) {
-            return Err(refused(format!(
-                "and the `{id}` loaded now is other code: it changed since ({then} -> {now})"
-            )));
-        }
-        Ok(())
-    }
-}
 
 impl Session {
     /// `/workflow ID` at the prompt: attach a state machine from the next

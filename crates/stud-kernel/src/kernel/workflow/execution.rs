@@ -14,7 +14,7 @@ use super::grants::Grants;
 use super::template;
 use crate::kernel::act::{self, ActEnd, ActSpec, Bound, Lane, StageAuthority, StageLane};
 use crate::kernel::session::Session;
-use crate::kernel::turn::TurnStatus;
+use crate::kernel::turn_status::TurnStatus;
 use crate::kernel::usage::{add_usage, zero_usage};
 use crate::runtime::bindings::stud::extension::state_machine_types::{AssertOutcome, Gate};
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};

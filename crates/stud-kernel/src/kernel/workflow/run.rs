@@ -12,7 +12,7 @@ use super::execution::{Executed, Scope, Spent, execute};
 use super::position::{Next, Position};
 use super::{Attached, WorkflowError};
 use crate::kernel::session::Session;
-use crate::kernel::turn::{TurnOutcome, TurnStages, TurnStatus};
+use crate::kernel::turn_status::{TurnOutcome, TurnStages, TurnStatus};
 use crate::kernel::usage::zero_usage;
 use crate::runtime::bindings::stud::extension::state_machine_types::{Execution, NextResult};
 use stud_protocol::events::KernelEvent;

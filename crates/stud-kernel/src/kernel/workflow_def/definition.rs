@@ -8,9 +8,18 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::WorkflowError;
-use crate::kernel::act::Completion;
 use crate::runtime::Extension;
 use crate::runtime::bindings::stud::extension::state_machine_types::StageDefinition;
+
+/// The tool whose valid call ends a stage's Act, with the schema its
+/// arguments must match.
+#[derive(Clone)]
+pub struct Completion {
+    pub name: String,
+    pub description: String,
+    pub schema: Value,
+    pub validator: std::sync::Arc<jsonschema::Validator>,
+}
 
 /// Attempts a stage gets when its definition names none (the spec leaves
 /// it open): one retry, so a cap hit gets a second, fresh try.

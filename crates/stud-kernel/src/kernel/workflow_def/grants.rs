@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use crate::digest::Sha256Digest;
-use crate::kernel::persist::sorted;
+use crate::kernel::json_order::sorted;
 
 /// What a grant is bound to: one proposal of one call in one attempt of
 /// one stage execution.
