@@ -197,6 +197,15 @@ async fn hooks_guard_transform_and_observe() {
         .await
         .unwrap();
     assert!(matches!(allow, HookOutcome::Allow));
+    // What it cannot read as a call it does not let through.
+    let unreadable = guard
+        .hook_run(pre, r#"{"path":"config/.env"}"#)
+        .await
+        .unwrap();
+    match unreadable {
+        HookOutcome::Deny(e) => assert_eq!(e.code, "payload-unreadable"),
+        other => panic!("expected deny, got {other:?}"),
+    }
 
     let redact = find(&exts, "redact-secrets");
     let payload = r#"{"call":{"name":"bash"},"result":{"content":[{"type":"text","text":"key=sk-abcdefghijklmnopqrstuvwxyz0123 ok"}]}}"#;

@@ -133,7 +133,7 @@ impl Calls {
             // nothing: the question that may follow is still about the call.
             KernelEvent::ApprovalDecided {
                 call_id, decision, ..
-            } if decision != crate::kernel::authority::PASS => {
+            } if *decision != stud_protocol::events::Decision::Pass => {
                 self.undecided.retain(|c| c != call_id);
             }
             KernelEvent::ToolFailed { call_id, .. } => {

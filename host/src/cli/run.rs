@@ -31,6 +31,7 @@ use crate::kernel::{
 };
 use crate::paths::StudHome;
 use crate::tty::ScreenSlot;
+use stud_protocol::events::Level;
 use tokio::sync::mpsc;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -220,10 +221,10 @@ async fn screen_session(
     options: &dyn Fn(Option<ResumeTarget>) -> LaunchOptions,
 ) -> anyhow::Result<ExitCode> {
     for w in &launched.warnings {
-        notify(&launched.bus, "warn", w.clone());
+        notify(&launched.bus, Level::Warn, w.clone());
     }
     if let Some(b) = banner_text(&launched) {
-        notify(&launched.bus, "info", b);
+        notify(&launched.bus, Level::Info, b);
     }
     let mut screen = Screen {
         controls,

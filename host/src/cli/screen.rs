@@ -3,7 +3,7 @@
 //! it, a prompt follows it, steering goes to it, Esc stops it); answers
 //! reach the UI as events, never stdout. SIGTERM or SIGHUP end the session.
 
-use stud_protocol::events::KernelEvent;
+use stud_protocol::events::{KernelEvent, Level};
 use tokio::sync::mpsc;
 
 use super::signals::EndSignals;
@@ -22,11 +22,8 @@ pub struct Screen<'a> {
 }
 
 /// A message for the person, in the UI.
-pub fn notify(bus: &Bus, level: &str, message: String) {
-    bus.publish(KernelEvent::Diagnostic {
-        level: level.into(),
-        message,
-    })
+pub fn notify(bus: &Bus, level: Level, message: String) {
+    bus.publish(KernelEvent::Diagnostic { level, message })
 }
 
 fn submission(control: Option<Control>) -> Submission {
@@ -61,7 +58,7 @@ impl FrontEnd for Screen<'_> {
 
     async fn answered(&mut self, launched: &Launched, answer: Answer) -> Flow {
         match answer {
-            Answer::Refused(why) => notify(&launched.bus, "error", why.message().to_string()),
+            Answer::Refused(why) => notify(&launched.bus, Level::Error, why.message().to_string()),
             // Both reached the UI as events while they ran.
             Answer::Command { .. } => {}
             Answer::Turn(_) if launched.session.budget_spent() => return Flow::Stop,
@@ -84,7 +81,7 @@ impl FrontEnd for Screen<'_> {
             .take()
             .unwrap_or_else(|| mpsc::unbounded_channel().1);
         for w in &next.warnings {
-            notify(&next.bus, "warn", w.clone());
+            notify(&next.bus, Level::Warn, w.clone());
         }
         Ok(next)
     }

@@ -5,7 +5,7 @@
 //! `stud_sdk::terminal::safe`: model or tool output must not be able to
 //! steer the terminal (clear it, move the cursor, fake a prompt).
 
-use stud_sdk::events::KernelEvent;
+use stud_sdk::events::{Decision, KernelEvent, TurnResult};
 use stud_sdk::host::terminal;
 use stud_sdk::prelude::*;
 use stud_sdk::terminal::safe;
@@ -60,7 +60,7 @@ impl Ui for Console {
                 terminal::write(&format!(
                     "[agent {}] {}{why} after {:.1} s\n",
                     safe(&path),
-                    safe(&status),
+                    status,
                     duration_ms as f64 / 1000.0
                 ));
             }
@@ -101,11 +101,11 @@ impl Ui for Console {
                 terminal::write(&format!("  ! cancelled: {}\n", safe(&reason)))
             }
             KernelEvent::ApprovalDecided {
-                decision,
+                decision: Decision::Deny,
                 layer,
                 reason,
                 ..
-            } if decision == "deny" => terminal::write(&format!(
+            } => terminal::write(&format!(
                 "  ! denied by {}: {}\n",
                 safe(&layer),
                 clip(&safe(&reason))
@@ -140,14 +140,14 @@ impl Ui for Console {
             }
             KernelEvent::Diagnostic { level, message } => {
                 self.newline();
-                terminal::write(&format!("[{}] {}\n", safe(&level), safe(&message)));
+                terminal::write(&format!("[{level}] {}\n", safe(&message)));
             }
             KernelEvent::TurnEnd {
                 status, message, ..
             } => {
                 self.newline();
-                if status != "ok" {
-                    terminal::write(&format!("[turn {}] {}\n", safe(&status), safe(&message)));
+                if status != TurnResult::Ok {
+                    terminal::write(&format!("[turn {status}] {}\n", safe(&message)));
                 }
             }
             KernelEvent::TurnStart {
@@ -173,9 +173,8 @@ impl Ui for Console {
             } => {
                 self.newline();
                 terminal::write(&format!(
-                    "[stage {} attempt {attempt}: {}]\n",
-                    safe(&stage_id),
-                    safe(&outcome)
+                    "[stage {} attempt {attempt}: {outcome}]\n",
+                    safe(&stage_id)
                 ));
             }
             _ => {}
@@ -251,8 +250,10 @@ impl Console {
                 format!("! {}: {}", safe(&code), clip(&safe(&message)))
             }
             KernelEvent::ApprovalDecided {
-                decision, reason, ..
-            } if decision == "deny" => format!("! denied: {}", clip(&safe(&reason))),
+                decision: Decision::Deny,
+                reason,
+                ..
+            } => format!("! denied: {}", clip(&safe(&reason))),
             KernelEvent::AgentStarted {
                 path: child,
                 description,
@@ -262,7 +263,7 @@ impl Console {
                 path: child,
                 status,
                 ..
-            } => format!("[agent {}] {}", safe(&child), safe(&status)),
+            } => format!("[agent {}] {status}", safe(&child)),
             _ => return,
         };
         self.newline();

@@ -5,6 +5,7 @@
 //! `notes.txt -> .env` is protected like `.env`).
 
 use glob::Pattern;
+use stud_sdk::hook_payloads::{SlotPayload, ToolCallPre};
 use stud_sdk::prelude::*;
 
 const DEFAULT_PATTERNS: &[&str] = &[".env", ".env.*", "*.pem", "*.key", "id_rsa", "id_ed25519"];
@@ -52,9 +53,15 @@ impl Hook for ProtectPaths {
     }
 
     fn run(&mut self, _slot: HookSlot, payload: Value) -> Result<HookOutcome, Error> {
-        let call = payload.get("call").unwrap_or(&payload);
-        let tool = call.get("name").and_then(Value::as_str).unwrap_or("?");
-        let Some(args) = call.get("arguments").and_then(Value::as_object) else {
+        // A guard that cannot read the call cannot vouch for it.
+        let Some(ToolCallPre { call }) = ToolCallPre::from_value(&payload) else {
+            return Ok(HookOutcome::Deny(Error::validation(
+                "payload-unreadable",
+                "protect-paths could not read the call it was asked about (a `tool-call.pre` payload); the call was not run",
+            )));
+        };
+        let tool = call.name.as_str();
+        let Some(args) = call.arguments.as_object() else {
             return Ok(HookOutcome::Allow);
         };
         for key in PATH_KEYS {

@@ -1,6 +1,7 @@
 //! `redact-secrets`: a transform at `tool-call.post` that replaces tokens
 //! shaped like well-known credentials in the tool result with `[REDACTED]`.
 
+use stud_sdk::hook_payloads::{SlotPayload, ToolCallPost};
 use stud_sdk::prelude::*;
 
 /// Credential prefixes and the least number of token characters after them.
@@ -20,16 +21,22 @@ struct Redact {
 }
 
 impl Hook for Redact {
-    fn run(&mut self, _slot: HookSlot, mut payload: Value) -> Result<HookOutcome, Error> {
+    fn run(&mut self, _slot: HookSlot, payload: Value) -> Result<HookOutcome, Error> {
+        // Only `tool-call.post` carries a result; anything else goes on
+        // as it came.
+        let Some(mut post) = ToolCallPost::from_value(&payload) else {
+            return Ok(HookOutcome::Transform(payload));
+        };
         let before = self.redacted;
-        if let Some(result) = payload.get_mut("result") {
-            self.walk(result);
-        }
+        post.result
+            .content
+            .iter_mut()
+            .for_each(|part| self.walk(part));
         if self.redacted == before {
             return Ok(HookOutcome::Transform(payload));
         }
         host::log::info(&format!("redacted {} token(s)", self.redacted - before));
-        Ok(HookOutcome::Transform(payload))
+        Ok(HookOutcome::Transform(post.to_value()))
     }
 }
 

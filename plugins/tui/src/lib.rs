@@ -16,7 +16,7 @@ mod view;
 
 use ratatui::Terminal;
 use ratatui::style::Color;
-use stud_sdk::events::{CommandInfo, KernelEvent};
+use stud_sdk::events::{CommandInfo, CommandStatus, Decision, KernelEvent, Level, TurnResult};
 use stud_sdk::host::terminal::{Key, KeyCode, KeyModifiers, ScreenSize, TermEvent};
 use stud_sdk::prelude::*;
 use stud_sdk::wit::stud::extension::interaction::{InteractionRequest, InteractionResponse};
@@ -333,11 +333,11 @@ impl Ui for Tui {
                 format!("cancelled: {reason}"),
             ),
             KernelEvent::ApprovalDecided {
-                decision,
+                decision: Decision::Deny,
                 layer,
                 reason,
                 ..
-            } if decision == "deny" => {
+            } => {
                 self.notice(format!("denied by {layer}: {reason}"), Color::Red);
             }
             KernelEvent::AllowlistAdded { entries, file, .. } => self.notice(
@@ -359,7 +359,7 @@ impl Ui for Tui {
                 self.streaming = false;
                 self.status.input_tokens = usage.input_tokens;
                 self.status.cost_usd = Some(session_cost_usd);
-                if status != "ok" {
+                if status != TurnResult::Ok {
                     self.notice(format!("[turn {status}] {message}"), Color::Yellow);
                 }
                 self.dirty = true;
@@ -372,7 +372,7 @@ impl Ui for Tui {
             KernelEvent::CommandResulted {
                 status, message, ..
             } => {
-                let color = if status == "ok" {
+                let color = if status == CommandStatus::Ok {
                     Color::Reset
                 } else {
                     Color::Red
@@ -380,10 +380,10 @@ impl Ui for Tui {
                 self.notice(message.trim_end().to_string(), color);
             }
             KernelEvent::Diagnostic { level, message } => {
-                let color = match level.as_str() {
-                    "error" => Color::Red,
-                    "warn" => Color::Yellow,
-                    _ => Color::DarkGray,
+                let color = match level {
+                    Level::Error => Color::Red,
+                    Level::Warn => Color::Yellow,
+                    Level::Trace | Level::Debug | Level::Info => Color::DarkGray,
                 };
                 self.notice(message, color);
             }

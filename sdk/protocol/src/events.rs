@@ -15,6 +15,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::words::{CommandStatus, Decision, Level, LoopStage, StageOutcome, TurnResult};
+
 /// Tokens spent, as the provider reported them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
@@ -183,8 +185,7 @@ catalogue! {
     /// A turn ended.
     TurnEnd = "turn.end" {
         turn_id: String,
-        /// `ok`, `error`, `cancelled` or `halted`.
-        status: String,
+        status: TurnResult,
         /// Why it failed (empty unless `error`).
         code: String,
         message: String,
@@ -196,13 +197,13 @@ catalogue! {
     },
     /// A loop stage (receive-input ... render) begins.
     StagePre = "stage.pre" {
-        stage: String,
+        stage: LoopStage,
         /// How many tool calls a `tool-call` stage runs.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         calls: Option<u64>,
     },
     StagePost = "stage.post" {
-        stage: String,
+        stage: LoopStage,
         /// A `tool-call` stage stopped for a person's approval that a
         /// headless run cannot give.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -296,11 +297,8 @@ catalogue! {
         call_id: String,
         tool: String,
         key: String,
-        /// `approve`, `deny`, `halt` (headless and a person was needed),
-        /// or `pass` (a layer with nothing to decide: no state machine
-        /// stage running, the mode inside a stage). Every layer a call
-        /// reaches leaves one record, allows included.
-        decision: String,
+        /// Every layer a call reaches leaves one record, allows included.
+        decision: Decision,
         /// `state-machine`, `mode`, `interaction`, `guard:<id>`.
         layer: String,
         reason: String,
@@ -356,7 +354,7 @@ catalogue! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         indexes: Option<Vec<u64>>,
     },
-    ExtensionLog = "extension.log" { extension: String, level: String, message: String },
+    ExtensionLog = "extension.log" { extension: String, level: Level, message: String },
     ExtensionEventsSuppressed = "extension.events.suppressed" { extension: String, count: u64, reason: String },
     ExtensionReloadRequested = "extension.reload.requested" { id: String, from: String, to: String },
     ExtensionReloaded = "extension.reloaded" {
@@ -370,7 +368,7 @@ catalogue! {
     ExtensionReloadRefused = "extension.reload.refused" { id: String, reason: String },
     ExtensionReloadFailed = "extension.reload.failed" { id: String, error: String, kept: String },
     /// A warning or error worth showing the person.
-    Diagnostic = "diagnostic" { level: String, message: String },
+    Diagnostic = "diagnostic" { level: Level, message: String },
     /// A subscriber lost events (how many, coalesced).
     BusDropped = "bus.dropped" { subscriber: String, count: u64 },
     /// A UI or logger failed to take an event (it is not sent again).
@@ -393,8 +391,7 @@ catalogue! {
     CommandResulted = "command.resulted" {
         command: String,
         extension: String,
-        /// `ok`, `failed` or `refused` (not turn-safe while a turn runs).
-        status: String,
+        status: CommandStatus,
         /// What was shown to the person.
         message: String,
         duration_ms: u64,
@@ -446,7 +443,7 @@ catalogue! {
     AgentFinished = "agent.finished" {
         path: String,
         session_id: String,
-        status: String,
+        status: TurnResult,
         code: String,
         iterations: u64,
         usage: Usage,
@@ -478,8 +475,7 @@ catalogue! {
         stage_id: String,
         execution_id: String,
         attempt: u64,
-        /// `ok`, `retry`, `skip` or `fail`.
-        outcome: String,
+        outcome: StageOutcome,
         result: Value,
         compound_turn_id: Option<String>,
     },
@@ -492,7 +488,7 @@ catalogue! {
     WorkflowFailed = "workflow.failed" { code: String, message: String },
     WorkflowFinished = "workflow.finished" {
         /// `ok`, or the status of the turn that ended it.
-        status: String,
+        status: TurnResult,
         /// Where it stopped, when it did not finish.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         next: Option<Value>,
@@ -583,7 +579,7 @@ mod tests {
             call_id: "c".into(),
             tool: "bash".into(),
             key: "ls".into(),
-            decision: "approve".into(),
+            decision: Decision::Approve,
             layer: "state-machine".into(),
             reason: "in the envelope".into(),
             mode: None,

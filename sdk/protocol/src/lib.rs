@@ -2,5 +2,7 @@
 //! beyond the WIT contract: rules both sides must apply the same way.
 
 pub mod events;
+pub mod hook_payloads;
 pub mod session_view;
 pub mod terminal;
+pub mod words;

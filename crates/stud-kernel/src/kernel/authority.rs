@@ -21,7 +21,7 @@ use crate::mcp::tool::MCP_PREFIX;
 use crate::runtime::bindings::stud::extension::interaction::{
     Approval, InteractionKind, InteractionStatus,
 };
-use stud_protocol::events::KernelEvent;
+use stud_protocol::events::{Decision as Audited, KernelEvent};
 
 pub use crate::mode::Mode;
 
@@ -199,11 +199,6 @@ fn wildcard_match(pattern: &str, text: &str) -> bool {
     }
     rest.len() >= last.len() && rest.ends_with(last)
 }
-
-/// The `decision` of a layer that had nothing to decide (no state machine
-/// stage running; the mode inside a stage): the call goes on to the next
-/// layer. Unlike `approve`, it approves nothing by itself.
-pub const PASS: &str = "pass";
 
 /// The decision before guards.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -487,7 +482,7 @@ impl Authority {
     pub fn audit_no_state_machine(&self, p: &Proposal<'_>) {
         self.record(
             p,
-            PASS,
+            Audited::Pass,
             "state-machine",
             "no state machine stage is running; the mode decides",
             None,
@@ -499,7 +494,7 @@ impl Authority {
     pub fn audit_mode_skipped(&self, p: &Proposal<'_>, stage_id: &str) {
         self.record(
             p,
-            PASS,
+            Audited::Pass,
             "mode",
             &format!("inside stage `{stage_id}` the state machine decides; the mode is not asked"),
             Some(self.mode),
@@ -509,17 +504,17 @@ impl Authority {
     /// Record a guard's verdict: `None` allowed, `Some(reason)` denied.
     pub fn audit_guard(&self, p: &Proposal<'_>, guard: &str, denied: Option<&str>) {
         let (decision, reason) = match denied {
-            None => ("approve", "the guard allowed the call"),
-            Some(reason) => ("deny", reason),
+            None => (Audited::Approve, "the guard allowed the call"),
+            Some(reason) => (Audited::Deny, reason),
         };
         self.record(p, decision, &format!("guard:{guard}"), reason, None);
     }
 
     fn audit(&self, p: &Proposal<'_>, d: &Decision, layer: &str, reason: &str) {
         let decision = match d {
-            Decision::Approve => "approve",
-            Decision::Deny(_) => "deny",
-            Decision::Halt => "halt",
+            Decision::Approve => Audited::Approve,
+            Decision::Deny(_) => Audited::Deny,
+            Decision::Halt => Audited::Halt,
         };
         self.record(p, decision, layer, reason, Some(self.mode));
     }
@@ -527,7 +522,7 @@ impl Authority {
     fn record(
         &self,
         p: &Proposal<'_>,
-        decision: &str,
+        decision: Audited,
         layer: &str,
         reason: &str,
         mode: Option<Mode>,
@@ -536,7 +531,7 @@ impl Authority {
             call_id: p.call_id.into(),
             tool: p.tool.into(),
             key: p.key.into(),
-            decision: decision.into(),
+            decision,
             layer: layer.into(),
             reason: reason.into(),
             mode: mode.map(|m| m.as_str().into()),

@@ -13,7 +13,7 @@
 //! context-overflow error from the provider compacts and retries once.
 //! Every compaction is an event saying what was removed.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::conversation::Conversation;
 use super::payloads::messages_json;
@@ -57,7 +57,7 @@ impl Default for CompactionConfig {
 /// The raw estimate of a request (before calibration).
 pub fn raw_estimate(system: Option<&str>, messages: &[Message], tools_json: usize) -> u64 {
     estimate_tokens(system.unwrap_or_default())
-        + estimate_tokens(&messages_json(messages).to_string())
+        + estimate_tokens(&Value::Array(messages_json(messages)).to_string())
         + (tools_json as u64).div_ceil(4)
 }
 

@@ -158,7 +158,7 @@ impl Interactions {
             ),
             Ok(Err(e)) => {
                 self.bus.publish(KernelEvent::Diagnostic {
-                    level: "warn".into(),
+                    level: stud_protocol::events::Level::Warn,
                     message: format!("interactor failed: {e}"),
                 });
                 (

@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 use stud_protocol::events::KernelEvent;
+use stud_protocol::hook_payloads::CallView;
 
 use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Image, ImageSource, Message, ResultPart, Role, Thinking, ToolCall, ToolResult,
@@ -48,16 +49,14 @@ fn image_from(v: &Value) -> Option<Image> {
     Some(Image { media_type, source })
 }
 
-pub fn result_parts_json(parts: &[ResultPart]) -> Value {
-    Value::Array(
-        parts
-            .iter()
-            .map(|p| match p {
-                ResultPart::Text(t) => json!({"type": "text", "text": t}),
-                ResultPart::Image(i) => image_json(i),
-            })
-            .collect(),
-    )
+pub fn result_parts_json(parts: &[ResultPart]) -> Vec<Value> {
+    parts
+        .iter()
+        .map(|p| match p {
+            ResultPart::Text(t) => json!({"type": "text", "text": t}),
+            ResultPart::Image(i) => image_json(i),
+        })
+        .collect()
 }
 
 pub fn result_parts_from(v: &Value) -> Option<Vec<ResultPart>> {
@@ -83,10 +82,17 @@ pub fn result_text(parts: &[ResultPart]) -> String {
         .join("\n")
 }
 
+/// A call as hooks see it (`stud_protocol::hook_payloads`).
+pub fn call_view(c: &ToolCall) -> CallView {
+    CallView {
+        id: c.id.clone(),
+        name: c.name.clone(),
+        arguments: serde_json::from_str(&c.arguments).unwrap_or(Value::String(c.arguments.clone())),
+    }
+}
+
 pub fn call_json(c: &ToolCall) -> Value {
-    let args: Value =
-        serde_json::from_str(&c.arguments).unwrap_or(Value::String(c.arguments.clone()));
-    json!({"id": c.id, "name": c.name, "arguments": args})
+    serde_json::to_value(call_view(c)).unwrap_or(Value::Null)
 }
 
 pub fn tool_result_json(r: &ToolResult) -> Value {
@@ -165,8 +171,8 @@ pub fn message_from(v: &Value) -> Option<Message> {
     Some(Message { role, content })
 }
 
-pub fn messages_json(ms: &[Message]) -> Value {
-    Value::Array(ms.iter().map(message_json).collect())
+pub fn messages_json(ms: &[Message]) -> Vec<Value> {
+    ms.iter().map(message_json).collect()
 }
 
 pub fn messages_from(v: &Value) -> Option<Vec<Message>> {

@@ -15,7 +15,7 @@ use crate::runtime::services::{
     BoxFuture, Cell, ErrorClass, ExtError, InteractionKind, InteractionResponse, LogLevel,
     ScreenSize, Services, SessionRequest, TermEvent, ext_error, read_line,
 };
-use stud_protocol::events::KernelEvent;
+use stud_protocol::events::{KernelEvent, Level};
 
 /// Where UI extensions' terminal output goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,13 +62,13 @@ impl KernelServices {
     }
 }
 
-fn level_str(level: LogLevel) -> &'static str {
+fn level_word(level: LogLevel) -> Level {
     match level {
-        LogLevel::Trace => "trace",
-        LogLevel::Debug => "debug",
-        LogLevel::Info => "info",
-        LogLevel::Warn => "warn",
-        LogLevel::Error => "error",
+        LogLevel::Trace => Level::Trace,
+        LogLevel::Debug => Level::Debug,
+        LogLevel::Info => Level::Info,
+        LogLevel::Warn => Level::Warn,
+        LogLevel::Error => Level::Error,
     }
 }
 
@@ -76,12 +76,12 @@ impl Services for KernelServices {
     fn log(&self, ext: &ExtensionId, level: LogLevel, message: &str) {
         self.bus.publish(KernelEvent::ExtensionLog {
             extension: ext.to_string(),
-            level: level_str(level).into(),
+            level: level_word(level),
             message: message.into(),
         });
         if matches!(level, LogLevel::Warn | LogLevel::Error) {
             self.bus.publish(KernelEvent::Diagnostic {
-                level: level_str(level).into(),
+                level: level_word(level),
                 message: format!("{ext}: {message}"),
             });
         }

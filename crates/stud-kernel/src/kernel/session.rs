@@ -418,7 +418,7 @@ impl Session {
         let (started, warnings) = self.mcp.take_up_started();
         for w in warnings.into_iter().chain(self.add_mcp_tools(started)) {
             self.bus.publish(KernelEvent::Diagnostic {
-                level: "warn".into(),
+                level: stud_protocol::events::Level::Warn,
                 message: w,
             });
         }
@@ -430,7 +430,7 @@ impl Session {
             let after: Vec<String> = kept.iter().map(|(_, s)| s.name.clone()).collect();
             for w in warnings.into_iter().chain(self.roster.tools.add_mcp(kept)) {
                 self.bus.publish(KernelEvent::Diagnostic {
-                    level: "warn".into(),
+                    level: stud_protocol::events::Level::Warn,
                     message: w,
                 });
             }

@@ -3,7 +3,7 @@
 //! by `stage.pre`/`stage.post` events and its two hook slots; a deny at a
 //! pre slot skips the stage body and its post slot.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::act::{self, ActEnd, ActSpec, Bound, MainLane};
@@ -13,6 +13,7 @@ use super::usage::{usage_event, zero_usage};
 use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
 use stud_protocol::events::KernelEvent;
+use stud_protocol::hook_payloads::{self, SlotPayload};
 
 impl Session {
     /// `budget-exceeded` once the session (with this turn's `usage`) has
@@ -102,7 +103,7 @@ impl Session {
         };
         self.bus.record(KernelEvent::TurnEnd {
             turn_id: turn_id.clone(),
-            status: status.as_str().into(),
+            status: status.result(),
             code,
             message,
             iterations: iterations.into(),
@@ -150,7 +151,12 @@ impl Session {
     async fn receive_input(&mut self, input: &str) -> Result<(), TurnStatus> {
         self.apply_reloads("receive-input").await;
         let rewritten = self
-            .pre(Stage::ReceiveInput, || json!({"input": input}))
+            .pre(Stage::ReceiveInput, || {
+                hook_payloads::Input {
+                    input: input.to_string(),
+                }
+                .to_value()
+            })
             .await?;
         let text = rewritten
             .as_ref()
@@ -163,7 +169,12 @@ impl Session {
             return Err(fail("input-invalid", "the input is empty; type a message"));
         }
         let rewritten = self
-            .post(Stage::ReceiveInput, || json!({"input": text}))
+            .post(Stage::ReceiveInput, || {
+                hook_payloads::Input {
+                    input: text.clone(),
+                }
+                .to_value()
+            })
             .await?;
         let text = rewritten
             .as_ref()

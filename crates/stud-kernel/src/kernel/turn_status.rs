@@ -3,6 +3,7 @@
 //! so none of them depends on it).
 
 use crate::runtime::bindings::stud::extension::types::Usage;
+use stud_protocol::words::TurnResult;
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,13 +23,18 @@ pub enum TurnStatus {
 }
 
 impl TurnStatus {
-    pub fn as_str(&self) -> &'static str {
+    /// The word events and results carry.
+    pub fn result(&self) -> TurnResult {
         match self {
-            TurnStatus::Completed => "ok",
-            TurnStatus::Failed { .. } => "error",
-            TurnStatus::Cancelled => "cancelled",
-            TurnStatus::Halted { .. } => "halted",
+            TurnStatus::Completed => TurnResult::Ok,
+            TurnStatus::Failed { .. } => TurnResult::Error,
+            TurnStatus::Cancelled => TurnResult::Cancelled,
+            TurnStatus::Halted { .. } => TurnResult::Halted,
         }
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        self.result().as_str()
     }
 }
 

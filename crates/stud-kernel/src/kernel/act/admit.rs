@@ -4,14 +4,14 @@
 
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::stage_gate::{StageAuthority, StageDecision};
 use super::tool_result::error_result;
 use crate::kernel::authority::{Callee, Decision, Proposal};
 use crate::kernel::hooks::TransformFailed;
-use crate::kernel::payloads::call_json;
+use crate::kernel::payloads::call_view;
 use crate::kernel::session::Session;
 use crate::kernel::tool_outcome::Delegated;
 use crate::kernel::tools::{ToolEntry, ToolRunner};
@@ -20,6 +20,7 @@ use crate::manifest::{HookSlot, Phase, Stage};
 use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::types::{ToolCall, ToolResult};
 use stud_protocol::events::KernelEvent;
+use stud_protocol::hook_payloads::{SlotPayload, ToolCallPre};
 
 /// What admission decided for one call.
 pub(crate) enum Admit<'a> {
@@ -109,7 +110,13 @@ impl Session {
             let transformed = match self
                 .roster
                 .hooks
-                .transform(slot, json!({"call": call_json(call)}))
+                .transform(
+                    slot,
+                    ToolCallPre {
+                        call: call_view(call),
+                    }
+                    .to_value(),
+                )
                 .await
             {
                 Ok(t) => t,
@@ -231,7 +238,10 @@ impl Session {
         if !hooked {
             return Admit::Run(entry, call);
         }
-        let payload = json!({"call": call_json(&call)});
+        let payload = ToolCallPre {
+            call: call_view(&call),
+        }
+        .to_value();
         let verdicts = self.roster.hooks.guard(slot, &payload).await;
         self.roster.hooks.observe_slot(slot, &payload);
         for by in &verdicts.allowed {

@@ -1,7 +1,7 @@
 //! COMPOSE_REQUEST: transcript, system prompt and tools into a request,
 //! through the stage's hook slots.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{ActSpec, Lane};
 use crate::kernel::payloads::{messages_from, messages_json};
@@ -9,6 +9,7 @@ use crate::kernel::turn_status::TurnStatus;
 use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::provider_types::Request;
 use crate::runtime::bindings::stud::extension::provider_types::ToolDefinition;
+use stud_protocol::hook_payloads::{ComposePost, ComposePre, SlotPayload};
 
 pub(crate) async fn compose_request<L: Lane>(
     lane: &mut L,
@@ -19,10 +20,13 @@ pub(crate) async fn compose_request<L: Lane>(
     let s = lane.session();
     let history = lane.transcript();
     let rewritten = s
-        .pre(
-            Stage::ComposeRequest,
-            || json!({"iteration": iteration, "messages": messages_json(history)}),
-        )
+        .pre(Stage::ComposeRequest, || {
+            ComposePre {
+                iteration,
+                messages: messages_json(history),
+            }
+            .to_value()
+        })
         .await?;
     let messages = rewritten
         .as_ref()
@@ -36,12 +40,13 @@ pub(crate) async fn compose_request<L: Lane>(
     };
     let rewritten = s
         .post(Stage::ComposeRequest, || {
-            json!({
-                "system": base_system,
-                "messages": messages_json(&messages),
-                "tools": tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
-                "model": s.roster.model,
-            })
+            ComposePost {
+                system: base_system.clone(),
+                messages: messages_json(&messages),
+                tools: tools.iter().map(|t| t.name.clone()).collect(),
+                model: s.roster.model.clone(),
+            }
+            .to_value()
         })
         .await?;
     let mut system = base_system;

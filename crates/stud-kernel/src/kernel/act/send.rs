@@ -1,7 +1,6 @@
 //! SEND_REQUEST: capability checks, the provider call, and retries of
 //! failures that happen before anything visible reached the person.
 
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::Lane;
@@ -16,6 +15,7 @@ use crate::runtime::CallError;
 use crate::runtime::bindings::stud::extension::provider_types::{Request, StreamEvent};
 use crate::runtime::kinds::ResponseStream;
 use stud_protocol::events::KernelEvent;
+use stud_protocol::hook_payloads::{SendRequest, SlotPayload};
 
 /// Events a response may send before its first visible one (usage,
 /// keep-alives); more is a broken or hostile endpoint.
@@ -48,7 +48,12 @@ impl Session {
         iteration: u32,
         cancel: &CancellationToken,
     ) -> Result<Started, TurnStatus> {
-        let info = json!({"provider": self.roster.provider.id().as_str(), "model": self.roster.model, "iteration": iteration});
+        let info = SendRequest {
+            provider: self.roster.provider.id().to_string(),
+            model: self.roster.model.clone(),
+            iteration,
+        }
+        .to_value();
         self.pre(Stage::SendRequest, || info.clone()).await?;
         if cancel.is_cancelled() {
             return Err(TurnStatus::Cancelled);

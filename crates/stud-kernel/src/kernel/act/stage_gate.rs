@@ -18,7 +18,7 @@ use crate::runtime::bindings::stud::extension::interaction::{
     Approval, InteractionKind, InteractionStatus,
 };
 use crate::runtime::bindings::stud::extension::state_machine_types::{ToolProposal, ToolVerdict};
-use stud_protocol::events::{KernelEvent, StageAudit};
+use stud_protocol::events::{Decision, KernelEvent, StageAudit};
 
 /// The stage execution a call is proposed in.
 pub(crate) struct StageAuthority {
@@ -66,14 +66,14 @@ impl Session {
             self.out_of_envelope(stage, p, &tuple).await
         };
         let (word, code) = match &decision {
-            StageDecision::Approve => ("approve", ""),
-            StageDecision::Deny { code, .. } => ("deny", *code),
+            StageDecision::Approve => (Decision::Approve, ""),
+            StageDecision::Deny { code, .. } => (Decision::Deny, *code),
         };
         self.bus.record(KernelEvent::ApprovalDecided {
             call_id: p.call_id.into(),
             tool: p.tool.into(),
             key: p.key.into(),
-            decision: word.into(),
+            decision: word,
             layer: "state-machine".into(),
             reason,
             mode: None,

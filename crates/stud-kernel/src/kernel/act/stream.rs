@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::Lane;
@@ -11,7 +10,7 @@ use super::assemble::{Assembled, Assembly, Seen, finish_str};
 use super::cancel::cancellable;
 use super::send::Started;
 use super::tool_result::clip;
-use crate::kernel::payloads::call_json;
+use crate::kernel::payloads::call_view;
 use crate::kernel::response_limits::TooLarge;
 use crate::kernel::session::Session;
 use crate::kernel::turn_status::{TurnStatus, fail};
@@ -19,6 +18,7 @@ use crate::kernel::usage::{add_usage, usage_event};
 use crate::manifest::Stage;
 use crate::runtime::bindings::stud::extension::types::Usage;
 use stud_protocol::events::KernelEvent;
+use stud_protocol::hook_payloads::{SlotPayload, StreamDone, StreamStart};
 
 pub(crate) async fn stream_response<L: Lane>(
     lane: &mut L,
@@ -38,8 +38,11 @@ impl Session {
         usage: &mut Usage,
     ) -> Result<Assembled, TurnStatus> {
         let Started { mut stream, events } = started;
-        let info =
-            json!({"provider": self.roster.provider.id().as_str(), "model": self.roster.model});
+        let info = StreamStart {
+            provider: self.roster.provider.id().to_string(),
+            model: self.roster.model.clone(),
+        }
+        .to_value();
         if let Err(stop) = self.pre(Stage::StreamResponse, || info).await {
             self.roster.provider.provider_close(stream).await;
             return Err(stop);
@@ -89,7 +92,12 @@ impl Session {
             duration_ms: started.elapsed().as_millis() as u64,
         });
         self.post(Stage::StreamResponse, || {
-            json!({"text": done.text, "tool_calls": done.calls.iter().map(call_json).collect::<Vec<_>>(), "finish": finish_str(done.finish)})
+            StreamDone {
+                text: done.text.clone(),
+                tool_calls: done.calls.iter().map(call_view).collect(),
+                finish: finish_str(done.finish).into(),
+            }
+            .to_value()
         })
         .await?;
         Ok(done)

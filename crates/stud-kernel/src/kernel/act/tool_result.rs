@@ -3,15 +3,16 @@
 
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::run_tool::Ran;
 use crate::kernel::hooks::{SlotStop, TransformFailed};
-use crate::kernel::payloads::{call_json, result_parts_from, result_parts_json, result_text};
+use crate::kernel::payloads::{call_view, result_parts_from, result_parts_json, result_text};
 use crate::kernel::session::Session;
 use crate::manifest::{Phase, Stage};
 use crate::runtime::bindings::stud::extension::types::{ResultPart, ToolCall, ToolResult};
 use stud_protocol::events::KernelEvent;
+use stud_protocol::hook_payloads::{ResultView, SlotPayload, ToolCallPost};
 
 /// Longest tool output copied into an event.
 const EVENT_OUTPUT_CHARS: usize = 4000;
@@ -83,7 +84,16 @@ impl Session {
             content,
             is_error,
         };
-        let payload = || json!({"call": call_json(call), "result": {"content": result_parts_json(&result.content), "is_error": is_error}});
+        let payload = || {
+            ToolCallPost {
+                call: call_view(call),
+                result: ResultView {
+                    content: result_parts_json(&result.content),
+                    is_error,
+                },
+            }
+            .to_value()
+        };
         let rewritten = match self
             .roster
             .hooks

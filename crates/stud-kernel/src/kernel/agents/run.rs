@@ -103,7 +103,7 @@ impl Session {
         self.bus.record(KernelEvent::AgentFinished {
             path: path.clone(),
             session_id: child.id.clone(),
-            status: outcome.status.as_str().into(),
+            status: outcome.status.result(),
             code,
             iterations: outcome.iterations.into(),
             usage: usage_event(&usage),

@@ -37,7 +37,7 @@ use crate::runtime::bindings::stud::extension::interaction::{
     Choice, InteractionKind, InteractionStatus,
 };
 use crate::runtime::{CallError, Extension};
-use stud_protocol::events::KernelEvent;
+use stud_protocol::events::{CommandStatus, KernelEvent};
 
 /// How a dispatch ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,11 +49,12 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    /// The word events carry.
+    pub fn word(self) -> CommandStatus {
         match self {
-            Status::Ok => "ok",
-            Status::Failed => "failed",
-            Status::Refused => "refused",
+            Status::Ok => CommandStatus::Ok,
+            Status::Failed => CommandStatus::Failed,
+            Status::Refused => CommandStatus::Refused,
         }
     }
 }
@@ -267,7 +268,7 @@ impl Commands {
         self.bus.record(KernelEvent::CommandResulted {
             command: command.to_string(),
             extension: id.to_string(),
-            status: status.as_str().into(),
+            status: status.word(),
             message: text.to_string(),
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         });

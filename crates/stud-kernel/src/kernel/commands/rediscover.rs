@@ -33,7 +33,7 @@ impl Commands {
         warnings.extend(built);
         for w in warnings {
             self.bus.publish(KernelEvent::Diagnostic {
-                level: "warn".into(),
+                level: stud_protocol::events::Level::Warn,
                 message: w,
             });
         }

@@ -18,7 +18,7 @@ use crate::kernel::turn_status::TurnStatus;
 use crate::kernel::usage::{add_usage, zero_usage};
 use crate::runtime::bindings::stud::extension::state_machine_types::{AssertOutcome, Gate};
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
-use stud_protocol::events::{KernelEvent, PhaseAt};
+use stud_protocol::events::{KernelEvent, PhaseAt, StageOutcome};
 
 /// Context keys only the kernel writes.
 const RESERVED: [&str; 3] = ["input", "results", "siblings"];
@@ -208,7 +208,7 @@ impl Scope<'_> {
             stage_id: def.id.clone(),
             execution_id: x.to_string(),
             attempt: attempt.into(),
-            outcome: outcome_str(outcome).into(),
+            outcome: outcome_word(outcome),
             result: result.clone(),
             compound_turn_id: self.compound_turn_id.map(str::to_string),
         });
@@ -289,11 +289,11 @@ impl Scope<'_> {
     }
 }
 
-pub fn outcome_str(o: AssertOutcome) -> &'static str {
+pub fn outcome_word(o: AssertOutcome) -> StageOutcome {
     match o {
-        AssertOutcome::Ok => "ok",
-        AssertOutcome::Retry => "retry",
-        AssertOutcome::Skip => "skip",
-        AssertOutcome::Fail => "fail",
+        AssertOutcome::Ok => StageOutcome::Ok,
+        AssertOutcome::Retry => StageOutcome::Retry,
+        AssertOutcome::Skip => StageOutcome::Skip,
+        AssertOutcome::Fail => StageOutcome::Fail,
     }
 }

@@ -72,7 +72,7 @@ impl Session {
                 Ok(outcome) => last = Some(outcome),
                 Err(outcome) => {
                     self.bus.record(KernelEvent::WorkflowFinished {
-                        status: outcome.status.as_str().into(),
+                        status: outcome.status.result(),
                         next: Some(json!(pos.next)),
                         results: None,
                     });
@@ -82,7 +82,7 @@ impl Session {
             self.save_position(&pos).await;
         }
         self.bus.record(KernelEvent::WorkflowFinished {
-            status: "ok".into(),
+            status: stud_protocol::words::TurnResult::Ok,
             next: None,
             results: Some(pos.ctx["results"].clone()),
         });

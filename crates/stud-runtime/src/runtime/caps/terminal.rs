@@ -25,7 +25,7 @@ impl HostState {
         }
         if self.ext.admit_emit() {
             self.ext.services.kernel_event(KernelEvent::Diagnostic {
-                level: "warn".into(),
+                level: stud_protocol::events::Level::Warn,
                 message: format!(
                     "UI extension `{}` called terminal `{what}`, which only the interactor (the UI that answers questions, `active.interactor`) may; it got nothing",
                     self.ext.id
