@@ -36,7 +36,7 @@ impl Hook for Redact {
             return Ok(HookOutcome::Transform(payload));
         }
         host::log::info(&format!("redacted {} token(s)", self.redacted - before));
-        Ok(HookOutcome::Transform(post.to_value()))
+        Ok(HookOutcome::Transform(post.into_value()))
     }
 }
 

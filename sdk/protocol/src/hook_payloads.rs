@@ -23,9 +23,34 @@ pub trait SlotPayload: Serialize + DeserializeOwned {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
+    /// As JSON, moving the parts instead of copying them (the kernel
+    /// builds one per hooked call; arguments and results can be large).
+    fn into_value(self) -> Value {
+        self.to_value()
+    }
+
     /// Read from what a hook received; `None` when it is not this shape.
     fn from_value(v: &Value) -> Option<Self> {
-        serde_json::from_value(v.clone()).ok()
+        Self::deserialize(v).ok()
+    }
+}
+
+fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
+}
+
+impl CallView {
+    fn into_value(self) -> Value {
+        object([
+            ("id", Value::String(self.id)),
+            ("name", Value::String(self.name)),
+            ("arguments", self.arguments),
+        ])
     }
 }
 
@@ -52,6 +77,10 @@ pub struct ToolCallPre {
 
 impl SlotPayload for ToolCallPre {
     const SLOTS: &'static [&'static str] = &["tool-call.pre"];
+
+    fn into_value(self) -> Value {
+        object([("call", self.call.into_value())])
+    }
 }
 
 /// A tool's result as hooks see it.
@@ -73,6 +102,19 @@ pub struct ToolCallPost {
 
 impl SlotPayload for ToolCallPost {
     const SLOTS: &'static [&'static str] = &["tool-call.post"];
+
+    fn into_value(self) -> Value {
+        object([
+            ("call", self.call.into_value()),
+            (
+                "result",
+                object([
+                    ("content", Value::Array(self.result.content)),
+                    ("is_error", Value::Bool(self.result.is_error)),
+                ]),
+            ),
+        ])
+    }
 }
 
 /// `receive-input.pre` and `.post`: the person's input.
@@ -83,6 +125,10 @@ pub struct Input {
 
 impl SlotPayload for Input {
     const SLOTS: &'static [&'static str] = &["receive-input.pre", "receive-input.post"];
+
+    fn into_value(self) -> Value {
+        object([("input", Value::String(self.input))])
+    }
 }
 
 /// `compose-request.pre`: the history a request is composed from.
@@ -95,6 +141,13 @@ pub struct ComposePre {
 
 impl SlotPayload for ComposePre {
     const SLOTS: &'static [&'static str] = &["compose-request.pre"];
+
+    fn into_value(self) -> Value {
+        object([
+            ("iteration", Value::from(self.iteration)),
+            ("messages", Value::Array(self.messages)),
+        ])
+    }
 }
 
 /// `compose-request.post`: the request about to be sent. A transform may
@@ -110,6 +163,18 @@ pub struct ComposePost {
 
 impl SlotPayload for ComposePost {
     const SLOTS: &'static [&'static str] = &["compose-request.post"];
+
+    fn into_value(self) -> Value {
+        object([
+            ("system", self.system.map_or(Value::Null, Value::String)),
+            ("messages", Value::Array(self.messages)),
+            (
+                "tools",
+                Value::Array(self.tools.into_iter().map(Value::String).collect()),
+            ),
+            ("model", Value::String(self.model)),
+        ])
+    }
 }
 
 /// `send-request.pre` and `.post`: who is asked.
@@ -146,6 +211,22 @@ pub struct StreamDone {
 
 impl SlotPayload for StreamDone {
     const SLOTS: &'static [&'static str] = &["stream-response.post"];
+
+    fn into_value(self) -> Value {
+        object([
+            ("text", Value::String(self.text)),
+            (
+                "tool_calls",
+                Value::Array(
+                    self.tool_calls
+                        .into_iter()
+                        .map(CallView::into_value)
+                        .collect(),
+                ),
+            ),
+            ("finish", Value::String(self.finish)),
+        ])
+    }
 }
 
 /// `render.pre` and `.post`: the answer's text as shown. A `render.pre`
@@ -157,6 +238,10 @@ pub struct Render {
 
 impl SlotPayload for Render {
     const SLOTS: &'static [&'static str] = &["render.pre", "render.post"];
+
+    fn into_value(self) -> Value {
+        object([("text", Value::String(self.text))])
+    }
 }
 
 #[cfg(test)]
@@ -178,6 +263,37 @@ mod tests {
             },
         };
         let v = post.to_value();
+        assert_eq!(
+            post.clone().into_value(),
+            v,
+            "moving builds the same object"
+        );
+        let pre = ToolCallPre {
+            call: post.call.clone(),
+        };
+        assert_eq!(pre.clone().into_value(), pre.to_value());
+        let compose = ComposePost {
+            system: None,
+            messages: vec![json!({"role": "user", "content": []})],
+            tools: vec!["read".into()],
+            model: "m".into(),
+        };
+        assert_eq!(compose.clone().into_value(), compose.to_value());
+        let done = StreamDone {
+            text: "t".into(),
+            tool_calls: vec![pre.call.clone()],
+            finish: "stop".into(),
+        };
+        assert_eq!(done.clone().into_value(), done.to_value());
+        let input = Input { input: "i".into() };
+        assert_eq!(input.clone().into_value(), input.to_value());
+        let pre_c = ComposePre {
+            iteration: 2,
+            messages: vec![],
+        };
+        assert_eq!(pre_c.clone().into_value(), pre_c.to_value());
+        let r = Render { text: "x".into() };
+        assert_eq!(r.clone().into_value(), r.to_value());
         assert_eq!(v["call"]["arguments"]["path"], "a.txt");
         assert_eq!(v["result"]["content"][0]["text"], "hi");
         assert_eq!(ToolCallPost::from_value(&v), Some(post));

@@ -155,7 +155,7 @@ impl Session {
                 hook_payloads::Input {
                     input: input.to_string(),
                 }
-                .to_value()
+                .into_value()
             })
             .await?;
         let text = rewritten
@@ -173,7 +173,7 @@ impl Session {
                 hook_payloads::Input {
                     input: text.clone(),
                 }
-                .to_value()
+                .into_value()
             })
             .await?;
         let text = rewritten

@@ -115,7 +115,7 @@ impl Session {
                     ToolCallPre {
                         call: call_view(call),
                     }
-                    .to_value(),
+                    .into_value(),
                 )
                 .await
             {
@@ -241,7 +241,7 @@ impl Session {
         let payload = ToolCallPre {
             call: call_view(&call),
         }
-        .to_value();
+        .into_value();
         let verdicts = self.roster.hooks.guard(slot, &payload).await;
         self.roster.hooks.observe_slot(slot, &payload);
         for by in &verdicts.allowed {

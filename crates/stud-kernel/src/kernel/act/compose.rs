@@ -25,7 +25,7 @@ pub(crate) async fn compose_request<L: Lane>(
                 iteration,
                 messages: messages_json(history),
             }
-            .to_value()
+            .into_value()
         })
         .await?;
     let messages = rewritten
@@ -46,7 +46,7 @@ pub(crate) async fn compose_request<L: Lane>(
                 tools: tools.iter().map(|t| t.name.clone()).collect(),
                 model: s.roster.model.clone(),
             }
-            .to_value()
+            .into_value()
         })
         .await?;
     let mut system = base_system;

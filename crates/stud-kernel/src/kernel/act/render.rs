@@ -12,7 +12,7 @@ pub(crate) async fn render<L: Lane>(lane: &mut L, text: String) -> Result<String
     lane.boundary("render").await;
     let s = lane.session();
     let rewritten = s
-        .pre(Stage::Render, || Render { text: text.clone() }.to_value())
+        .pre(Stage::Render, || Render { text: text.clone() }.into_value())
         .await?;
     let text = rewritten
         .as_ref()
@@ -21,7 +21,7 @@ pub(crate) async fn render<L: Lane>(lane: &mut L, text: String) -> Result<String
         .map(str::to_string)
         .unwrap_or(text);
     s.bus.record(KernelEvent::Render { text: text.clone() });
-    s.post(Stage::Render, || Render { text: text.clone() }.to_value())
+    s.post(Stage::Render, || Render { text: text.clone() }.into_value())
         .await?;
     Ok(text)
 }

@@ -53,7 +53,7 @@ impl Session {
             model: self.roster.model.clone(),
             iteration,
         }
-        .to_value();
+        .into_value();
         self.pre(Stage::SendRequest, || info.clone()).await?;
         if cancel.is_cancelled() {
             return Err(TurnStatus::Cancelled);

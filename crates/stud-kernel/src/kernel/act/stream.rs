@@ -42,7 +42,7 @@ impl Session {
             provider: self.roster.provider.id().to_string(),
             model: self.roster.model.clone(),
         }
-        .to_value();
+        .into_value();
         if let Err(stop) = self.pre(Stage::StreamResponse, || info).await {
             self.roster.provider.provider_close(stream).await;
             return Err(stop);
@@ -97,7 +97,7 @@ impl Session {
                 tool_calls: done.calls.iter().map(call_view).collect(),
                 finish: finish_str(done.finish).into(),
             }
-            .to_value()
+            .into_value()
         })
         .await?;
         Ok(done)

@@ -92,7 +92,7 @@ impl Session {
                     is_error,
                 },
             }
-            .to_value()
+            .into_value()
         };
         let rewritten = match self
             .roster
