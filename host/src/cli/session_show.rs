@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::kernel::payloads::{message_from, result_text, role_str};
 use crate::runtime::bindings::stud::extension::types::{ContentPart, Message};
+use stud_protocol::session_records::SessionRecord;
 
 /// Longest line of a tool result summary or a call's arguments.
 const SUMMARY_CHARS: usize = 160;
@@ -35,24 +36,23 @@ pub fn readable(manifest: &Value, records: &[String]) -> Vec<String> {
         ),
     ];
     for r in records {
-        let Ok(v) = serde_json::from_str::<Value>(r) else {
-            continue;
-        };
-        match v["type"].as_str() {
-            Some("message") => {
-                if let Some(m) = message_from(&v["message"]) {
+        match SessionRecord::parse(r) {
+            Some(SessionRecord::Message { message }) => {
+                if let Some(m) = message_from(&message) {
                     out.push(String::new());
                     message_lines(&m, &mut out);
                 }
             }
-            Some("compaction") => {
+            Some(SessionRecord::Compaction { removed, .. }) => {
                 out.push(String::new());
-                out.push(format!(
-                    "[compacted: {}]",
-                    v["removed"].as_str().unwrap_or("earlier messages")
-                ));
+                let removed = if removed.is_empty() {
+                    "earlier messages".to_string()
+                } else {
+                    removed
+                };
+                out.push(format!("[compacted: {removed}]"));
             }
-            _ => {}
+            Some(SessionRecord::Workflow { .. }) | None => {}
         }
     }
     out

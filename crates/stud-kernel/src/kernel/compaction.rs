@@ -13,7 +13,7 @@
 //! context-overflow error from the provider compacts and retries once.
 //! Every compaction is an event saying what was removed.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::conversation::Conversation;
 use super::payloads::messages_json;
@@ -27,6 +27,7 @@ use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, Usage,
 };
 use stud_protocol::events::KernelEvent;
+use stud_protocol::session_records::SessionRecord;
 
 /// Longest old tool output kept by tier 1 (characters).
 const SHORT_RESULT: usize = 200;
@@ -168,7 +169,12 @@ impl Conversation {
                 });
                 // The whole compacted history, so a resume starts from it
                 // instead of compacting again.
-                let record = json!({"type": "compaction", "tier": tier, "removed": what, "history": messages_json(&self.messages)}).to_string();
+                let record = SessionRecord::Compaction {
+                    tier,
+                    removed: what,
+                    history: messages_json(&self.messages),
+                }
+                .to_line();
                 self.append_record(session_id, record).await;
             }
         }

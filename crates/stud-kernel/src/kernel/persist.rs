@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::authority::Mode;
 use super::payloads::{message_from, message_json};
@@ -17,6 +17,7 @@ use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, ToolResult, Usage,
 };
 use crate::runtime::{CallError, Extension};
+use stud_protocol::session_records::SessionRecord;
 
 /// What `--continue` / `--resume` asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +89,10 @@ pub fn now_ms() -> u64 {
 
 /// One log record for a message.
 pub fn message_record(message: &Message) -> String {
-    json!({"type": "message", "message": message_json(message)}).to_string()
+    SessionRecord::Message {
+        message: message_json(message),
+    }
+    .to_line()
 }
 
 fn usage_from(v: &Value) -> Usage {
@@ -199,19 +203,20 @@ pub async fn read(
     }
     let mut history = Vec::new();
     for r in &data.records {
-        let Ok(v) = serde_json::from_str::<Value>(r) else {
-            continue;
-        };
-        if v["type"] == "message"
-            && let Some(m) = message_from(&v["message"])
-        {
-            history.push(m);
-        } else if v["type"] == "compaction"
-            && let Some(compacted) = v["history"].as_array()
-        {
+        match SessionRecord::parse(r) {
+            Some(SessionRecord::Message { message }) => {
+                if let Some(m) = message_from(&message) {
+                    history.push(m);
+                }
+            }
             // The history as compaction left it: later records follow it,
             // and a resumed session does not compact the same turns again.
-            history = compacted.iter().filter_map(message_from).collect();
+            Some(SessionRecord::Compaction {
+                history: compacted, ..
+            }) => {
+                history = compacted.iter().filter_map(message_from).collect();
+            }
+            Some(SessionRecord::Workflow { .. }) | None => {}
         }
     }
     let repaired = repair(&mut history);

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use stud_protocol::session_records::SessionRecord;
 
 /// What runs next.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,18 +50,21 @@ impl Position {
 
     /// The log record.
     pub fn record(&self) -> String {
-        json!({"type": "workflow", "position": self}).to_string()
+        SessionRecord::Workflow {
+            position: serde_json::to_value(self).unwrap_or(Value::Null),
+        }
+        .to_line()
     }
 
     /// The newest position in a session's log records.
     pub fn latest(records: &[String]) -> Option<Position> {
-        records.iter().rev().find_map(|r| {
-            let v: Value = serde_json::from_str(r).ok()?;
-            if v["type"] != "workflow" {
-                return None;
-            }
-            serde_json::from_value(v["position"].clone()).ok()
-        })
+        records
+            .iter()
+            .rev()
+            .find_map(|r| match SessionRecord::parse(r)? {
+                SessionRecord::Workflow { position } => serde_json::from_value(position).ok(),
+                _ => None,
+            })
     }
 
     /// Note a finished stage's result in ctx.
