@@ -6,4 +6,5 @@ pub mod hook_payloads;
 pub mod session_records;
 pub mod session_view;
 pub mod terminal;
+pub mod text_enum;
 pub mod words;

@@ -3,53 +3,11 @@
 //! outside the set fails to parse instead of silently matching nothing.
 //! On the wire each is the lower-case (kebab-case) word it always was.
 
-use serde::{Deserialize, Serialize};
+use crate::text_enum;
 
-macro_rules! words {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $word:literal),* $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        pub enum $name {
-            $($(#[$vdoc])* #[serde(rename = $word)] $variant,)*
-        }
-
-        impl $name {
-            /// Every word, in order.
-            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
-
-            /// The word on the wire.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $word,)*
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = String;
-
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                match s {
-                    $($word => Ok($name::$variant),)*
-                    other => Err(format!(
-                        "`{other}` is not one of: {}",
-                        [$($word),*].join(", ")
-                    )),
-                }
-            }
-        }
-    };
-}
-
-words! {
+text_enum! {
     /// How much a message matters (`diagnostic`, `extension.log`).
-    Level {
+    pub enum Level("level") {
         Trace = "trace",
         Debug = "debug",
         Info = "info",
@@ -58,9 +16,9 @@ words! {
     }
 }
 
-words! {
+text_enum! {
     /// What one layer of the authority stack decided about a call.
-    Decision {
+    pub enum Decision("decision") {
         Approve = "approve",
         Deny = "deny",
         /// Headless, and a person was needed.
@@ -71,9 +29,9 @@ words! {
     }
 }
 
-words! {
+text_enum! {
     /// How a turn (or an agent's turn, or a workflow) ended.
-    TurnResult {
+    pub enum TurnResult("turn result") {
         Ok = "ok",
         Error = "error",
         Cancelled = "cancelled",
@@ -81,9 +39,9 @@ words! {
     }
 }
 
-words! {
+text_enum! {
     /// How a slash command ended.
-    CommandStatus {
+    pub enum CommandStatus("command status") {
         Ok = "ok",
         Failed = "failed",
         /// Not run: not turn-safe while a turn runs, or not chosen.
@@ -91,9 +49,9 @@ words! {
     }
 }
 
-words! {
+text_enum! {
     /// How a stage execution ended.
-    StageOutcome {
+    pub enum StageOutcome("stage outcome") {
         Ok = "ok",
         Retry = "retry",
         Skip = "skip",
@@ -101,9 +59,9 @@ words! {
     }
 }
 
-words! {
+text_enum! {
     /// A stage of the message loop.
-    LoopStage {
+    pub enum LoopStage("stage") {
         ReceiveInput = "receive-input",
         ComposeRequest = "compose-request",
         SendRequest = "send-request",
@@ -119,20 +77,20 @@ mod tests {
 
     #[test]
     fn each_word_round_trips_through_json_and_text() {
-        for level in Level::ALL {
+        for level in &Level::ALL {
             let json = serde_json::to_string(level).expect("serialize");
             assert_eq!(json, format!("\"{}\"", level.as_str()));
             assert_eq!(serde_json::from_str::<Level>(&json).expect("parse"), *level);
             assert_eq!(level.as_str().parse::<Level>(), Ok(*level));
         }
-        for stage in LoopStage::ALL {
+        for stage in &LoopStage::ALL {
             let json = serde_json::to_string(stage).expect("serialize");
             assert_eq!(
                 serde_json::from_str::<LoopStage>(&json).expect("parse"),
                 *stage
             );
         }
-        assert!("warning".parse::<Level>().unwrap_err().contains("warn"));
+        assert!("warning".parse::<Level>().unwrap_err().to_string().contains("warn"));
         assert!(serde_json::from_str::<Decision>("\"maybe\"").is_err());
     }
 }

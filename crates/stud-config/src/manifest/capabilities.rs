@@ -9,7 +9,7 @@ use super::fields::{Fields, as_str, as_table};
 use super::host_pattern::HostPattern;
 use super::kind::Kind;
 use super::problems::{Problems, quote};
-use super::text_enum::text_enum;
+use stud_protocol::text_enum;
 
 pub(crate) const KNOWN: &[&str] = &["filesystem", "network", "user-hosts", "exec", "secrets"];
 const FS_KNOWN: &[&str] = &["dir", "access"];

@@ -1,7 +1,7 @@
 //! Extension kinds and the per-kind defaults that follow from what each
 //! kind does in the agent loop.
 
-use super::text_enum::text_enum;
+use stud_protocol::text_enum;
 
 text_enum! {
     /// What an extension is; selects its WIT world and its defaults.

@@ -22,7 +22,6 @@ mod problems;
 mod schema;
 mod slots;
 mod state;
-mod text_enum;
 mod validate;
 mod versions;
 
@@ -45,7 +44,7 @@ pub use slots::{
     HookKind, HookSlot, Phase, SlotRule, Stage, UnknownSlot, attach_points, slot_allows,
 };
 pub use state::{DriftPolicy, StateSlot};
-pub use text_enum::UnknownName;
+pub use stud_protocol::text_enum::UnknownName;
 pub use validate::{
     MAX_DESCRIPTION_CHARS, MAX_MANIFEST_BYTES, MAX_NAME_CHARS, parse_bundled_manifest,
     parse_manifest,

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 /// could otherwise yield tens of thousands of lines nobody reads.
 pub const MAX_PROBLEMS: usize = 100;
 
-/// Longest excerpt of author text quoted back in a message; values can be
-/// up to the whole file size.
-const QUOTE_LIMIT: usize = 60;
+/// Longest excerpt of author text quoted back in a message (values can be
+/// up to the whole file size), and how it is quoted.
+pub use stud_protocol::text_enum::{QUOTE_LIMIT, quote};
 
 /// One thing wrong with a manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,21 +99,6 @@ impl Problems {
         }
         self.list
     }
-}
-
-/// Author text quoted for a message: escaped (no control characters reach
-/// the terminal) and shortened.
-pub fn quote(text: &str) -> String {
-    let mut out = String::from('"');
-    let mut chars = text.chars();
-    for c in chars.by_ref().take(QUOTE_LIMIT) {
-        out.extend(c.escape_debug());
-    }
-    if chars.next().is_some() {
-        out.push('…');
-    }
-    out.push('"');
-    out
 }
 
 /// Shortens third-party messages (they may embed author values whole).

@@ -9,19 +9,11 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::problems::quote;
-use super::text_enum::text_enum;
+use stud_protocol::text_enum;
 
-text_enum! {
-    /// A stage of one agent-loop iteration; `ALL` is in loop order.
-    pub enum Stage("stage") {
-        ReceiveInput = "receive-input",
-        ComposeRequest = "compose-request",
-        SendRequest = "send-request",
-        StreamResponse = "stream-response",
-        ToolCall = "tool-call",
-        Render = "render",
-    }
-}
+/// A stage of one agent-loop iteration; `ALL` is in loop order. The same
+/// words events carry (`stage.pre`), so it is the protocol's.
+pub use stud_protocol::words::LoopStage as Stage;
 
 text_enum! {
     /// Before or after a stage.

@@ -8,8 +8,8 @@ use serde_json::Value as Json;
 use super::fields::Fields;
 use super::problems::Problems;
 use super::schema::{SchemaCheck, check_compiles, to_json};
-use super::text_enum::text_enum;
 use super::versions::parse_version;
+use stud_protocol::text_enum;
 
 pub(crate) const KNOWN: &[&str] = &["version", "schema", "drift"];
 

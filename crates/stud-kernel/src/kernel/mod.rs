@@ -22,7 +22,6 @@ pub mod input;
 pub mod interaction;
 pub mod json_order;
 pub mod launch;
-pub mod loop_stage;
 pub mod manifest_writer;
 pub mod mcp_hub;
 mod mcp_input;

@@ -3,7 +3,6 @@
 
 use serde_json::Value;
 
-use crate::kernel::loop_stage::loop_stage;
 use stud_protocol::events::KernelEvent;
 
 use crate::kernel::hooks::{SlotStop, TransformFailed};
@@ -13,7 +12,6 @@ use crate::manifest::{Phase, Stage};
 
 impl Session {
     pub(crate) fn stage_event(&self, stage: Stage, phase: Phase) {
-        let stage = loop_stage(stage);
         self.bus.publish(if phase == Phase::Pre {
             KernelEvent::StagePre { stage, calls: None }
         } else {

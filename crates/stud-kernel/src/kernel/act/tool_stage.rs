@@ -14,7 +14,6 @@ use super::admit::Admit;
 use super::run_tool::Ran;
 use super::tool_result::error_result;
 use super::{ActSpec, Completion, Lane};
-use crate::kernel::loop_stage::loop_stage;
 use crate::kernel::payloads::call_json;
 use crate::kernel::session::Session;
 use crate::kernel::tool_outcome::Delegated;
@@ -37,14 +36,14 @@ pub(crate) async fn tool_call_stage<L: Lane>(
     lane.boundary("tool-call").await;
     let s = lane.session();
     s.bus.publish(KernelEvent::StagePre {
-        stage: loop_stage(Stage::ToolCall),
+        stage: Stage::ToolCall,
         calls: Some(calls.len() as u64),
     });
     let (results, completed) = match s.decide_and_run(spec, &calls, cancel).await {
         Ok(done) => done,
         Err(stop) => {
             s.bus.publish(KernelEvent::StagePost {
-                stage: loop_stage(Stage::ToolCall),
+                stage: Stage::ToolCall,
                 halted: true,
             });
             return Err(stop);
