@@ -90,7 +90,13 @@ mod tests {
                 *stage
             );
         }
-        assert!("warning".parse::<Level>().unwrap_err().to_string().contains("warn"));
+        assert!(
+            "warning"
+                .parse::<Level>()
+                .unwrap_err()
+                .to_string()
+                .contains("warn")
+        );
         assert!(serde_json::from_str::<Decision>("\"maybe\"").is_err());
     }
 }

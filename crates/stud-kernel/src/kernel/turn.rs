@@ -3,7 +3,6 @@
 //! by `stage.pre`/`stage.post` events and its two hook slots; a deny at a
 //! pre slot skips the stage body and its post slot.
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::act::{self, ActEnd, ActSpec, Bound, MainLane};
@@ -160,9 +159,8 @@ impl Session {
             .await?;
         let text = rewritten
             .as_ref()
-            .and_then(|p| p.get("input"))
-            .and_then(Value::as_str)
-            .unwrap_or(input)
+            .and_then(hook_payloads::Input::from_value)
+            .map_or_else(|| input.to_string(), |i| i.input)
             .trim()
             .to_string();
         if text.is_empty() {
@@ -178,10 +176,8 @@ impl Session {
             .await?;
         let text = rewritten
             .as_ref()
-            .and_then(|p| p.get("input"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or(text);
+            .and_then(hook_payloads::Input::from_value)
+            .map_or(text, |i| i.input);
         let images = std::mem::take(&mut self.pending_images);
         let content = std::iter::once(ContentPart::Text(text))
             .chain(images.into_iter().map(ContentPart::Image))

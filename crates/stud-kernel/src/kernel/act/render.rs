@@ -1,7 +1,5 @@
 //! RENDER: the final text through its hook slots to the UI.
 
-use serde_json::Value;
-
 use super::Lane;
 use crate::kernel::turn_status::TurnStatus;
 use crate::manifest::Stage;
@@ -16,10 +14,8 @@ pub(crate) async fn render<L: Lane>(lane: &mut L, text: String) -> Result<String
         .await?;
     let text = rewritten
         .as_ref()
-        .and_then(|p| p.get("text"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or(text);
+        .and_then(Render::from_value)
+        .map_or(text, |r| r.text);
     s.bus.record(KernelEvent::Render { text: text.clone() });
     s.post(Stage::Render, || Render { text: text.clone() }.into_value())
         .await?;
