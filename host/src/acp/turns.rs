@@ -65,7 +65,7 @@ pub(super) async fn run_turns(
     };
     // An editor session never switches (`ENDS_SESSIONS` is false), so the
     // door cannot fail.
-    if let Ok((mut launched, _)) = front_door::serve(launched, &mut editor).await {
+    if let Ok(mut launched) = front_door::serve(launched, &mut editor).await {
         editor.reply_end_turn();
         launched.shutdown().await;
     }

@@ -199,7 +199,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         last: None,
         command_failed: false,
     };
-    let (mut launched, _) = front_door::serve(launched, &mut console).await?;
+    let mut launched = front_door::serve(launched, &mut console).await?;
     launched.shutdown().await;
     console.wait_stdout().await;
     if let Some(code) = console.failed_without_turn() {
@@ -232,7 +232,7 @@ async fn screen_session(
         ended_by: None,
         options,
     };
-    let (mut launched, _) = front_door::serve(launched, &mut screen).await?;
+    let mut launched = front_door::serve(launched, &mut screen).await?;
     launched.shutdown().await;
     Ok(match screen.ended_by {
         Some(n) => ExitCode::from(128 + n as u8),

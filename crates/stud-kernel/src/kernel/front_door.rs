@@ -98,15 +98,6 @@ impl SessionSwitch {
     }
 }
 
-/// How the front door ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
-    /// The front end had no more (end of input, one-shot done).
-    Drained,
-    /// A `Quit` submission or a command that exits.
-    Quit,
-}
-
 /// What a front end does: where submissions come from and how answers
 /// are shown. Everything else is the door's.
 pub trait FrontEnd {
@@ -150,7 +141,7 @@ pub trait FrontEnd {
 pub async fn serve<F: FrontEnd>(
     mut launched: Launched,
     front: &mut F,
-) -> Result<(Launched, Ended), LaunchError> {
+) -> Result<Launched, LaunchError> {
     // Prompts sent while a turn ran: they run next, in order.
     let mut follow_ups: VecDeque<Submission> = VecDeque::new();
     loop {
@@ -158,14 +149,14 @@ pub async fn serve<F: FrontEnd>(
             Some(s) => s,
             None => match front.next(&launched).await {
                 Some(s) => s,
-                None => return Ok((launched, Ended::Drained)),
+                None => return Ok(launched),
             },
         };
         let (text, images) = match submission {
             Submission::Line { text, images } => (text, images),
             Submission::Steer(text) => (text, Vec::new()),
             Submission::Interrupt => continue,
-            Submission::Quit => return Ok((launched, Ended::Quit)),
+            Submission::Quit => return Ok(launched),
         };
         if text.trim().is_empty() {
             continue;
@@ -173,7 +164,7 @@ pub async fn serve<F: FrontEnd>(
         match prepare(&mut launched, &text, images).await {
             Prepared::Refused(why) => {
                 if front.answered(&launched, Answer::Refused(why)).await == Flow::Stop {
-                    return Ok((launched, Ended::Drained));
+                    return Ok(launched);
                 }
             }
             Prepared::Command { name, args } => {
@@ -192,27 +183,24 @@ pub async fn serve<F: FrontEnd>(
                 };
                 let to = match after {
                     After::Continue if flow == Flow::Stop => {
-                        return Ok((launched, Ended::Drained));
+                        return Ok(launched);
                     }
                     After::Continue => continue,
-                    After::Exit => return Ok((launched, Ended::Quit)),
+                    After::Exit => return Ok(launched),
                     After::NewSession => SessionSwitch::New,
                     After::Resume(id) => SessionSwitch::Resume(id),
                 };
                 launched = front.switch(launched, to).await?;
                 if flow == Flow::Stop {
-                    return Ok((launched, Ended::Drained));
+                    return Ok(launched);
                 }
             }
             Prepared::Prompt(prompt) => {
                 let (outcome, quit) =
                     run_turn(&mut launched, front, &prompt, &mut follow_ups).await;
                 let flow = front.answered(&launched, Answer::Turn(outcome)).await;
-                if quit {
-                    return Ok((launched, Ended::Quit));
-                }
-                if flow == Flow::Stop {
-                    return Ok((launched, Ended::Drained));
+                if quit || flow == Flow::Stop {
+                    return Ok(launched);
                 }
             }
         }
