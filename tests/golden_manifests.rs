@@ -148,6 +148,8 @@ fn valid_minimal_tool_gets_kind_defaults() {
     assert_eq!(m.component, PathBuf::from("extension.wasm"));
     assert_eq!(m.reload, ReloadBehavior::BetweenTurns);
     assert_eq!((m.limits.memory_mib, m.limits.timeout_ms), (256, 120_000));
+    // A tool's calls may run at once, on a pool of instances.
+    assert_eq!(m.limits.instances, 4);
     assert_eq!(m.capabilities, Default::default());
     assert!(m.description.is_none() && m.config_schema.is_none() && m.state.is_none());
     assert!(m.hooks.is_empty() && m.dependencies.is_empty());
@@ -183,6 +185,7 @@ fn valid_hook_with_three_registrations() {
     assert_eq!(m.kind, Kind::Hook);
     assert_eq!(m.reload, ReloadBehavior::InTurn);
     assert_eq!(m.limits.timeout_ms, 2_000);
+    assert_eq!(m.limits.instances, 1, "a hook keeps one instance");
     let hooks: Vec<(String, HookKind)> = m
         .hooks
         .iter()

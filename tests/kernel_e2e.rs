@@ -286,6 +286,89 @@ fn parallel_calls_ask_in_order_and_answer_in_order() {
     assert_eq!(result["result"], "alive\nalive\nalive");
 }
 
+/// A `bash` program that leaves `me` and waits (up to 10 s) for `other`;
+/// it prints whether it met it.
+fn meet(me: &str, other: &str) -> String {
+    format!(
+        "touch {me}; for i in $(seq 200); do [ -e {other} ] && break; sleep 0.05; done; if [ -e {other} ]; then echo {me}-met; else echo {me}-alone; fi"
+    )
+}
+
+/// Calls in one response run at once, whether they go to one tool or to
+/// two: the first waits for a file the other makes, so run one after the
+/// other it would give up and say `alone`. Two calls of one tool need two
+/// instances of it (the extension's pool).
+#[test]
+fn calls_to_one_tool_and_to_two_tools_run_at_once() {
+    let env = StudEnv::new();
+    let bash = |id: &str, command: String| json!({"id": id, "name": "bash", "arguments": {"command": command}});
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [bash("c1", meet("a", "b")), bash("c2", meet("b", "a"))]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = env.run(
+        &["run", "-p", "--yolo", "--output-format", "json", "meet"],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, result) = events(&out);
+    let answer = result["result"].as_str().unwrap_or_default();
+    assert!(
+        answer.contains("a-met") && answer.contains("b-met"),
+        "one tool: {answer}"
+    );
+
+    // Two tools: bash (asked first) waits for the file `write` makes.
+    let env = StudEnv::new();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [
+                bash("c1", meet("a", "b")),
+                {"id": "c2", "name": "write", "arguments": {"path": "b", "content": "b"}}
+            ]},
+            {"text": "{{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = env.run(
+        &["run", "-p", "--yolo", "--output-format", "json", "meet"],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, result) = events(&out);
+    let answer = result["result"].as_str().unwrap_or_default();
+    assert!(answer.contains("a-met"), "two tools: {answer}");
+}
+
+/// Edits of one file in one response take turns (the `edit` tool keeps
+/// one instance): run at once, both would read the old text and the
+/// second write would undo the first.
+#[test]
+fn several_edits_of_one_file_in_one_response_all_land() {
+    let env = StudEnv::new();
+    let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"];
+    env.file("a.txt", &format!("{}\n", words.join("\n")));
+    let edits: Vec<Value> = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| json!({"id": format!("e{i}"), "name": "edit", "arguments": {"path": "a.txt", "old_string": w, "new_string": w.to_uppercase()}}))
+        .collect();
+    env.script(
+        json!([{"text": "", "tool_calls": edits}, {"text": "done"}]),
+        json!({}),
+    );
+    let out = env.run(
+        &["run", "-p", "--yolo", "--output-format", "json", "edit"],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let upper: Vec<String> = words.iter().map(|w| w.to_uppercase()).collect();
+    assert_eq!(env.read("a.txt"), format!("{}\n", upper.join("\n")));
+}
+
 #[test]
 fn headless_halts_on_a_needed_approval_and_yolo_passes_it() {
     let env = StudEnv::new();

@@ -270,3 +270,60 @@ async fn a_call_abandoned_mid_flight_does_not_break_the_next_one() {
     assert_eq!(common_text(out), "alive");
     assert_eq!(hostile.instantiations(), 2);
 }
+
+/// Wait until `ext` has made `n` instances: the calls that made them hold
+/// their lanes.
+async fn until_instantiated(ext: &stud::runtime::Extension, n: u64) {
+    while ext.instantiations() < n {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Two calls of one tool run on two instances of its pool: the second
+/// answers while the first still spins (with one instance it would wait
+/// for the first's deadline). Stopping one call leaves the other to run
+/// to its own end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_pool_runs_calls_at_once_and_stops_them_one_by_one() {
+    use stud::runtime::extension::CallStop;
+    let rt = runtime();
+    let hostile = Arc::new(load_fixture(&rt, "hostile", None, None).expect("hostile loads"));
+    assert_eq!(hostile.pool_size(), 4, "a tool's default pool");
+
+    let spinning = tokio::spawn({
+        let h = hostile.clone();
+        async move { h.tool_invoke("1", r#"{"mode":"loop"}"#).await }
+    });
+    until_instantiated(&hostile, 1).await;
+    let quick = hostile.tool_invoke("2", r#"{"mode":"ok"}"#).await.unwrap();
+    assert_eq!(common_text(quick), "alive");
+    assert!(
+        !spinning.is_finished(),
+        "the second call waited for the first"
+    );
+    assert!(matches!(
+        spinning.await.unwrap(),
+        Err(CallError::Timeout { .. })
+    ));
+
+    let hostile = Arc::new(load_fixture(&rt, "hostile", None, None).expect("hostile loads"));
+    let other = tokio::spawn({
+        let h = hostile.clone();
+        async move { h.tool_invoke("3", r#"{"mode":"loop"}"#).await }
+    });
+    until_instantiated(&hostile, 1).await;
+    let stop = CallStop::default();
+    let stopped = tokio::spawn({
+        let (h, stop) = (hostile.clone(), stop.clone());
+        async move { stop.scope(h.tool_invoke("4", r#"{"mode":"loop"}"#)).await }
+    });
+    until_instantiated(&hostile, 2).await;
+    stop.cancel();
+    let err = stopped.await.unwrap().unwrap_err();
+    assert!(matches!(err, CallError::Cancelled { .. }), "{err}");
+    let err = other.await.unwrap().unwrap_err();
+    assert!(
+        matches!(err, CallError::Timeout { .. }),
+        "the sibling call ran to its deadline: {err}"
+    );
+}

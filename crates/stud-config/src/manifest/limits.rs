@@ -1,6 +1,7 @@
 //! `[limits]`: the memory ceiling and per-call deadline the host enforces
-//! on each instance. Ranges are bounded so one extension cannot ask for
-//! the whole machine or a call that never times out.
+//! on each instance, and how many instances a tool may run at once.
+//! Ranges are bounded so one extension cannot ask for the whole machine or
+//! a call that never times out.
 
 use std::ops::RangeInclusive;
 
@@ -13,7 +14,13 @@ pub const MEMORY_MIB_RANGE: RangeInclusive<u32> = 1..=4096;
 /// One hour: longer calls belong in a background process, not a hook.
 pub const TIMEOUT_MS_RANGE: RangeInclusive<u32> = 1..=3_600_000;
 
-pub(crate) const KNOWN: &[&str] = &["memory-mib", "timeout-ms"];
+/// At most this many instances of one tool; each may use `memory-mib`.
+pub const INSTANCES_RANGE: RangeInclusive<u32> = 1..=8;
+/// A tool's pool without `instances`: parallel calls of one tool (two
+/// `bash` calls in a response, two subagents) run at once.
+pub const DEFAULT_TOOL_INSTANCES: u32 = 4;
+
+pub(crate) const KNOWN: &[&str] = &["memory-mib", "timeout-ms", "instances"];
 
 /// Resource limits for one instance.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -22,6 +29,11 @@ pub struct Limits {
     pub memory_mib: u32,
     /// Deadline of one call into the extension, milliseconds.
     pub timeout_ms: u32,
+    /// How many instances may serve calls at once. Only a tool has more
+    /// than one: every other kind keeps one instance, because its calls
+    /// follow each other (a provider's stream, a hook chain, a UI).
+    /// Instances share the host-held state slot, not their memory.
+    pub instances: u32,
 }
 
 impl Limits {
@@ -30,6 +42,10 @@ impl Limits {
         Self {
             memory_mib: DEFAULT_MEMORY_MIB,
             timeout_ms: kind.default_timeout_ms(),
+            instances: match kind {
+                Kind::Tool => DEFAULT_TOOL_INSTANCES,
+                _ => 1,
+            },
         }
     }
 }
@@ -40,7 +56,8 @@ pub(crate) fn read_limits(
     kind: Option<Kind>,
     p: &mut Problems,
 ) -> Limits {
-    let mut limits = Limits::default_for(kind.unwrap_or(Kind::Tool));
+    let kind = kind.unwrap_or(Kind::Tool);
+    let mut limits = Limits::default_for(kind);
     let Some(fields) = fields else {
         return limits;
     };
@@ -63,6 +80,23 @@ pub(crate) fn read_limits(
         p,
     ) {
         limits.timeout_ms = v;
+    }
+    if let Some(v) = bounded(
+        &fields,
+        "instances",
+        INSTANCES_RANGE,
+        "instances",
+        "instances = 1",
+        p,
+    ) {
+        if v > 1 && kind != Kind::Tool {
+            p.push(
+                fields.path("instances"),
+                format!("a {kind} keeps one instance (its calls follow each other); only a tool may ask for more: remove `instances` or write instances = 1"),
+            );
+        } else {
+            limits.instances = v;
+        }
     }
     fields.unknown_keys(KNOWN, p);
     limits

@@ -38,7 +38,10 @@ pub use hooks::HookRegistration;
 pub use host_pattern::{HostPattern, InvalidHostPattern};
 pub use id::{ExtensionId, InvalidId, MAX_ID_LEN};
 pub use kind::{Kind, ReloadBehavior};
-pub use limits::{DEFAULT_MEMORY_MIB, Limits, MEMORY_MIB_RANGE, TIMEOUT_MS_RANGE};
+pub use limits::{
+    DEFAULT_MEMORY_MIB, DEFAULT_TOOL_INSTANCES, INSTANCES_RANGE, Limits, MEMORY_MIB_RANGE,
+    TIMEOUT_MS_RANGE,
+};
 pub use problems::{MAX_PROBLEMS, ManifestError, Problem};
 pub use slots::{
     HookKind, HookSlot, Phase, SlotRule, Stage, UnknownSlot, attach_points, slot_allows,

@@ -1,11 +1,18 @@
-//! A loaded extension and its live instance. Calls go through one place
-//! that arms the deadline, classifies failures and throws a faulted
-//! instance away; the next call instantiates a fresh one (from the
-//! `InstancePre`) that sees the same state slot.
+//! A loaded extension and its live instances. Calls go through one place
+//! that picks a free lane of the extension's pool, arms the deadline,
+//! classifies failures and throws a faulted instance away; the next call
+//! on that lane instantiates a fresh one (from the `InstancePre`) that
+//! sees the same state slot.
+//!
+//! A tool has up to `[limits] instances` lanes (default 4), so parallel
+//! calls of one tool run at once; every other kind has one. Instances are
+//! made when concurrency needs them: calls that follow each other all use
+//! the first lane. The state slot is host-held and shared by the
+//! instances (last write wins); guest memory is per instance.
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Mutex, Notify, OwnedMutexGuard};
@@ -139,10 +146,70 @@ pub struct Instance {
     pub(crate) busy: bool,
 }
 
-/// Where the live instance is kept. A call holds the slot's lock while it
-/// runs; a call its watchdog abandoned keeps its slot, and the extension
-/// moves on to a fresh one.
+/// Where a live instance is kept. A call holds the slot's lock while it
+/// runs; a call its watchdog abandoned keeps its slot, and the lane moves
+/// on to a fresh one.
 type Slot = Arc<Mutex<Option<Instance>>>;
+
+/// One place an instance lives, with what watches the call running on it.
+#[derive(Default)]
+struct Lane {
+    slot: std::sync::Mutex<Slot>,
+    /// Woken when the slot is replaced, so calls queued on an abandoned
+    /// slot move to the new one.
+    slot_replaced: Notify,
+    /// The cancellation flag of the call in progress.
+    cancel: CancelCell,
+    /// The deadline clock of the call (or instantiation) in progress.
+    clock: ClockCell,
+}
+
+tokio::task_local! {
+    /// The stop handle of the call this task is making, if its caller
+    /// gave one (see [`CallStop`]).
+    static CALL_STOP: CallStop;
+}
+
+/// Stops one call, on whichever lane it runs: cancelling a call must not
+/// stop another caller's call of the same tool on a sibling lane. Bound
+/// to its lane when the call has one; a cancel that comes first is kept
+/// and applied when the call is armed.
+#[derive(Clone, Default)]
+pub struct CallStop(Arc<std::sync::Mutex<StopState>>);
+
+#[derive(Default)]
+struct StopState {
+    cancelled: bool,
+    lane: Option<(Arc<Core>, usize)>,
+}
+
+impl CallStop {
+    /// Stop the call: guest code at its next loop iteration or call, a
+    /// host wait at once, anything else by its watchdog.
+    pub fn cancel(&self) {
+        let lane = {
+            let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            s.cancelled = true;
+            s.lane.clone()
+        };
+        if let Some((core, i)) = lane {
+            core.stop_lane(i);
+        }
+    }
+
+    /// Run `call` (an extension call future) under this handle.
+    pub async fn scope<F: Future>(self, call: F) -> F::Output {
+        CALL_STOP.scope(self, call).await
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).cancelled
+    }
+
+    fn bind(&self, core: Arc<Core>, lane: usize) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).lane = Some((core, lane));
+    }
+}
 
 /// A boxed future borrowing the instance it runs on.
 pub(crate) type CallFuture<'a, T> =
@@ -155,10 +222,10 @@ struct Core {
     ctx: Arc<ExtensionContext>,
     /// Compiled and linked at the first call.
     code: LazyCode,
-    /// The cancellation flag of the call in progress.
-    cancel: CancelCell,
-    /// The deadline clock of the call (or instantiation) in progress.
-    clock: ClockCell,
+    /// The pool: one lane per instance that may run at once.
+    lanes: Box<[Lane]>,
+    /// Which lane a call waits for when all are busy.
+    next_wait: AtomicUsize,
     instantiations: AtomicU64,
 }
 
@@ -173,10 +240,6 @@ pub struct Extension {
     info: std::sync::OnceLock<Option<ComponentInfo>>,
     pub(crate) ctx: Arc<ExtensionContext>,
     core: Arc<Core>,
-    slot: std::sync::Mutex<Slot>,
-    /// Woken when the slot is replaced, so calls queued on an abandoned
-    /// slot move to the new one.
-    slot_replaced: Notify,
     /// Calls, failures and latency, for `/health`.
     stats: super::health::CallStats,
 }
@@ -192,6 +255,9 @@ impl Extension {
         code: LazyCode,
     ) -> Self {
         let known = std::sync::OnceLock::new();
+        let lanes = (0..manifest.limits.instances.max(1))
+            .map(|_| Lane::default())
+            .collect();
         if let Some(info) = info {
             let _ = known.set(Some(info));
         }
@@ -204,13 +270,11 @@ impl Extension {
                 runtime,
                 ctx: ctx.clone(),
                 code,
-                cancel: CancelCell::default(),
-                clock: ClockCell::default(),
+                lanes,
+                next_wait: AtomicUsize::new(0),
                 instantiations: AtomicU64::new(0),
             }),
             ctx,
-            slot: std::sync::Mutex::default(),
-            slot_replaced: Notify::new(),
             stats: Default::default(),
         }
     }
@@ -288,16 +352,18 @@ impl Extension {
         self.ctx.slot.write(json)
     }
 
-    /// Stop the call in progress: guest code at its next loop iteration
-    /// or call, a host wait at once, anything else by its watchdog.
+    /// Stop every call in progress: guest code at its next loop
+    /// iteration or call, a host wait at once, anything else by its
+    /// watchdog. One call alone is stopped with a [`CallStop`].
     pub fn cancel(&self) {
-        self.core.stop();
+        for i in 0..self.core.lanes.len() {
+            self.core.stop_lane(i);
+        }
     }
 
-    /// A handle that stops this extension's call in progress from any
-    /// thread, as [`cancel`](Self::cancel) does.
-    pub fn stopper(&self) -> Stopper {
-        Stopper(self.core.clone())
+    /// How many instances may serve calls at once.
+    pub fn pool_size(&self) -> usize {
+        self.core.lanes.len()
     }
 
     /// Create the instance now (and run `init`), if there is none.
@@ -307,9 +373,12 @@ impl Extension {
             .map(|_| ())
     }
 
-    /// Throw the live instance away and start a fresh one (same state slot).
+    /// Throw the live instances away and start a fresh one (same state
+    /// slot).
     pub async fn restart(&self) -> Result<(), CallError> {
-        self.replace_slot();
+        for i in 0..self.core.lanes.len() {
+            self.replace_slot(i);
+        }
         self.start().await
     }
 
@@ -334,8 +403,10 @@ impl Extension {
         out
     }
 
-    /// Like [`run_call`](Self::run_call), but only on a live instance:
-    /// `None` when there is none (nothing to clean up in a new one).
+    /// Like [`run_call`](Self::run_call), but only on the first lane's
+    /// live instance: `None` when there is none (nothing to clean up in a
+    /// new one). Only for kinds with one lane, whose resources belong to
+    /// that instance.
     pub(crate) async fn run_on_live<T, F>(
         &self,
         func: &'static str,
@@ -358,10 +429,13 @@ impl Extension {
         T: Send + 'static,
         F: for<'a> FnOnce(&'a mut Instance) -> CallFuture<'a, T> + Send + 'static,
     {
-        let guard = self.lock_slot().await;
+        let (lane, guard) = self.acquire(instantiate).await;
         // A fresh, disarmed clock: the watchdog must not see an older
         // call's deadline before this one is armed.
-        self.core.set_clock(Arc::default());
+        self.core.lanes[lane].set_clock(Arc::default());
+        if let Ok(stop) = CALL_STOP.try_with(Clone::clone) {
+            stop.bind(self.core.clone(), lane);
+        }
         let core = self.core.clone();
         // Runs inline on this task (and thread): no hop. A blocking system
         // call inside it is interrupted by `interrupt`, an async host wait
@@ -374,17 +448,33 @@ impl Extension {
                 }
                 *guard = None;
                 let linked = core.linked().await?;
-                *guard = Some(core.instantiate(&linked).await?);
+                *guard = Some(core.instantiate(lane, &linked).await?);
             }
             let Some(inst) = guard.as_mut() else {
                 return Ok(None);
             };
-            core.begin(inst, func);
+            core.begin(lane, inst, func);
             let outcome = call(inst).await;
             core.finish(&mut guard, func, outcome).map(Some)
         };
         let span = tracing::debug_span!("call", ext = %self.id(), func);
-        tracing::Instrument::instrument(self.watch(call, func), span).await
+        tracing::Instrument::instrument(self.watch(lane, call, func), span).await
+    }
+
+    /// A lane for one call: the first free one (so calls that follow each
+    /// other share one instance), else wait for one in turn. `any: false`
+    /// means the first lane only (cleanup on its live instance).
+    async fn acquire(&self, any: bool) -> (usize, OwnedMutexGuard<Option<Instance>>) {
+        if !any {
+            return (0, self.lock_slot(0).await);
+        }
+        for i in 0..self.core.lanes.len() {
+            if let Some(guard) = self.core.lanes[i].try_lock() {
+                return (i, guard);
+            }
+        }
+        let i = self.core.next_wait.fetch_add(1, Ordering::Relaxed) % self.core.lanes.len();
+        (i, self.lock_slot(i).await)
     }
 
     /// Wait for a call under its watchdog. The epoch check stops guest code
@@ -395,31 +485,34 @@ impl Extension {
     /// it is abandoned with its instance.
     async fn watch<T>(
         &self,
+        lane: usize,
         task: impl Future<Output = Result<Option<T>, CallError>>,
         func: &'static str,
     ) -> Result<Option<T>, CallError> {
         // The caller may drop this future (its turn was abandoned): the
         // call must not go on holding the instance, so it is stopped and
-        // the extension moves to a fresh slot.
-        let mut abandon = AbandonOnDrop(Some(self));
-        let out = self.watch_inner(task, func).await;
+        // the lane moves to a fresh slot.
+        let mut abandon = AbandonOnDrop(Some((self, lane)));
+        let out = self.watch_inner(lane, task, func).await;
         abandon.0 = None;
         out
     }
 
     async fn watch_inner<T>(
         &self,
+        lane: usize,
         task: impl Future<Output = Result<Option<T>, CallError>>,
         func: &'static str,
     ) -> Result<Option<T>, CallError> {
+        let cells = &self.core.lanes[lane];
         let task = Interruptible {
             inner: task,
-            core: &self.core,
+            lane: cells,
         };
         tokio::pin!(task);
         let why = loop {
-            let clock = self.core.current_clock();
-            let cancel = self.core.cancel_flag();
+            let clock = cells.current_clock();
+            let cancel = cells.cancel_flag();
             tokio::select! {
                 biased;
                 done = &mut task => return done,
@@ -430,15 +523,15 @@ impl Extension {
                 _ = tokio::time::sleep(CLOCK_REFRESH) => continue,
             }
         };
-        let clock = self.core.current_clock();
+        let clock = cells.current_clock();
         clock.fire(why);
-        self.core.stop();
+        self.core.stop_lane(lane);
         if let Ok(done) = tokio::time::timeout(GIVE_UP_GRACE, &mut task).await {
             return done;
         }
         // Still inside the host: leave it there, with its instance.
         clock.disarm();
-        self.replace_slot();
+        self.replace_slot(lane);
         let id = self.ctx.id.clone();
         Err(match why {
             Interrupted::Deadline => CallError::Timeout {
@@ -450,14 +543,15 @@ impl Extension {
         })
     }
 
-    /// Lock the current slot; if it is replaced while we wait (its call
-    /// was abandoned), wait for the new one instead.
-    async fn lock_slot(&self) -> OwnedMutexGuard<Option<Instance>> {
+    /// Lock a lane's current slot; if it is replaced while we wait (its
+    /// call was abandoned), wait for the new one instead.
+    async fn lock_slot(&self, lane: usize) -> OwnedMutexGuard<Option<Instance>> {
+        let lane = &self.core.lanes[lane];
         loop {
-            let replaced = self.slot_replaced.notified();
+            let replaced = lane.slot_replaced.notified();
             tokio::pin!(replaced);
             replaced.as_mut().enable();
-            let slot = self.slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let slot = lane.current_slot();
             tokio::select! {
                 guard = slot.lock_owned() => return guard,
                 _ = replaced => continue,
@@ -465,11 +559,12 @@ impl Extension {
         }
     }
 
-    /// Start over with an empty slot (the old one may be held forever by
-    /// an abandoned call).
-    fn replace_slot(&self) {
-        *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = Slot::default();
-        self.slot_replaced.notify_waiters();
+    /// Start a lane over with an empty slot (the old one may be held
+    /// forever by an abandoned call).
+    fn replace_slot(&self, lane: usize) {
+        let lane = &self.core.lanes[lane];
+        *lane.slot.lock().unwrap_or_else(|p| p.into_inner()) = Slot::default();
+        lane.slot_replaced.notify_waiters();
     }
 
     fn unavailable(&self, func: &'static str) -> CallError {
@@ -480,28 +575,14 @@ impl Extension {
     }
 }
 
-/// Stops an extension's call in progress from any thread (see
-/// [`Extension::cancel`]).
-#[derive(Clone)]
-pub struct Stopper(Arc<Core>);
-
-impl Stopper {
-    pub fn cancel(&self) {
-        self.0.stop();
-    }
-}
-
-impl Core {
-    /// Cancel the call in progress and advance the epoch, so a guest that
-    /// is computing reaches its epoch check (which sees the flag) at its
-    /// next loop iteration or call rather than at the next tick.
-    fn stop(&self) {
-        self.cancel_flag().cancel();
-        self.runtime.engine().increment_epoch();
+impl Lane {
+    fn current_slot(&self) -> Slot {
+        self.slot.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    fn timeout(&self) -> Duration {
-        Duration::from_millis(u64::from(self.ctx.limits.timeout_ms))
+    /// The slot's lock, if no call holds it.
+    fn try_lock(&self) -> Option<OwnedMutexGuard<Option<Instance>>> {
+        self.current_slot().try_lock_owned().ok()
     }
 
     fn cancel_flag(&self) -> CancelFlag {
@@ -517,6 +598,22 @@ impl Core {
 
     fn set_clock(&self, clock: Arc<DeadlineClock>) {
         *self.clock.lock().unwrap_or_else(|p| p.into_inner()) = clock;
+    }
+}
+
+impl Core {
+    /// Cancel a lane's call in progress and advance the epoch, so a guest
+    /// that is computing reaches its epoch check (which sees the flag) at
+    /// its next loop iteration or call rather than at the next tick.
+    fn stop_lane(&self, lane: usize) {
+        if let Some(lane) = self.lanes.get(lane) {
+            lane.cancel_flag().cancel();
+        }
+        self.runtime.engine().increment_epoch();
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(u64::from(self.ctx.limits.timeout_ms))
     }
 
     /// The linked code, linking it on a blocking thread the first time.
@@ -539,7 +636,7 @@ impl Core {
         })
     }
 
-    async fn instantiate(&self, linked: &Linked) -> Result<Instance, CallError> {
+    async fn instantiate(&self, lane: usize, linked: &Linked) -> Result<Instance, CallError> {
         let id = self.ctx.id.clone();
         let state = HostState::new(self.ctx.clone()).map_err(|message| CallError::Instantiate {
             id: id.clone(),
@@ -554,7 +651,7 @@ impl Core {
             })
         });
         let generation = self.instantiations.fetch_add(1, Ordering::Relaxed) + 1;
-        self.arm(&mut store);
+        self.arm(lane, &mut store);
         let span = tracing::debug_span!("instantiate", ext = %id, generation);
         let instance =
             match tracing::Instrument::instrument(linked.pre.instantiate_async(&mut store), span)
@@ -602,18 +699,23 @@ impl Core {
     }
 
     /// Arm the deadline and a fresh cancellation flag for one call (or
-    /// instantiation), and show its clock to the watchdog.
-    fn arm(&self, store: &mut Store<HostState>) {
+    /// instantiation) on `lane`, and show its clock to the watchdog. A
+    /// [`CallStop`] cancelled before this reaches the new flag too.
+    fn arm(&self, lane: usize, store: &mut Store<HostState>) {
         let flag = CancelFlag::default();
-        *self.cancel.lock().unwrap_or_else(|p| p.into_inner()) = flag.clone();
+        if CALL_STOP.try_with(CallStop::is_cancelled).unwrap_or(false) {
+            flag.cancel();
+        }
+        let lane = &self.lanes[lane];
+        *lane.cancel.lock().unwrap_or_else(|p| p.into_inner()) = flag.clone();
         store.data_mut().deadline.arm(self.timeout(), flag);
         store.set_epoch_deadline(1);
-        self.set_clock(store.data().deadline.clock());
+        lane.set_clock(store.data().deadline.clock());
     }
 
     /// Prepare the live instance for a call.
-    fn begin(&self, inst: &mut Instance, func: &'static str) {
-        self.arm(&mut inst.store);
+    fn begin(&self, lane: usize, inst: &mut Instance, func: &'static str) {
+        self.arm(lane, &mut inst.store);
         inst.store.data_mut().call_id = None;
         inst.store.data_mut().serving = func;
         inst.busy = true;
@@ -657,7 +759,7 @@ pin_project_lite::pin_project! {
     struct Interruptible<'a, F> {
         #[pin]
         inner: F,
-        core: &'a Core,
+        lane: &'a Lane,
     }
 }
 
@@ -670,20 +772,22 @@ impl<F: Future> Future for Interruptible<'_, F> {
     ) -> std::task::Poll<Self::Output> {
         let this = self.project();
         let _registered =
-            super::interrupt::register(this.core.clock.clone(), this.core.cancel.clone());
+            super::interrupt::register(this.lane.clock.clone(), this.lane.cancel.clone());
         this.inner.poll(cx)
     }
 }
 
 /// Stops a call whose caller went away (see [`Extension::watch`]).
-struct AbandonOnDrop<'a>(Option<&'a Extension>);
+struct AbandonOnDrop<'a>(Option<(&'a Extension, usize)>);
 
 impl Drop for AbandonOnDrop<'_> {
     fn drop(&mut self) {
-        if let Some(ext) = self.0 {
-            ext.core.current_clock().fire(Interrupted::Cancelled);
-            ext.core.stop();
-            ext.replace_slot();
+        if let Some((ext, lane)) = self.0 {
+            ext.core.lanes[lane]
+                .current_clock()
+                .fire(Interrupted::Cancelled);
+            ext.core.stop_lane(lane);
+            ext.replace_slot(lane);
         }
     }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::runtime::extension::Stopper;
-use crate::runtime::{CallError, Extension};
+use crate::runtime::CallError;
+use crate::runtime::extension::CallStop;
 
 /// How long a cancelled extension call may take to notice before it is
 /// abandoned (its instance is then discarded). A guest computing is
@@ -26,17 +26,19 @@ const CANCEL_GRACE: Duration = Duration::from_secs(2);
 /// directly: a waker registered with it stops the call from whichever
 /// thread cancels (the Ctrl-C handler's), and a computing guest stops at
 /// its next loop iteration or call. A waker, not a task: waking one costs
-/// nothing until the token is cancelled.
+/// nothing until the token is cancelled. The stop reaches this call only,
+/// on whichever instance of the extension's pool it runs.
 pub(crate) async fn cancellable<T>(
     cancel: &CancellationToken,
-    ext: &Extension,
     call: impl Future<Output = Result<T, CallError>>,
 ) -> Option<Result<T, CallError>> {
-    let stopper = Waker::from(Arc::new(StopOnCancel(ext.stopper())));
+    let stop = CallStop::default();
+    let stopper = Waker::from(Arc::new(StopOnCancel(stop.clone())));
     let mut armed = std::pin::pin!(cancel.cancelled());
     // Registers the waker (or finds the token already cancelled, which
     // the select below sees as well).
     let _ = armed.as_mut().poll(&mut Context::from_waker(&stopper));
+    let call = stop.clone().scope(call);
     tokio::pin!(call);
     tokio::select! {
         r = &mut call => match r {
@@ -48,7 +50,7 @@ pub(crate) async fn cancellable<T>(
             r => Some(r),
         },
         _ = cancel.cancelled() => {
-            ext.cancel();
+            stop.cancel();
             let _ = tokio::time::timeout(CANCEL_GRACE, &mut call).await;
             None
         }
@@ -56,7 +58,7 @@ pub(crate) async fn cancellable<T>(
 }
 
 /// Stops an extension's call when woken by its token's cancellation.
-struct StopOnCancel(Stopper);
+struct StopOnCancel(CallStop);
 
 impl Wake for StopOnCancel {
     fn wake(self: Arc<Self>) {

@@ -96,7 +96,7 @@ impl Session {
                     _ = cancel.cancelled() => Ran::Cancelled,
                 },
                 _ => Ran::of_component(
-                    cancellable(cancel, ext, ext.tool_invoke(&call.id, &call.arguments)).await,
+                    cancellable(cancel, ext.tool_invoke(&call.id, &call.arguments)).await,
                 ),
             },
             ToolRunner::Mcp(tool) => tokio::select! {

@@ -79,7 +79,7 @@ impl Session {
                 model: self.roster.model.clone(),
                 iteration: iteration.into(),
             });
-            let sent = cancellable(cancel, &provider, provider.provider_send(&request)).await;
+            let sent = cancellable(cancel, provider.provider_send(&request)).await;
             self.first_request.open();
             // A failure before anything reached the person (Anthropic's
             // overloaded error right after message_start, say) is retried
@@ -131,7 +131,7 @@ impl Session {
         let provider = self.roster.provider.clone();
         let mut events = Vec::new();
         loop {
-            match cancellable(cancel, &provider, provider.provider_next(&mut stream)).await {
+            match cancellable(cancel, provider.provider_next(&mut stream)).await {
                 None => {
                     provider.provider_close(stream).await;
                     return Err(CallError::Cancelled {

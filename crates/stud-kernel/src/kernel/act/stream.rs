@@ -54,7 +54,7 @@ impl Session {
         loop {
             let next = match first.take() {
                 Some(events) => Some(Ok(Some(events))),
-                None => cancellable(cancel, &provider, provider.provider_next(&mut stream)).await,
+                None => cancellable(cancel, provider.provider_next(&mut stream)).await,
             };
             let batch = match next {
                 None => {
