@@ -89,6 +89,8 @@ pub(crate) struct Fit<'a> {
     pub params: RequestParams,
     /// Compact whatever the estimate (the provider said it overflowed).
     pub force: bool,
+    /// The turn's warning was shown (it is shown once a turn).
+    pub warned: &'a mut bool,
 }
 
 /// What fitting did.
@@ -122,6 +124,7 @@ impl Conversation {
             window,
             config: cfg,
             force,
+            warned,
             ..
         } = at;
         let mut fitted = Fitted {
@@ -130,8 +133,8 @@ impl Conversation {
         };
         let before = self.tokens_with(request, &request.messages);
         let pct = before as f64 / window as f64;
-        if pct >= cfg.warn_at && !self.warned_this_turn {
-            self.warned_this_turn = true;
+        if pct >= cfg.warn_at && !*warned {
+            *warned = true;
             self.bus.record(KernelEvent::ContextWarning {
                 tokens: before,
                 window,

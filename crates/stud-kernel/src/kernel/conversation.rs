@@ -18,8 +18,6 @@ pub struct Conversation {
     pub(crate) bus: Bus,
     /// Provider tokens per estimated token (calibrated from usage).
     pub(crate) token_ratio: f64,
-    /// The context-window warning was given this turn.
-    pub(crate) warned_this_turn: bool,
 }
 
 impl Conversation {
@@ -29,7 +27,6 @@ impl Conversation {
             log: None,
             bus,
             token_ratio: 1.0,
-            warned_this_turn: false,
         }
     }
 

@@ -45,6 +45,7 @@ pub mod subscribers;
 pub mod tool_outcome;
 pub mod tools;
 pub mod turn;
+pub mod turn_context;
 pub mod turn_status;
 pub mod usage;
 pub mod workflow;

@@ -91,13 +91,11 @@ pub struct Session {
     pub(crate) agents: Arc<super::agent_catalog::AgentCatalog>,
     /// Where it sits in a delegation tree (`main` unless it is a child).
     pub(crate) lineage: super::agent_catalog::Lineage,
-    /// What its children spent in the running turn, charged at its end.
-    pub(crate) child_spend: std::sync::Mutex<super::usage::ChildSpend>,
     /// Inside an editor that offers its files: where `read`, `write` and
     /// `edit` go instead of the disk.
     pub(crate) editor: Option<super::editor_files::EditorRoute>,
-    /// Images that go with the next turn's input (an editor's prompt).
-    pub(crate) pending_images: Vec<crate::runtime::bindings::stud::extension::types::Image>,
+    /// What lives for the running (or next) turn only.
+    pub(crate) turn: super::turn_context::TurnContext,
     /// Opened once its first provider request is out.
     pub(crate) first_request: super::first_request::FirstRequest,
 }
@@ -120,7 +118,7 @@ impl Session {
                 self.provider_id()
             ));
         }
-        self.pending_images = images;
+        self.turn.images = images;
         Ok(())
     }
 
@@ -168,9 +166,8 @@ impl Session {
             mcp: Default::default(),
             agents: Default::default(),
             lineage: Default::default(),
-            child_spend: Default::default(),
             editor: None,
-            pending_images: Vec::new(),
+            turn: Default::default(),
             first_request,
         };
         Ok((session, warnings))

@@ -18,11 +18,7 @@ impl Session {
     /// `budget-exceeded` once the session (with this turn's `usage`) has
     /// cost its budget.
     pub(crate) fn check_budget(&self, usage: &Usage) -> Result<(), TurnStatus> {
-        let children = self
-            .child_spend
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .cost_usd;
+        let children = self.turn.children().cost_usd;
         self.ledger
             .check_budget(&self.roster.model, usage, children)
             .map_err(|e| {
@@ -84,11 +80,14 @@ impl Session {
         iterations: u32,
         usage: Usage,
     ) -> TurnOutcome {
-        let children = self.take_child_spend();
+        // The turn is over: what it held goes with it.
+        let children = std::mem::take(&mut self.turn)
+            .child_spend
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner());
         self.ledger.charge_child(&children.usage, children.cost_usd);
         // The turn's cost includes its children's (rolled up).
         let turn_cost = self.ledger.charge(&self.roster.model, &usage) + children.cost_usd;
-        self.conversation.warned_this_turn = false;
         let message = match &status {
             TurnStatus::Failed { message, .. } => message.clone(),
             TurnStatus::Halted { tool, key } => {
@@ -178,7 +177,7 @@ impl Session {
             .as_ref()
             .and_then(hook_payloads::Input::from_value)
             .map_or(text, |i| i.input);
-        let images = std::mem::take(&mut self.pending_images);
+        let images = std::mem::take(&mut self.turn.images);
         let content = std::iter::once(ContentPart::Text(text))
             .chain(images.into_iter().map(ContentPart::Image))
             .collect();

@@ -71,6 +71,7 @@ impl Lane for MainLane<'_> {
                 summarizer: &s.roster.provider,
                 params: s.request_params(),
                 force,
+                warned: &mut s.turn.context_warned,
             })
             .await;
         s.ledger.charge(&s.roster.model, &fitted.spent);

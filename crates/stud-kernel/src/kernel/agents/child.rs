@@ -121,9 +121,8 @@ impl Session {
             mcp: Default::default(),
             agents: self.agents.clone(),
             lineage,
-            child_spend: Default::default(),
             editor: self.editor.clone(),
-            pending_images: Vec::new(),
+            turn: Default::default(),
             first_request: Default::default(),
         })
     }
@@ -154,9 +153,6 @@ impl Session {
     }
 
     fn children_cost(&self) -> f64 {
-        self.child_spend
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .cost_usd
+        self.turn.children().cost_usd
     }
 }

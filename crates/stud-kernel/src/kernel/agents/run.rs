@@ -14,8 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::kernel::session::Session;
 use crate::kernel::tool_outcome::{Delegated, Ran};
 use crate::kernel::turn_status::{TurnOutcome, TurnStatus};
-use crate::kernel::usage::ChildSpend;
-use crate::kernel::usage::{add_usage, usage_event, usage_json};
+use crate::kernel::usage::{usage_event, usage_json};
 use crate::runtime::bindings::stud::extension::tool_types::ToolOutput;
 use crate::runtime::bindings::stud::extension::types::{ResultPart, ToolCall};
 use stud_protocol::events::KernelEvent;
@@ -91,11 +90,7 @@ impl Session {
         let outcome = turn.await;
         child.roster.hooks.drain().await;
         let (usage, cost) = (child.ledger.usage, child.ledger.cost_usd);
-        {
-            let mut spend = self.child_spend.lock().unwrap_or_else(|p| p.into_inner());
-            add_usage(&mut spend.usage, &usage);
-            spend.cost_usd += cost;
-        }
+        self.turn.charge_child(&usage, cost);
         let code = match &outcome.status {
             TurnStatus::Failed { code, .. } => code.clone(),
             _ => String::new(),
@@ -144,10 +139,5 @@ impl Session {
                 failed(code, format!("agent `{name}` ({path}) stopped: {message}"))
             }
         }
-    }
-
-    /// Charge what the children of the ending turn spent.
-    pub(crate) fn take_child_spend(&mut self) -> ChildSpend {
-        std::mem::take(&mut *self.child_spend.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
