@@ -61,6 +61,34 @@ pub struct SessionConfig {
     pub cache_hints: bool,
 }
 
+/// What a session is made of besides its extensions, all built before it
+/// (launch's `parts` phase): nothing is set on a session after it is made.
+pub struct SessionParts {
+    /// A resumed session's id; `None` makes a new one.
+    pub id: Option<String>,
+    pub config: SessionConfig,
+    pub authority: Authority,
+    pub interactions: Arc<Interactions>,
+    pub bus: Bus,
+    pub first_request: FirstRequest,
+    /// The extension set chosen for it (recorded in its manifest).
+    pub extension_set: Option<super::extension_set::ExtensionSet>,
+    /// An editor's files, in place of the disk for `read`, `write`, `edit`.
+    pub editor: Option<super::editor_files::EditorRoute>,
+    /// The agents `task` can start.
+    pub agents: Arc<super::agent_catalog::AgentCatalog>,
+    /// Offer the model the `task` tool.
+    pub offer_task: bool,
+    /// The session's MCP servers.
+    pub mcp: Arc<super::mcp_hub::McpHub>,
+    /// Tools of the servers already up (a headless run waits for them).
+    pub mcp_tools: super::mcp_hub::NewTools,
+    /// Swaps in changed extensions at stage boundaries.
+    pub reloader: Option<Arc<Reloader>>,
+    /// Where the session is written.
+    pub persistence: Option<super::persist::Persistence>,
+}
+
 /// A session is its owned parts (the extension roster, the
 /// conversation, the usage ledger) plus the authority over tool calls, the
 /// settings fixed at start and the attached workflow. The parts do not
@@ -129,17 +157,29 @@ impl Session {
         Some((w.entry.clone(), w.stages.keys().cloned().collect()))
     }
 
-    /// Arrange loaded extensions into a session. Returns warnings for tools
-    /// that could not be added. Its observers and deferred links wait for
-    /// `first_request` (open: they do not wait).
+    /// Make a session of loaded extensions and its parts. Returns
+    /// warnings for tools that could not be added. Its observers and
+    /// deferred links wait for `first_request` (open: they do not wait).
     pub async fn start(
         exts: &[Arc<Extension>],
-        config: SessionConfig,
-        authority: Authority,
-        interactions: Arc<Interactions>,
-        bus: Bus,
-        first_request: FirstRequest,
+        parts: SessionParts,
     ) -> Result<(Session, Vec<String>), SessionError> {
+        let SessionParts {
+            id,
+            config,
+            authority,
+            interactions,
+            bus,
+            first_request,
+            extension_set,
+            editor,
+            agents,
+            offer_task,
+            mcp,
+            mcp_tools,
+            reloader,
+            persistence,
+        } = parts;
         let choice = RosterChoice {
             provider: &config.provider,
             model: config.model.as_deref(),
@@ -147,29 +187,40 @@ impl Session {
             hook_order: &config.hook_order,
             first_request: &first_request,
         };
-        let (roster, warnings) = Roster::arrange(exts, choice, bus.clone()).await?;
-        let session = Session {
-            id: session_id(),
+        let (roster, mut warnings) = Roster::arrange(exts, choice, bus.clone()).await?;
+        let mut conversation = Conversation::new(bus.clone());
+        conversation.log = persistence;
+        let mut session = Session {
+            id: id.unwrap_or_else(session_id),
             roster,
-            conversation: Conversation::new(bus.clone()),
+            conversation,
             ledger: UsageLedger::new(config.pricing.clone(), config.max_cost_usd),
             bus,
             authority,
             interactions,
             config,
-            reloader: None,
+            reloader,
             pending_reloads: Vec::new(),
             workflow: None,
             workflow_position: None,
-            extension_set: None,
+            extension_set,
             steering: Default::default(),
-            mcp: Default::default(),
-            agents: Default::default(),
+            mcp,
+            agents,
             lineage: Default::default(),
-            editor: None,
+            editor,
             turn: Default::default(),
             first_request,
         };
+        if offer_task
+            && let Err(e) = session.roster.tools.add_kernel_tool(
+                super::tools::ToolRunner::Task,
+                super::agent_catalog::task_spec(&session.agents),
+            )
+        {
+            warnings.push(e);
+        }
+        warnings.extend(session.add_mcp_tools(mcp_tools));
         Ok((session, warnings))
     }
 
@@ -446,10 +497,6 @@ impl Session {
             });
             self.mcp.set_tools(&server, after);
         }
-    }
-
-    pub fn set_reloader(&mut self, reloader: Arc<Reloader>) {
-        self.reloader = Some(reloader);
     }
 
     /// Swap in finished reloads. `boundary` names the stage about to

@@ -7,7 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use super::json_order::sorted;
-use super::persist::{Persistence, Resumed, now_ms};
+use super::persist::{Resumed, now_ms};
 use super::session::Session;
 use stud_protocol::events::KernelEvent;
 
@@ -120,10 +120,5 @@ impl Session {
             drift: resumed.drift.clone(),
             mode: self.authority.mode().as_str().into(),
         });
-    }
-
-    /// Attach the store (before the first message).
-    pub fn set_persistence(&mut self, p: Persistence) {
-        self.conversation.log = Some(p);
     }
 }

@@ -1,0 +1,159 @@
+//! Phase 3: the extensions loaded, the session store chosen, a resumed
+//! session's record read, and the extension set applied to all three.
+
+use std::sync::Arc;
+
+use tracing::Instrument as _;
+
+use super::configure::Configured;
+use super::discover::Found;
+use super::{LaunchError, LaunchOptions};
+use crate::config::Settings;
+use crate::extensions::registry::project_dir;
+use crate::extensions::{Discovery, Scope};
+use crate::kernel::extension_set::ExtensionSet;
+use crate::kernel::named::{self, NamedBy};
+use crate::kernel::persist::{self, ResumeError, Resumed};
+use crate::manifest::{Kind, Manifest};
+use crate::runtime::Extension;
+
+/// The session's extensions, after its set chose among them.
+pub(super) struct Loaded {
+    pub exts: Vec<Arc<Extension>>,
+    pub uis: Vec<Arc<Extension>>,
+    pub loggers: Vec<Arc<Extension>>,
+    pub store: Option<Arc<Extension>>,
+    /// A resumed session's record.
+    pub resumed: Option<Resumed>,
+    /// The set in force: chosen now, else the resumed session's.
+    pub set: Option<ExtensionSet>,
+    pub project_root: String,
+}
+
+impl Loaded {
+    /// Whether the set keeps an extension.
+    pub fn keeps(&self, m: &Manifest, scope: Scope) -> bool {
+        self.set.as_ref().is_none_or(|s| s.keeps(m, scope))
+    }
+}
+
+pub(super) async fn load(
+    opts: &LaunchOptions,
+    configured: &Configured,
+    found: &Found,
+    warnings: &mut Vec<String>,
+) -> Result<Loaded, LaunchError> {
+    let discovery = &found.discovery;
+    // Commands are instantiated at first use, not at start.
+    let eager = Discovery {
+        found: discovery
+            .found
+            .iter()
+            .filter(|d| d.manifest.kind != Kind::Command)
+            .cloned()
+            .collect(),
+        problems: Vec::new(),
+    };
+    let report = found
+        .registry
+        .load_all(&eager)
+        .instrument(tracing::debug_span!(
+            "load_extensions",
+            count = eager.found.len()
+        ))
+        .await;
+    warnings.extend(report.warnings.iter().cloned());
+    warnings.extend(
+        report
+            .failed
+            .iter()
+            .map(|(_, e)| format!("{e}; continuing without it")),
+    );
+    let all = report.loaded;
+    // The store is read before the set is known: a resumed session brings
+    // the set it was started with.
+    let project_root = project_dir(&opts.cwd).display().to_string();
+    let store = choose_store(
+        &configured.settings,
+        NamedBy::setting(&configured.provenance, "/active/sessionStore"),
+        all.iter()
+            .filter(|e| e.kind() == Kind::SessionStore)
+            .cloned()
+            .collect(),
+    )?;
+    let resumed = match (&opts.resume, &store) {
+        (None, _) => None,
+        (Some(_), None) => return Err(ResumeError::NoStore.into()),
+        (Some(target), Some(store)) => Some(
+            persist::read(store, target, &project_root, &all)
+                .instrument(tracing::debug_span!("resume"))
+                .await?,
+        ),
+    };
+    // Names on the command line must exist; a recorded set whose
+    // extensions were removed since still resumes (drift never fails it).
+    if let Some(s) = &configured.chosen_set {
+        s.check(&discovery.found)?;
+    }
+    let set = configured
+        .chosen_set
+        .clone()
+        .or_else(|| resumed.as_ref().and_then(|r| r.extension_set.clone()));
+    let keeps = |m: &Manifest, scope: Scope| set.as_ref().is_none_or(|s| s.keeps(m, scope));
+    let exts: Vec<Arc<Extension>> = all
+        .into_iter()
+        .filter(|e| keeps(&e.manifest, e.scope))
+        .collect();
+    let store = store.filter(|s| keeps(&s.manifest, s.scope));
+    let of = |k: Kind| {
+        exts.iter()
+            .filter(|e| e.kind() == k)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    Ok(Loaded {
+        uis: of(Kind::Ui),
+        loggers: of(Kind::Logger),
+        exts,
+        store,
+        resumed,
+        set,
+        project_root,
+    })
+}
+
+/// The session store: `active.sessionStore` (global settings only, so
+/// never a project's store), else the first bundled or global one loaded.
+/// A store writes the manifests resume believes (the state machine a
+/// session ran, its project root), so a project's store is never chosen
+/// by default, not even when the user's own failed to load: then no store
+/// keeps the session.
+fn choose_store(
+    settings: &Settings,
+    named_by: NamedBy,
+    stores: Vec<Arc<Extension>>,
+) -> Result<Option<Arc<Extension>>, LaunchError> {
+    Ok(match &settings.active.session_store {
+        Some(id) => Some({
+            named::check(
+                &stores,
+                Kind::SessionStore,
+                id,
+                named_by,
+                "active.sessionStore",
+            )
+            .map_err(|e| LaunchError::Setting(e.to_string()))?;
+            stores
+                .iter()
+                .find(|s| s.id().as_str() == id)
+                .cloned()
+                .ok_or_else(|| {
+                    LaunchError::Setting(format!(
+                        "settings.json: active.sessionStore: `{id}` is not a loaded session store (loaded: {})",
+                        stores.iter().map(|s| s.id().to_string()).collect::<Vec<_>>().join(", ")
+                    ))
+                })?
+        }),
+        None => stores.iter().find(|s| s.scope <= Scope::Global).cloned(),
+    })
+}

@@ -1,0 +1,88 @@
+//! Linking ahead: what the first turn calls is compiled while the session
+//! starts.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::kernel::first_request::FirstRequest;
+use crate::manifest::{HookKind, HookSlot, Kind, Phase, Stage};
+use crate::runtime::Extension;
+
+/// Link, in the background, what the first turn surely calls, in the
+/// order it calls them, so the compiles overlap one another and the rest
+/// of the start. Tools, state machines and the providers not chosen are
+/// linked at their first call: a tool's spec is cached.
+///
+/// What the first request does not need (loggers, observers, hooks whose
+/// slots all come after it) is linked once `first_request` opens: on 2
+/// cores it would take CPU from the request (docs/benchmarks.md).
+pub(super) fn prelink(
+    exts: &[Arc<Extension>],
+    provider: &str,
+    store: Option<&Arc<Extension>>,
+    uis: &[Arc<Extension>],
+    render: bool,
+    first_request: &FirstRequest,
+) {
+    let of = |k: Kind| exts.iter().filter(move |e| e.kind() == k);
+    let chosen = of(Kind::Provider).filter(|e| e.id().as_str() == provider);
+    let (hooks_before, hooks_after): (Vec<_>, Vec<_>) =
+        of(Kind::Hook).partition(|e| holds_up_first_request(e));
+    // The provider's models are listed at start; then RECEIVE_INPUT's
+    // hooks run, the input is appended to the store, and the context
+    // providers compose the request.
+    let soon: VecDeque<Arc<Extension>> = chosen
+        .chain(hooks_before)
+        .chain(store)
+        .chain(of(Kind::ContextProvider))
+        .chain(uis.iter().filter(|_| render))
+        .cloned()
+        .collect();
+    let after: VecDeque<Arc<Extension>> = of(Kind::Logger).chain(hooks_after).cloned().collect();
+    let span = tracing::Span::current();
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    link_in_order(soon, cores, span.clone());
+    let opened = first_request.clone();
+    // No hurry after the request: one lane, beside the response.
+    tokio::spawn(async move {
+        opened.wait().await;
+        link_in_order(after, 1, span);
+    });
+}
+
+/// Link `queue` front first on up to `lanes` threads (each takes the next
+/// one when it is done). Threads of their own, not tokio's blocking pool:
+/// measured, the pool at times left the second lane and the provider's
+/// first call queued behind the first lane's whole run.
+fn link_in_order(queue: VecDeque<Arc<Extension>>, lanes: usize, span: tracing::Span) {
+    let lanes = lanes.min(queue.len());
+    let queue = Arc::new(std::sync::Mutex::new(queue));
+    for _ in 0..lanes {
+        let queue = queue.clone();
+        let span = span.clone();
+        let lane = move || {
+            span.in_scope(|| {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                    let Some(ext) = next else { break };
+                    let _ = ext.link_now();
+                }
+            })
+        };
+        // Without a thread the first call of each links it instead.
+        let _ = std::thread::Builder::new()
+            .name("stud-link".into())
+            .spawn(lane);
+    }
+}
+
+/// A guard or transform at or before SEND_REQUEST's `pre` runs (and is
+/// waited for) before the first request goes out; observers never hold
+/// up the loop.
+fn holds_up_first_request(hook: &Extension) -> bool {
+    let first_request = HookSlot::new(Stage::SendRequest, Phase::Pre);
+    hook.manifest
+        .hooks
+        .iter()
+        .any(|h| h.kind != HookKind::Observer && h.slot <= first_request)
+}

@@ -1,0 +1,129 @@
+//! Phase 4: the UIs and loggers subscribed to the bus, and the UI that
+//! answers questions chosen. Before the parts: a question asked while MCP
+//! servers start goes through the full-screen UI's driver, and nothing
+//! published from here on is missed.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::configure::Configured;
+use super::discover::Found;
+use super::interactor::interactor_id;
+use super::load::Loaded;
+use super::{DEFAULT_INTERACTOR, LaunchOptions};
+use crate::kernel::events::{DEFAULT_QUEUE, Subscriber};
+use crate::kernel::first_request::FirstRequest;
+use crate::kernel::interaction::Ask;
+use crate::kernel::named::may_answer;
+use crate::kernel::screen_ui::{Control, Driver};
+use crate::kernel::subscribers::{spawn_logger, spawn_ui};
+use crate::tty::Screen;
+
+/// The running subscribers and where questions go.
+pub(super) struct Subscribed {
+    pub subscribers: Vec<JoinHandle<()>>,
+    pub ui_subscriptions: Vec<Arc<Subscriber>>,
+    /// What the person does through a full-screen UI.
+    pub controls: Option<mpsc::UnboundedReceiver<Control>>,
+    /// Where questions are sent instead of to a UI (the full-screen
+    /// driver, or an editor).
+    pub asks: Option<mpsc::UnboundedSender<Ask>>,
+    /// The UI that answers questions.
+    pub interactor_id: String,
+    /// Opened once the first provider request is out.
+    pub first_request: FirstRequest,
+}
+
+pub(super) fn subscribe(
+    opts: &LaunchOptions,
+    configured: &Configured,
+    found: &Found,
+    loaded: &Loaded,
+    warnings: &mut Vec<String>,
+) -> Subscribed {
+    let (bus, uis) = (&found.bus, &loaded.uis);
+    let chosen_ui = loaded.set.as_ref().and_then(|s| s.choice.ui.as_deref());
+    let interactor_id = interactor_id(opts, &configured.settings, chosen_ui, uis);
+    let mut subscribers = Vec::new();
+    let mut ui_subscriptions = Vec::new();
+    let mut controls = None;
+    let mut asks = opts.questions.clone();
+    let screen_ui = uis
+        .iter()
+        .find(|u| u.id().as_str() == interactor_id && may_answer(u) && u.ui_has_screen())
+        .cloned();
+    let screen = match (&opts.screen, screen_ui, opts.render) {
+        (Some(slot), Some(ui), true) => match Screen::in_slot(slot) {
+            Ok(screen) => Some((screen, ui)),
+            Err(e) => {
+                warnings.push(format!(
+                    "the terminal could not be set up for the full-screen UI ({e}); using the line console"
+                ));
+                None
+            }
+        },
+        _ => None,
+    };
+    match screen {
+        Some((screen, ui)) => {
+            found.services.set_screen(screen.clone());
+            let (control_tx, control_rx) = mpsc::unbounded_channel();
+            let (ask_tx, ask_rx) = mpsc::unbounded_channel();
+            let sub = bus.subscribe(ui.id().as_str(), DEFAULT_QUEUE);
+            ui_subscriptions.push(sub.clone());
+            subscribers.push(
+                Driver {
+                    sub,
+                    ui,
+                    screen,
+                    controls: control_tx,
+                    asks: ask_rx,
+                    bus: bus.clone(),
+                }
+                .spawn(),
+            );
+            controls = Some(control_rx);
+            asks = Some(ask_tx);
+        }
+        None if opts.render => {
+            // Line UIs only: a full-screen one has no screen to draw on.
+            for ui in uis.iter().filter(|u| !u.ui_has_screen()) {
+                let sub = bus.subscribe(ui.id().as_str(), DEFAULT_QUEUE);
+                ui_subscriptions.push(sub.clone());
+                subscribers.push(spawn_ui(sub, bus, ui.clone()));
+            }
+        }
+        None => {}
+    }
+    let interactor_id = if asks.is_none()
+        && uis
+            .iter()
+            .any(|u| u.id().as_str() == interactor_id && may_answer(u) && u.ui_has_screen())
+    {
+        // The full-screen UI has no screen here: the line console answers.
+        DEFAULT_INTERACTOR.to_string()
+    } else {
+        interactor_id
+    };
+    // A headless run knows its input: what its first request does not
+    // need waits until that request is out (an interactive session links
+    // it all while the person types).
+    let first_request = if opts.headless {
+        FirstRequest::closed()
+    } else {
+        FirstRequest::open_now()
+    };
+    for logger in &loaded.loggers {
+        subscribers.push(spawn_logger(bus, logger.clone(), first_request.clone()));
+    }
+    Subscribed {
+        subscribers,
+        ui_subscriptions,
+        controls,
+        asks,
+        interactor_id,
+        first_request,
+    }
+}
