@@ -71,6 +71,29 @@ fn a_run_without_a_message_is_not_saved_and_continue_skips_it() {
     assert_eq!(env.only_session(), id);
 }
 
+/// A manifest whose field has the wrong type is refused by name, and the
+/// session's files are left as they were.
+#[test]
+fn a_manifest_with_a_wrong_field_is_refused_naming_it() {
+    let env = Env::new(json!([{"text": "one"}, {"text": "two"}]), json!({}));
+    env.ok(&["run", "-p", "first"]);
+    let id = env.only_session();
+    let path = env.sessions_dir().join(&id).join("manifest.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    manifest["turns"] = json!("one");
+    std::fs::write(&path, manifest.to_string()).unwrap();
+    let before = std::fs::read_to_string(&path).unwrap();
+    let out = env.run(&["run", "-p", "-c", "second"], "");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("session `{id}` cannot be resumed")) && err.contains("field `turns`"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+}
+
 #[test]
 fn continue_resumes_the_full_history_and_keeps_the_mode() {
     let env = Env::new(

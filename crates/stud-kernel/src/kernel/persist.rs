@@ -17,6 +17,7 @@ use crate::runtime::bindings::stud::extension::types::{
     ContentPart, Message, ResultPart, Role, ToolResult, Usage,
 };
 use crate::runtime::{CallError, Extension};
+use stud_protocol::session_manifest::SessionManifest;
 use stud_protocol::session_records::SessionRecord;
 
 /// What `--continue` / `--resume` asked for.
@@ -178,12 +179,11 @@ pub async fn read(
             });
         }
     };
-    let manifest: Value =
-        serde_json::from_str(&data.manifest).map_err(|e| ResumeError::BadManifest {
-            id: id.clone(),
-            detail: e.to_string(),
-        })?;
-    let wrote = manifest["store"].as_str().unwrap_or_default().to_string();
+    let manifest = read_manifest(&data.manifest).map_err(|detail| ResumeError::BadManifest {
+        id: id.clone(),
+        detail,
+    })?;
+    let wrote = manifest.store.clone();
     if wrote != store_id {
         return Err(ResumeError::StoreMismatch {
             id,
@@ -193,11 +193,10 @@ pub async fn read(
     }
     // Checked before anything is restored or written: a refused session
     // is left exactly as it was.
-    let recorded = manifest["project_root"].as_str();
-    if recorded != Some(project_root) {
+    if manifest.project_root != project_root {
         return Err(ResumeError::OtherProject {
             id,
-            recorded: recorded.map(str::to_string),
+            recorded: Some(manifest.project_root).filter(|r| !r.is_empty()),
             here: project_root.to_string(),
         });
     }
@@ -221,27 +220,21 @@ pub async fn read(
     }
     let repaired = repair(&mut history);
     let mut drift = Vec::new();
-    let recorded: Vec<&Value> = manifest["extensions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .collect();
-    for e in &recorded {
-        let eid = e["id"].as_str().unwrap_or_default();
+    for e in &manifest.extensions {
+        let eid = e.id.as_str();
+        let version = Some(e.version.as_str())
+            .filter(|v| !v.is_empty())
+            .unwrap_or("?");
         match loaded.iter().find(|x| x.id().as_str() == eid) {
             None => drift.push(format!(
-                "extension `{eid}` {} is no longer available; the session goes on without it",
-                e["version"].as_str().unwrap_or("?")
+                "extension `{eid}` {version} is no longer available; the session goes on without it"
             )),
-            Some(x) if x.digest.to_string() != e["sha256"].as_str().unwrap_or_default() => drift
-                .push(format!(
-                    "extension `{eid}` changed since the session was saved ({} -> {}, {})",
-                    e["version"].as_str().unwrap_or("?"),
-                    x.manifest.version,
-                    x.digest
-                )),
+            Some(x) if x.digest.to_string() != e.sha256 => drift.push(format!(
+                "extension `{eid}` changed since the session was saved ({version} -> {}, {})",
+                x.manifest.version, x.digest
+            )),
             Some(x) => {
-                if let Some(state) = manifest["state"].get(eid).filter(|s| !s.is_null()) {
+                if let Some(state) = manifest.state.get(eid).filter(|s| !s.is_null()) {
                     let _ = x.restore_state(state.to_string());
                 }
             }
@@ -249,20 +242,33 @@ pub async fn read(
     }
     Ok(Resumed {
         session_id: id,
-        created_ms: manifest["created_ms"].as_u64().unwrap_or_else(now_ms),
-        mode: manifest["security_mode"]
-            .as_str()
-            .and_then(|m| m.parse().ok()),
+        created_ms: Some(manifest.created_ms)
+            .filter(|ms| *ms > 0)
+            .unwrap_or_else(now_ms),
+        mode: manifest.security_mode.parse().ok(),
         history,
-        usage: usage_from(&manifest["usage"]),
-        turns: manifest["turns"].as_u64().unwrap_or(0),
-        cost_usd: manifest["cost_usd"].as_f64().unwrap_or(0.0),
+        usage: usage_from(&manifest.usage),
+        turns: manifest.turns,
+        cost_usd: manifest.cost_usd,
         repaired,
         drift,
-        title: manifest["title"].as_str().unwrap_or_default().to_string(),
-        state_machine: super::workflow_def::Recorded::from_manifest(&manifest["state_machine"]),
+        title: manifest.title,
+        state_machine: manifest
+            .state_machine
+            .map(super::workflow_def::Recorded::from),
         position: super::workflow_def::Position::latest(&data.records),
-        extension_set: serde_json::from_value(manifest["extension_set"].clone()).ok(),
+        extension_set: manifest
+            .extension_set
+            .and_then(|set| serde_json::from_value(set).ok()),
+    })
+}
+
+/// A stored manifest; the error names the field that was wrong.
+fn read_manifest(text: &str) -> Result<SessionManifest, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| match e.path().to_string() {
+        path if path == "." => e.inner().to_string(),
+        path => format!("field `{path}`: {}", e.inner()),
     })
 }
 

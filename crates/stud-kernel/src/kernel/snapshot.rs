@@ -4,7 +4,10 @@
 //! turn, keys sorted; [`Session::adopt`] continues a session read back by
 //! [`super::persist::read`].
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
+use stud_protocol::session_manifest::{
+    AgentPlace, ParentCall, RecordedExtension, RecordedMachine, SessionManifest,
+};
 
 use super::json_order::sorted;
 use super::persist::{Resumed, now_ms};
@@ -25,47 +28,68 @@ impl Session {
         if !self.conversation.has_content() {
             return;
         }
-        let extensions: Vec<Value> = p
-            .loaded
-            .iter()
-            .map(|e| json!({"id": e.id().as_str(), "version": e.manifest.version.to_string(), "kind": e.kind().as_str(), "sha256": e.digest.to_string()}))
-            .collect();
-        let state: Map<String, Value> = p
-            .loaded
-            .iter()
-            .filter_map(|e| {
-                let v: Value = serde_json::from_str(&e.state()?).ok()?;
-                Some((e.id().to_string(), v))
-            })
-            .collect();
-        let mut manifest = json!({
-            "session_id": self.id,
-            "store": p.store.id().as_str(),
-            "created_ms": p.created_ms,
-            "project_root": p.project_root,
-            "security_mode": self.authority.mode().as_str(),
-            "provider": self.roster.provider_id(),
-            "model": self.roster.model,
-            "extensions": extensions,
-            "state": state,
-            "usage": super::usage::usage_json(&self.ledger.usage),
-            "cost_usd": self.ledger.cost_usd,
-            "turns": self.ledger.turns,
-            "messages": self.conversation.messages.len(),
-            "title": p.title,
-            "extension_set": self.extension_set,
-            "agent": self.lineage.parent.as_ref().map(|_| json!({"path": self.lineage.path, "depth": self.lineage.depth})),
-            "parent": self.lineage.parent.as_ref().map(|p| json!({"session_id": p.session_id, "call_id": p.call_id, "agent": p.agent})),
-            "state_machine": self.workflow.as_ref().map(|w| json!({"id": w.workflow.sm.id().as_str(), "scope": w.workflow.sm.scope.as_str(), "sha256": w.workflow.sm.digest.to_string()})),
-        });
+        let manifest = SessionManifest {
+            session_id: self.id.clone(),
+            store: p.store.id().to_string(),
+            created_ms: p.created_ms,
+            updated_ms: None,
+            project_root: p.project_root.clone(),
+            security_mode: self.authority.mode().as_str().into(),
+            provider: self.roster.provider_id().to_string(),
+            model: self.roster.model.clone(),
+            extensions: p
+                .loaded
+                .iter()
+                .map(|e| RecordedExtension {
+                    id: e.id().to_string(),
+                    version: e.manifest.version.to_string(),
+                    kind: e.kind().as_str().into(),
+                    sha256: e.digest.to_string(),
+                })
+                .collect(),
+            state: p
+                .loaded
+                .iter()
+                .filter_map(|e| {
+                    let v: Value = serde_json::from_str(&e.state()?).ok()?;
+                    Some((e.id().to_string(), v))
+                })
+                .collect(),
+            usage: super::usage::usage_json(&self.ledger.usage),
+            cost_usd: self.ledger.cost_usd,
+            turns: self.ledger.turns,
+            messages: self.conversation.messages.len() as u64,
+            title: p.title.clone(),
+            extension_set: self
+                .extension_set
+                .as_ref()
+                .and_then(|s| serde_json::to_value(s).ok()),
+            agent: self.lineage.parent.as_ref().map(|_| AgentPlace {
+                path: self.lineage.path.clone(),
+                depth: self.lineage.depth,
+            }),
+            parent: self.lineage.parent.as_ref().map(|p| ParentCall {
+                session_id: p.session_id.clone(),
+                call_id: p.call_id.clone(),
+                agent: p.agent.clone(),
+            }),
+            state_machine: self.workflow.as_ref().map(|w| RecordedMachine {
+                id: w.workflow.sm.id().to_string(),
+                scope: Some(w.workflow.sm.scope.as_str().into()),
+                sha256: Some(w.workflow.sm.digest.to_string()),
+            }),
+        };
         // Nothing but the time changed: the stored one is still true.
-        let unchanged = manifest.to_string();
+        let unchanged = manifest.to_value().to_string();
         let mut last = p.last_manifest.lock().unwrap_or_else(|e| e.into_inner());
         if last.as_deref() == Some(unchanged.as_str()) {
             return;
         }
-        manifest["updated_ms"] = json!(now_ms());
-        let text = sorted(manifest).to_string();
+        let manifest = SessionManifest {
+            updated_ms: Some(now_ms()),
+            ..manifest
+        };
+        let text = sorted(manifest.to_value()).to_string();
         if self.bus.redact(&text) != text {
             self.bus.record(KernelEvent::PersistenceFailed {
                 session_id: self.id.clone(),

@@ -1,6 +1,6 @@
 //! The state machine a resumed session ran, as its manifest records it.
 
-use serde_json::Value;
+use stud_protocol::session_manifest::RecordedMachine;
 
 use super::WorkflowError;
 use crate::extensions::Scope;
@@ -16,16 +16,17 @@ pub struct Recorded {
     pub sha256: Option<String>,
 }
 
-impl Recorded {
-    /// From the manifest's `state_machine` value (`null`: none ran).
-    pub fn from_manifest(v: &Value) -> Option<Self> {
-        Some(Recorded {
-            id: v["id"].as_str()?.to_string(),
-            scope: v["scope"].as_str().map(str::to_string),
-            sha256: v["sha256"].as_str().map(str::to_string),
-        })
+impl From<RecordedMachine> for Recorded {
+    fn from(m: RecordedMachine) -> Self {
+        Recorded {
+            id: m.id,
+            scope: m.scope,
+            sha256: m.sha256,
+        }
     }
+}
 
+impl Recorded {
     /// Whether `sm`, loaded under the recorded id, is the machine the
     /// session ran: one of the user's own (bundled or global), of the
     /// recorded scope, with the recorded digest.
