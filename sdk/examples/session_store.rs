@@ -6,6 +6,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write as _;
 
 use stud_sdk::prelude::*;
+use stud_sdk::session_manifest::ManifestSummary;
 
 const ROOT: &str = "/data";
 
@@ -83,14 +84,14 @@ impl SessionStore for Folders {
         for entry in fs::read_dir(ROOT).into_iter().flatten().flatten() {
             let id = entry.file_name().to_string_lossy().into_owned();
             let Ok(data) = self.read(&id) else { continue };
-            let m: Value = serde_json::from_str(&data.manifest).unwrap_or(Value::Null);
-            let s = |k: &str| m[k].as_str().unwrap_or_default().to_string();
+            // What the kernel's manifest says the session is.
+            let m = ManifestSummary::parse(&data.manifest).unwrap_or_default();
             out.push(SessionSummary {
                 session_id: id.clone(),
-                project_root: s("project_root"),
-                created_ms: m["created_ms"].as_u64().unwrap_or(0),
-                updated_ms: m["updated_ms"].as_u64().unwrap_or(0),
-                title: s("title"),
+                project_root: m.project_root,
+                created_ms: m.created_ms,
+                updated_ms: m.updated_ms,
+                title: m.title,
             });
         }
         Ok(out)

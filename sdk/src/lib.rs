@@ -50,7 +50,9 @@ pub mod sse;
 pub mod text;
 /// Text for a person's terminal: [`terminal::safe`] makes model and tool
 /// output inert before a UI shows it.
-pub use stud_protocol::{events, hook_payloads, session_records, session_view, terminal};
+pub use stud_protocol::{
+    events, hook_payloads, session_manifest, session_records, session_view, terminal,
+};
 
 pub use error::Error;
 pub use kinds::command::{Command, CommandArgs, CommandOutput, CommandSpec};

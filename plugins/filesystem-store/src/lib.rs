@@ -12,6 +12,7 @@ use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 
 use stud_sdk::prelude::*;
+use stud_sdk::session_manifest::ManifestSummary;
 
 const ROOT: &str = "/data";
 
@@ -235,16 +236,15 @@ impl SessionStore for Store {
             let Ok(text) = fs::read_to_string(entry.path().join("manifest.json")) else {
                 continue;
             };
-            let Ok(m) = serde_json::from_str::<Value>(&text) else {
+            let Ok(m) = ManifestSummary::parse(&text) else {
                 continue;
             };
-            let s = |k: &str| m[k].as_str().unwrap_or_default().to_string();
             out.push(SessionSummary {
-                session_id: s("session_id"),
-                project_root: s("project_root"),
-                created_ms: m["created_ms"].as_u64().unwrap_or(0),
-                updated_ms: m["updated_ms"].as_u64().unwrap_or(0),
-                title: s("title"),
+                session_id: m.session_id,
+                project_root: m.project_root,
+                created_ms: m.created_ms,
+                updated_ms: m.updated_ms,
+                title: m.title,
             });
         }
         out.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));

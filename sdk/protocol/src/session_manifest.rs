@@ -84,6 +84,25 @@ pub struct RecordedMachine {
     pub sha256: Option<String>,
 }
 
+/// What a store lists a session by. Only these fields are read, so a
+/// damaged field elsewhere does not hide the session from `stud session
+/// list` or `-c` (whose resume then names the field).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ManifestSummary {
+    pub session_id: String,
+    pub project_root: String,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+    pub title: String,
+}
+
+impl ManifestSummary {
+    pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
+
 impl SessionManifest {
     /// Read a stored manifest.
     pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
@@ -113,6 +132,13 @@ mod tests {
         let bad = json!({"session_id": "s1", "turns": "two"}).to_string();
         let err = SessionManifest::parse(&bad).expect_err("a string is not a count");
         assert!(err.to_string().contains("invalid type"), "{err}");
+    }
+
+    #[test]
+    fn a_summary_reads_past_a_damaged_field() {
+        let text = json!({"session_id": "s1", "turns": "two", "updated_ms": 5}).to_string();
+        let s = ManifestSummary::parse(&text).expect("reads");
+        assert_eq!((s.session_id.as_str(), s.updated_ms), ("s1", 5));
     }
 
     #[test]
