@@ -545,3 +545,55 @@ fn kernel_modules_import_each_other_without_a_cycle() {
         "kernel modules import each other in a cycle (move the shared types into a module both can use):\n{report}"
     );
 }
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Generated binding types stop at the runtime: everything above it names
+/// `runtime::domain`, so the next contract version changes the runtime's
+/// adapter and the domain, not the loop (`runtime/contract/mod.rs`).
+#[test]
+fn only_the_runtime_names_a_contract_version() {
+    let root = root();
+    let mut files = Vec::new();
+    for dir in [
+        "crates/stud-kernel/src",
+        "crates/stud-extensions/src",
+        "crates/stud-config/src",
+        "crates/stud-vocab/src",
+        "host/src",
+        "host/benches",
+        "tests",
+    ] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 100, "read the sources: {}", files.len());
+    let this = root.join("tests/layers.rs");
+    let mut found = Vec::new();
+    for file in files.iter().filter(|f| **f != this) {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if ["runtime::contract", "runtime::bindings", "contract::v0_"]
+                .iter()
+                .any(|p| code.contains(p))
+            {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "name the types through `runtime::domain`, not a contract version:\n{}",
+        found.join("\n")
+    );
+}

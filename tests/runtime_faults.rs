@@ -115,11 +115,11 @@ async fn trap_panic_loop_and_alloc_are_contained() {
     assert!(common_text(out).contains("still here"));
 }
 
-fn common_text(out: stud::runtime::bindings::stud::extension::tool_types::ToolOutput) -> String {
+fn common_text(out: stud::runtime::domain::ToolOutput) -> String {
     out.content
         .iter()
         .map(|p| match p {
-            stud::runtime::bindings::stud::extension::types::ResultPart::Text(t) => t.clone(),
+            stud::runtime::domain::ResultPart::Text(t) => t.clone(),
             _ => String::new(),
         })
         .collect()

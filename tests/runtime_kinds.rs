@@ -5,13 +5,11 @@ use crate::common;
 use std::sync::Arc;
 
 use common::{Recorder, find, load_bundled};
-use stud::runtime::bindings::stud::extension::hook_types::HookOutcome;
-use stud::runtime::bindings::stud::extension::provider_types::{
-    Request, RequestParams, StreamEvent, ThinkingLevel,
-};
-use stud::runtime::bindings::stud::extension::types::{
+use stud::runtime::domain::HookOutcome;
+use stud::runtime::domain::{
     ContentPart, HookSlot, Message, Phase, ResultPart, Role, Stage, ToolResult,
 };
+use stud::runtime::domain::{Request, RequestParams, StreamEvent, ThinkingLevel};
 use stud::runtime::{CallError, Extension};
 
 fn text(parts: &[ResultPart]) -> String {

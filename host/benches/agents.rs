@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use stud::kernel::{LaunchOptions, launch};
 use stud::paths::StudHome;
-use stud::runtime::bindings::stud::extension::types::ToolCall;
+use stud::runtime::domain::ToolCall;
 use tokio_util::sync::CancellationToken;
 
 fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {

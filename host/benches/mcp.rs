@@ -20,7 +20,7 @@ use stud::extensions::ProjectScope;
 use stud::kernel::{LaunchOptions, launch};
 use stud::mcp::{McpServers, McpTrust, client};
 use stud::paths::StudHome;
-use stud::runtime::bindings::stud::extension::types::ToolCall;
+use stud::runtime::domain::ToolCall;
 use tokio_util::sync::CancellationToken;
 
 const CALLS: usize = 300;

@@ -12,8 +12,8 @@ use stud::bundled::BUNDLED;
 use stud::contract::HOST_CONTRACT;
 use stud::digest::Sha256Digest;
 use stud::manifest::{ExtensionId, parse_manifest};
-use stud::runtime::bindings::stud::extension::types::{HookSlot, Phase, Stage};
 use stud::runtime::cache::CompileCache;
+use stud::runtime::domain::{HookSlot, Phase, Stage};
 use stud::runtime::services::{LogLevel, Services};
 use stud::runtime::{Extension, LoadSpec, Runtime, RuntimeOptions};
 

@@ -14,7 +14,7 @@ use stud::extensions::{Discovery, ProjectScope, Registry};
 use stud::kernel::persist::{ResumeTarget, message_record, read};
 use stud::manifest::Kind;
 use stud::paths::StudHome;
-use stud::runtime::bindings::stud::extension::types::{ContentPart, Message, Role};
+use stud::runtime::domain::{ContentPart, Message, Role};
 use stud::runtime::services::StderrServices;
 use stud::runtime::{Extension, Runtime, RuntimeOptions};
 

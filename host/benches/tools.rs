@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use stud::kernel::{LaunchOptions, launch};
 use stud::paths::StudHome;
-use stud::runtime::bindings::stud::extension::types::ToolCall;
+use stud::runtime::domain::ToolCall;
 use tokio_util::sync::CancellationToken;
 
 fn p50(mut v: Vec<Duration>) -> Duration {
@@ -128,14 +128,14 @@ async fn grep_vs_ripgrep(
     project: &std::path::Path,
     repeat: usize,
 ) {
-    use stud::runtime::bindings::stud::extension::types::ResultPart;
+    use stud::runtime::domain::ResultPart;
     let cancel = CancellationToken::new();
     let grep = ToolCall {
         id: "g".into(),
         name: "grep".into(),
         arguments: json!({"pattern": "needle_value"}).to_string(),
     };
-    let matched = |r: &stud::runtime::bindings::stud::extension::types::ToolResult| {
+    let matched = |r: &stud::runtime::domain::ToolResult| {
         r.content
             .iter()
             .map(|p| match p {

@@ -13,7 +13,7 @@ use crate::kernel::Launched;
 use crate::kernel::mcp_hub::{SlotState, trust_question};
 use crate::mcp::{McpScope, McpServer, McpTrust, parse_servers};
 use crate::paths::StudHome;
-use crate::runtime::bindings::stud::extension::interaction::InteractionStatus;
+use crate::runtime::domain::InteractionStatus;
 
 /// Where messages say the servers came from.
 const SOURCE: &str = "session/new mcpServers";

@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::kernel::Mode;
 use crate::paths::StudHome;
-use crate::runtime::bindings::stud::extension::types::{Image, ImageSource};
+use crate::runtime::domain::{Image, ImageSource};
 pub use failure::{Failure, STUD_FAILED};
 use worker::{Cmd, Opened, Opening};
 

@@ -7,8 +7,8 @@ use super::updates::{text, title, tool_kind};
 /// A kept conversation as the updates that show it again
 /// (`session/load`): the person's and the model's text, thoughts, and
 /// every tool call with its result.
-pub fn replay(history: &[crate::runtime::bindings::stud::extension::types::Message]) -> Vec<Value> {
-    use crate::runtime::bindings::stud::extension::types::{ContentPart, Role};
+pub fn replay(history: &[crate::runtime::domain::Message]) -> Vec<Value> {
+    use crate::runtime::domain::{ContentPart, Role};
     let mut out = Vec::new();
     for m in history {
         for part in &m.content {

@@ -28,10 +28,8 @@ use crate::kernel::launch::LaunchError;
 use crate::kernel::persist::{ResumeError, ResumeTarget};
 use crate::kernel::{LaunchOptions, Launched, Mode, Subscriber, launch};
 use crate::paths::StudHome;
-use crate::runtime::bindings::stud::extension::interaction::{
-    InteractionKind, InteractionResponse, InteractionStatus,
-};
-use crate::runtime::bindings::stud::extension::types::Image;
+use crate::runtime::domain::Image;
+use crate::runtime::domain::{InteractionKind, InteractionResponse, InteractionStatus};
 
 /// What the editor asked for when it opened a session.
 pub struct Opening {
@@ -418,7 +416,7 @@ async fn permission(
     conn: &ConnectionTo<Client>,
     id: &str,
     correlation_id: &str,
-    a: &crate::runtime::bindings::stud::extension::interaction::Approval,
+    a: &crate::runtime::domain::Approval,
     call: Option<(String, String, Value)>,
 ) -> (InteractionStatus, Option<String>) {
     let (call_id, raw_input) = match call {

@@ -160,10 +160,7 @@ async fn agent_tree(store: &crate::runtime::Extension, id: &str) -> anyhow::Resu
     Ok(lines)
 }
 
-fn children_of(
-    all: &[crate::runtime::bindings::stud::extension::session_store_types::SessionSummary],
-    id: &str,
-) -> Vec<String> {
+fn children_of(all: &[crate::runtime::domain::SessionSummary], id: &str) -> Vec<String> {
     let mut c: Vec<_> = all
         .iter()
         .filter(|s| is_child_of(&s.session_id, id))

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::kernel::payloads::{message_from, result_text, role_str};
-use crate::runtime::bindings::stud::extension::types::{ContentPart, Message};
+use crate::runtime::domain::{ContentPart, Message};
 use stud_protocol::session_records::SessionRecord;
 
 /// Longest line of a tool result summary or a call's arguments.

@@ -18,9 +18,7 @@ use super::events::Bus;
 use super::interaction::{Answer, Interactions};
 use crate::config::edit::{edit_settings, list_at, object_at};
 use crate::mcp::tool::MCP_PREFIX;
-use crate::runtime::bindings::stud::extension::interaction::{
-    Approval, InteractionKind, InteractionStatus,
-};
+use crate::runtime::domain::{Approval, InteractionKind, InteractionStatus};
 use stud_protocol::events::{Decision as Audited, KernelEvent};
 
 pub use crate::mode::Mode;

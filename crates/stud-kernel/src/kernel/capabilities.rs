@@ -5,10 +5,8 @@
 
 use std::fmt;
 
-use crate::runtime::bindings::stud::extension::provider_types::{
-    ModelCapabilities, Request, ThinkingLevel,
-};
-use crate::runtime::bindings::stud::extension::types::{ContentPart, ResultPart};
+use crate::runtime::domain::{ContentPart, ResultPart};
+use crate::runtime::domain::{ModelCapabilities, Request, ThinkingLevel};
 
 /// A model capability a request can need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,10 +119,8 @@ fn has_image(request: &Request) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::bindings::stud::extension::provider_types::{
-        RequestParams, ToolDefinition,
-    };
-    use crate::runtime::bindings::stud::extension::types::{Image, ImageSource, Message, Role};
+    use crate::runtime::domain::{Image, ImageSource, Message, Role};
+    use crate::runtime::domain::{RequestParams, ToolDefinition};
 
     fn caps(tool_calling: bool, vision: bool) -> ModelCapabilities {
         ModelCapabilities {

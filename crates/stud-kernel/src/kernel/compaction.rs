@@ -20,12 +20,8 @@ use super::payloads::messages_json;
 use super::usage::{add_usage, zero_usage};
 use crate::config::CompactionSettings;
 use crate::runtime::Extension;
-use crate::runtime::bindings::stud::extension::provider_types::{
-    Request, RequestParams, StreamEvent,
-};
-use crate::runtime::bindings::stud::extension::types::{
-    ContentPart, Message, ResultPart, Role, Usage,
-};
+use crate::runtime::domain::{ContentPart, Message, ResultPart, Role, Usage};
+use crate::runtime::domain::{Request, RequestParams, StreamEvent};
 use stud_protocol::events::KernelEvent;
 use stud_protocol::session_records::SessionRecord;
 

@@ -9,9 +9,7 @@
 
 use super::compaction::estimate_tokens;
 use super::session::Session;
-use crate::runtime::bindings::stud::extension::context_provider_types::{
-    ComposeContext, FragmentKind,
-};
+use crate::runtime::domain::{ComposeContext, FragmentKind};
 use stud_protocol::events::KernelEvent;
 
 /// Environment variables whose values are too common to be treated as

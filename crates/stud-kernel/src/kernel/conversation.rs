@@ -7,7 +7,7 @@
 use super::events::Bus;
 use super::payloads::message_appended;
 use super::persist::{Persistence, message_record};
-use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, ResultPart, Role};
+use crate::runtime::domain::{ContentPart, Message, ResultPart, Role};
 use std::sync::atomic::Ordering;
 use stud_protocol::events::KernelEvent;
 

@@ -15,8 +15,8 @@ use super::input::{Input, classify};
 use super::launch::{LaunchError, Launched};
 use super::persist::ResumeTarget;
 use super::turn_status::TurnOutcome;
-use crate::runtime::bindings::stud::extension::command_types::CommandArgs;
-use crate::runtime::bindings::stud::extension::types::Image;
+use crate::runtime::domain::CommandArgs;
+use crate::runtime::domain::Image;
 
 /// What a person (or an editor) hands the session.
 #[derive(Debug)]

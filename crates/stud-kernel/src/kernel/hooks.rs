@@ -27,8 +27,8 @@ use super::first_request::FirstRequest;
 use crate::extensions::Scope;
 use crate::manifest::{ExtensionId, HookKind, HookSlot, Phase, Stage};
 use crate::runtime::Extension;
-use crate::runtime::bindings::stud::extension::hook_types::HookOutcome;
-use crate::runtime::bindings::stud::extension::types as wit;
+use crate::runtime::domain as wit;
+use crate::runtime::domain::HookOutcome;
 use crate::runtime::services::{ErrorClass, ExtError, ext_error};
 use stud_protocol::events::KernelEvent;
 

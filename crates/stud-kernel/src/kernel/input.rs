@@ -5,7 +5,7 @@
 //! no command has that name.
 
 use crate::manifest::CommandName;
-use crate::runtime::bindings::stud::extension::command_types::CommandArgs;
+use crate::runtime::domain::CommandArgs;
 
 #[derive(Debug)]
 pub enum Input {

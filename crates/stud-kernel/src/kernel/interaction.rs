@@ -14,7 +14,7 @@ use tokio::sync::Mutex;
 
 use super::events::Bus;
 use crate::runtime::Extension;
-use crate::runtime::bindings::stud::extension::interaction::{
+use crate::runtime::domain::{
     InteractionKind, InteractionRequest, InteractionResponse, InteractionStatus,
 };
 use stud_protocol::events::KernelEvent;

@@ -21,8 +21,8 @@ use crate::mcp::link::{self, LinkEvent, McpLink, Observer};
 use crate::mcp::tool::{McpTool, clean_name, tool_name};
 use crate::mcp::{McpServer, McpServers, McpTrust, McpTrustStatus, Transport};
 use crate::paths::StudHome;
-use crate::runtime::bindings::stud::extension::interaction::{InteractionKind, InteractionStatus};
-use crate::runtime::bindings::stud::extension::tool_types::ToolSpec;
+use crate::runtime::domain::ToolSpec;
+use crate::runtime::domain::{InteractionKind, InteractionStatus};
 use stud_protocol::events::KernelEvent;
 use stud_protocol::session_view::McpServerView;
 

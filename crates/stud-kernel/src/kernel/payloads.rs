@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use stud_protocol::events::KernelEvent;
 use stud_protocol::hook_payloads::CallView;
 
-use crate::runtime::bindings::stud::extension::types::{
+use crate::runtime::domain::{
     ContentPart, Image, ImageSource, Message, ResultPart, Role, Thinking, ToolCall, ToolResult,
 };
 

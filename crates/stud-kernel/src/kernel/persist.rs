@@ -13,9 +13,7 @@ use serde_json::Value;
 use super::authority::Mode;
 use super::payloads::{message_from, message_json};
 use crate::manifest::Kind;
-use crate::runtime::bindings::stud::extension::types::{
-    ContentPart, Message, ResultPart, Role, ToolResult, Usage,
-};
+use crate::runtime::domain::{ContentPart, Message, ResultPart, Role, ToolResult, Usage};
 use crate::runtime::{CallError, Extension};
 use stud_protocol::session_manifest::SessionManifest;
 use stud_protocol::session_records::SessionRecord;

@@ -10,7 +10,7 @@ use super::events::Bus;
 use super::hooks::HookRunner;
 use super::tools::ToolTable;
 use crate::manifest::Kind;
-use crate::runtime::bindings::stud::extension::provider_types::{ModelCapabilities, ModelInfo};
+use crate::runtime::domain::{ModelCapabilities, ModelInfo};
 use crate::runtime::{CallError, Extension};
 
 #[derive(Debug, thiserror::Error)]

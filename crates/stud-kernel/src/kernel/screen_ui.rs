@@ -15,7 +15,7 @@ use stud_protocol::events::KernelEvent;
 use super::events::{Bus, Subscriber};
 use super::interaction::Ask;
 use crate::runtime::Extension;
-use crate::runtime::bindings::exports::stud::extension::ui_screen::UiAction;
+use crate::runtime::domain::UiAction;
 use crate::runtime::services::TermEvent;
 use crate::tty::Screen;
 

@@ -18,11 +18,9 @@ use super::usage::UsageLedger;
 use crate::extensions::consent;
 use crate::manifest::{Kind, ReloadBehavior};
 use crate::runtime::Extension;
-use crate::runtime::bindings::stud::extension::interaction::{InteractionKind, InteractionStatus};
-use crate::runtime::bindings::stud::extension::provider_types::{
-    ModelInfo, Request, RequestParams, ThinkingLevel,
-};
-use crate::runtime::bindings::stud::extension::types::{Message, Usage};
+use crate::runtime::domain::{InteractionKind, InteractionStatus};
+use crate::runtime::domain::{Message, Usage};
+use crate::runtime::domain::{ModelInfo, Request, RequestParams, ThinkingLevel};
 use stud_protocol::events::KernelEvent;
 
 /// Default bound on provider requests per turn
@@ -134,7 +132,7 @@ impl Session {
     /// stay in the history and fail every later request.
     pub fn attach_images(
         &mut self,
-        images: Vec<crate::runtime::bindings::stud::extension::types::Image>,
+        images: Vec<crate::runtime::domain::Image>,
     ) -> Result<(), String> {
         if !images.is_empty()
             && let Some(caps) = self.roster.capabilities()
@@ -365,7 +363,7 @@ impl Session {
     /// One request straight to the provider, drained (benchmarks: the
     /// provider's share of a turn).
     pub async fn provider_round_trip(&self, text: &str) {
-        use crate::runtime::bindings::stud::extension::types::{ContentPart, Role};
+        use crate::runtime::domain::{ContentPart, Role};
         let request = Request {
             system: None,
             messages: vec![Message {

@@ -10,7 +10,7 @@ use super::act::{Lane, MainLane};
 use super::roster::SessionError;
 use super::session::Session;
 use crate::runtime::Extension;
-use crate::runtime::bindings::stud::extension::provider_types::Request;
+use crate::runtime::domain::Request;
 
 impl Session {
     /// Switch provider (`/provider`): its first model, after the same

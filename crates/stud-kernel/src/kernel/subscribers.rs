@@ -9,7 +9,7 @@ use tokio::task::JoinHandle;
 use super::events::{Bus, DEFAULT_QUEUE, Subscriber};
 use super::first_request::FirstRequest;
 use crate::runtime::Extension;
-use crate::runtime::bindings::stud::extension::types as wit;
+use crate::runtime::domain as wit;
 use stud_protocol::events::KernelEvent;
 
 /// An event as the WIT contracts carry it.

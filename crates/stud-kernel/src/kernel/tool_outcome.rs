@@ -2,7 +2,7 @@
 //! subagents that a `task` call delegates to.
 
 use crate::kernel::turn_status::TurnStatus;
-use crate::runtime::bindings::stud::extension::tool_types::ToolOutput;
+use crate::runtime::domain::ToolOutput;
 
 /// How a call ended.
 pub enum Ran {

@@ -10,8 +10,8 @@ use serde_json::Value;
 use crate::manifest::{Capabilities, FsAccess};
 use crate::mcp::tool::McpTool;
 use crate::runtime::Extension;
-use crate::runtime::bindings::stud::extension::provider_types::ToolDefinition;
-use crate::runtime::bindings::stud::extension::tool_types::ToolSpec;
+use crate::runtime::domain::ToolDefinition;
+use crate::runtime::domain::ToolSpec;
 
 /// What runs a tool: a tool component, a tool of an MCP server, or the
 /// kernel's `task` (delegation to a child session).

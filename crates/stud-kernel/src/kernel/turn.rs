@@ -10,7 +10,7 @@ use super::session::Session;
 use super::turn_status::{TurnOutcome, TurnStages, TurnStatus, fail};
 use super::usage::{usage_event, zero_usage};
 use crate::manifest::Stage;
-use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
+use crate::runtime::domain::{ContentPart, Message, Role, Usage};
 use stud_protocol::events::KernelEvent;
 use stud_protocol::hook_payloads::{self, SlotPayload};
 

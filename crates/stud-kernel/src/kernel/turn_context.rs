@@ -9,7 +9,7 @@
 use std::sync::Mutex;
 
 use super::usage::ChildSpend;
-use crate::runtime::bindings::stud::extension::types::{Image, Usage};
+use crate::runtime::domain::{Image, Usage};
 
 #[derive(Default)]
 pub struct TurnContext {

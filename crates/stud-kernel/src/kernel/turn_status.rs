@@ -2,7 +2,7 @@
 //! workflows, agents and front ends share (kept apart from the turn loop
 //! so none of them depends on it).
 
-use crate::runtime::bindings::stud::extension::types::Usage;
+use crate::runtime::domain::Usage;
 use stud_protocol::words::TurnResult;
 
 /// How a turn ended.

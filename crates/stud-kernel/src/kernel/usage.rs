@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 
 use crate::config::Price;
-use crate::runtime::bindings::stud::extension::types::Usage;
+use crate::runtime::domain::Usage;
 use stud_protocol::events;
 
 /// USD for `usage` at `price` (per million tokens).

@@ -2,7 +2,7 @@
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::runtime::bindings::stud::extension::terminal::{Key, KeyCode as K, KeyModifiers as M};
+use crate::runtime::domain::{Key, KeyCode as K, KeyModifiers as M};
 use crate::runtime::services::{ScreenSize, TermEvent};
 
 pub fn convert(ev: Event) -> Option<TermEvent> {

@@ -9,7 +9,7 @@ use crossterm::style::{
 };
 use crossterm::{cursor, queue, terminal};
 
-use crate::runtime::bindings::stud::extension::terminal::{Color as WitColor, Modifiers};
+use crate::runtime::domain::{Color as WitColor, Modifiers};
 use crate::runtime::services::Cell;
 use stud_protocol::terminal::steers;
 

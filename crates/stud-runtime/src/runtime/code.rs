@@ -11,8 +11,8 @@ use std::sync::{Arc, OnceLock};
 use wasmtime::component::InstancePre;
 
 use super::Runtime;
-use super::bindings::exports::stud::extension as ex;
 use super::cache::CodeSource;
+use super::contract::v0_1::exports::stud::extension as ex;
 use super::error::LoadError;
 use super::extension::KindIndices;
 use super::host_state::HostState;

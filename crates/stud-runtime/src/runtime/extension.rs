@@ -20,10 +20,10 @@ use wasmtime::component::InstancePre;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::Runtime;
-use super::bindings::exports::stud::extension as ex;
 use super::cache::CodeSource;
 use super::cancel::CancelFlag;
 use super::code::{LazyCode, Linked};
+use super::contract::v0_1::exports::stud::extension as ex;
 use super::error::CallError;
 use super::host_state::{DeadlineClock, ExtensionContext, HostState, Interrupted};
 use super::inspect::ComponentInfo;

@@ -6,8 +6,8 @@
 use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
-use super::bindings::stud::extension as b;
 use super::caps::{Gate, HostInterface};
+use super::contract::v0_1::stud::extension as b;
 use super::host_state::HostState;
 use crate::manifest::{Capabilities, Kind};
 

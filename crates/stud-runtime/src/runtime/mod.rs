@@ -2,11 +2,12 @@
 //! world and grant set, one `InstancePre` per extension and a `Store` per
 //! live instance with a memory limit and a per-call deadline.
 
-pub mod bindings;
 pub mod cache;
 pub mod cancel;
 pub mod caps;
 pub mod code;
+pub mod contract;
+pub mod domain;
 pub mod emit_limit;
 pub mod engine;
 pub mod error;

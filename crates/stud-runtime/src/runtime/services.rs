@@ -10,11 +10,15 @@ use super::host_state::ExtensionContext;
 use crate::manifest::ExtensionId;
 use stud_protocol::events::KernelEvent;
 
-pub use super::bindings::stud::extension::interaction::{InteractionKind, InteractionResponse};
-pub use super::bindings::stud::extension::log::Level as LogLevel;
-pub use super::bindings::stud::extension::session::{Action as SessionAction, View as SessionView};
-pub use super::bindings::stud::extension::terminal::{Cell, ScreenSize, TermEvent};
-pub use super::bindings::stud::extension::types::{ErrorClass, ExtError};
+pub use super::contract::v0_1::stud::extension::interaction::{
+    InteractionKind, InteractionResponse,
+};
+pub use super::contract::v0_1::stud::extension::log::Level as LogLevel;
+pub use super::contract::v0_1::stud::extension::session::{
+    Action as SessionAction, View as SessionView,
+};
+pub use super::contract::v0_1::stud::extension::terminal::{Cell, ScreenSize, TermEvent};
+pub use super::contract::v0_1::stud::extension::types::{ErrorClass, ExtError};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 

@@ -18,7 +18,7 @@ use crate::kernel::tools::{ToolEntry, ToolRunner};
 use crate::kernel::turn_status::TurnStatus;
 use crate::manifest::{HookSlot, Phase, Stage};
 use crate::runtime::CallError;
-use crate::runtime::bindings::stud::extension::types::{ToolCall, ToolResult};
+use crate::runtime::domain::{ToolCall, ToolResult};
 use stud_protocol::events::KernelEvent;
 use stud_protocol::hook_payloads::{SlotPayload, ToolCallPre};
 

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use crate::kernel::response_limits::{Part, ResponseBudget, ResponseLimits, TooLarge};
-use crate::runtime::bindings::stud::extension::provider_types::{FinishReason, StreamEvent};
-use crate::runtime::bindings::stud::extension::types::{Thinking, ToolCall, Usage};
+use crate::runtime::domain::{FinishReason, StreamEvent};
+use crate::runtime::domain::{Thinking, ToolCall, Usage};
 
 /// A response read to its end.
 #[derive(Debug)]
@@ -184,9 +184,7 @@ fn add_thinking(blocks: &mut Vec<Thinking>, text: String, signature: Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::bindings::stud::extension::provider_types::{
-        ThinkingDelta, ToolCallDelta, ToolCallStart,
-    };
+    use crate::runtime::domain::{ThinkingDelta, ToolCallDelta, ToolCallStart};
 
     #[test]
     fn thinking_blocks_stay_apart_with_their_signatures() {

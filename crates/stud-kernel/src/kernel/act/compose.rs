@@ -7,8 +7,8 @@ use super::{ActSpec, Lane};
 use crate::kernel::payloads::{messages_from, messages_json};
 use crate::kernel::turn_status::TurnStatus;
 use crate::manifest::Stage;
-use crate::runtime::bindings::stud::extension::provider_types::Request;
-use crate::runtime::bindings::stud::extension::provider_types::ToolDefinition;
+use crate::runtime::domain::Request;
+use crate::runtime::domain::ToolDefinition;
 use stud_protocol::hook_payloads::{ComposePost, ComposePre, SlotPayload};
 
 pub(crate) async fn compose_request<L: Lane>(

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use super::run_tool::Ran;
 use crate::kernel::editor_files::EditorRoute;
 use crate::runtime::Extension;
-use crate::runtime::bindings::stud::extension::tool_types::ToolOutput;
-use crate::runtime::bindings::stud::extension::types::ResultPart;
+use crate::runtime::domain::ResultPart;
+use crate::runtime::domain::ToolOutput;
 
 /// A file tool the editor can serve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 use crate::kernel::compaction::Fit;
 use crate::kernel::payloads::message_appended;
 use crate::kernel::session::Session;
-use crate::runtime::bindings::stud::extension::provider_types::Request;
-use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role};
+use crate::runtime::domain::Request;
+use crate::runtime::domain::{ContentPart, Message, Role};
 use stud_protocol::events::KernelEvent;
 
 /// Where an Act keeps its messages. The session's main line persists

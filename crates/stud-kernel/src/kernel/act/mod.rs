@@ -34,8 +34,8 @@ use super::turn_status::{TurnStatus, fail};
 use super::usage::prompt_tokens;
 pub(crate) use super::workflow_def::Completion;
 use crate::manifest::Stage;
-use crate::runtime::bindings::stud::extension::provider_types::{FinishReason, Request};
-use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
+use crate::runtime::domain::{ContentPart, Message, Role, Usage};
+use crate::runtime::domain::{FinishReason, Request};
 
 /// What bounds the number of provider requests.
 #[derive(Debug, Clone, Copy)]

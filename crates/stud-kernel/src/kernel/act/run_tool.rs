@@ -14,8 +14,8 @@ pub(crate) use crate::kernel::tool_outcome::{Delegated, Ran};
 use crate::kernel::tools::ToolRunner;
 use crate::mcp::tool::{McpOutcome, McpPart};
 use crate::runtime::CallError;
-use crate::runtime::bindings::stud::extension::tool_types::ToolOutput;
-use crate::runtime::bindings::stud::extension::types::{Image, ImageSource, ResultPart, ToolCall};
+use crate::runtime::domain::ToolOutput;
+use crate::runtime::domain::{Image, ImageSource, ResultPart, ToolCall};
 
 impl Ran {
     fn of_component(outcome: Option<Result<ToolOutput, CallError>>) -> Self {

@@ -12,7 +12,7 @@ use crate::kernel::session::Session;
 use crate::kernel::turn_status::{TurnStatus, fail};
 use crate::manifest::Stage;
 use crate::runtime::CallError;
-use crate::runtime::bindings::stud::extension::provider_types::{Request, StreamEvent};
+use crate::runtime::domain::{Request, StreamEvent};
 use crate::runtime::kinds::ResponseStream;
 use stud_protocol::events::KernelEvent;
 use stud_protocol::hook_payloads::{SendRequest, SlotPayload};

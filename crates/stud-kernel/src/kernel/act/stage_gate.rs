@@ -14,10 +14,8 @@ use crate::kernel::interaction::Answer;
 use crate::kernel::session::Session;
 use crate::kernel::workflow_def::grants::{GrantTuple, Grants, args_digest};
 use crate::runtime::Extension;
-use crate::runtime::bindings::stud::extension::interaction::{
-    Approval, InteractionKind, InteractionStatus,
-};
-use crate::runtime::bindings::stud::extension::state_machine_types::{ToolProposal, ToolVerdict};
+use crate::runtime::domain::{Approval, InteractionKind, InteractionStatus};
+use crate::runtime::domain::{ToolProposal, ToolVerdict};
 use stud_protocol::events::{Decision, KernelEvent, StageAudit};
 
 /// The stage execution a call is proposed in.

@@ -16,7 +16,7 @@ use crate::kernel::session::Session;
 use crate::kernel::turn_status::{TurnStatus, fail};
 use crate::kernel::usage::{add_usage, usage_event};
 use crate::manifest::Stage;
-use crate::runtime::bindings::stud::extension::types::Usage;
+use crate::runtime::domain::Usage;
 use stud_protocol::events::KernelEvent;
 use stud_protocol::hook_payloads::{SlotPayload, StreamDone, StreamStart};
 

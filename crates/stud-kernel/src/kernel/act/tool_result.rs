@@ -10,7 +10,7 @@ use crate::kernel::hooks::{SlotStop, TransformFailed};
 use crate::kernel::payloads::{call_view, result_parts_from, result_parts_json, result_text};
 use crate::kernel::session::Session;
 use crate::manifest::{Phase, Stage};
-use crate::runtime::bindings::stud::extension::types::{ResultPart, ToolCall, ToolResult};
+use crate::runtime::domain::{ResultPart, ToolCall, ToolResult};
 use stud_protocol::events::KernelEvent;
 use stud_protocol::hook_payloads::{ResultView, SlotPayload, ToolCallPost};
 

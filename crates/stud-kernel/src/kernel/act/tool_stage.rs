@@ -20,9 +20,7 @@ use crate::kernel::tool_outcome::Delegated;
 use crate::kernel::tools::ToolRunner;
 use crate::kernel::turn_status::TurnStatus;
 use crate::manifest::{Phase, Stage};
-use crate::runtime::bindings::stud::extension::types::{
-    ContentPart, Message, ResultPart, Role, ToolCall, ToolResult,
-};
+use crate::runtime::domain::{ContentPart, Message, ResultPart, Role, ToolCall, ToolResult};
 use stud_protocol::events::KernelEvent;
 
 /// Run the calls of one response. `Some` is the completion tool's valid

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::AgentCatalog;
-use crate::runtime::bindings::stud::extension::tool_types::ToolSpec;
+use crate::runtime::domain::ToolSpec;
 
 pub const TASK_TOOL: &str = "task";
 

@@ -15,8 +15,8 @@ use crate::kernel::session::Session;
 use crate::kernel::tool_outcome::{Delegated, Ran};
 use crate::kernel::turn_status::{TurnOutcome, TurnStatus};
 use crate::kernel::usage::{usage_event, usage_json};
-use crate::runtime::bindings::stud::extension::tool_types::ToolOutput;
-use crate::runtime::bindings::stud::extension::types::{ResultPart, ToolCall};
+use crate::runtime::domain::ToolOutput;
+use crate::runtime::domain::{ResultPart, ToolCall};
 use stud_protocol::events::KernelEvent;
 
 /// The child's turn, boxed: a child's `task` call runs a grandchild's

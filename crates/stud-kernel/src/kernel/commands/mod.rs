@@ -32,10 +32,8 @@ use super::interaction::{Answer, Interactions};
 use super::session::Session;
 use crate::extensions::{Discovered, ProjectScope, Registry, Scope};
 use crate::paths::StudHome;
-use crate::runtime::bindings::stud::extension::command_types::CommandArgs;
-use crate::runtime::bindings::stud::extension::interaction::{
-    Choice, InteractionKind, InteractionStatus,
-};
+use crate::runtime::domain::CommandArgs;
+use crate::runtime::domain::{Choice, InteractionKind, InteractionStatus};
 use crate::runtime::{CallError, Extension};
 use stud_protocol::events::{CommandStatus, KernelEvent};
 

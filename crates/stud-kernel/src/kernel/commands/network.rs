@@ -9,8 +9,8 @@ use super::CommandEnv;
 use crate::config::edit::{EditError, edit_settings, list_at, object_at};
 use crate::kernel::interaction::{Answer, Interactions};
 use crate::manifest::HostPattern;
-use crate::runtime::bindings::stud::extension::interaction::{InteractionKind, InteractionStatus};
-use crate::runtime::bindings::stud::extension::session::NetworkChange;
+use crate::runtime::domain::NetworkChange;
+use crate::runtime::domain::{InteractionKind, InteractionStatus};
 use crate::runtime::services::{ErrorClass, ExtError, ext_error};
 
 #[derive(Clone, Copy, PartialEq, Eq)]

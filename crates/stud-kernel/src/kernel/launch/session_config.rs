@@ -15,7 +15,7 @@ use crate::kernel::session::{
 };
 use crate::manifest::Kind;
 use crate::runtime::Extension;
-use crate::runtime::bindings::stud::extension::provider_types::ThinkingLevel;
+use crate::runtime::domain::ThinkingLevel;
 
 /// The provider: flags over the profile over settings; with none of
 /// them, the first provider whose key variable is set, else the offline

@@ -16,8 +16,8 @@ use crate::kernel::act::{self, ActEnd, ActSpec, Bound, Lane, StageAuthority, Sta
 use crate::kernel::session::Session;
 use crate::kernel::turn_status::TurnStatus;
 use crate::kernel::usage::{add_usage, zero_usage};
-use crate::runtime::bindings::stud::extension::state_machine_types::{AssertOutcome, Gate};
-use crate::runtime::bindings::stud::extension::types::{ContentPart, Message, Role, Usage};
+use crate::runtime::domain::{AssertOutcome, Gate};
+use crate::runtime::domain::{ContentPart, Message, Role, Usage};
 use stud_protocol::events::{KernelEvent, PhaseAt, StageOutcome};
 
 /// Context keys only the kernel writes.

@@ -14,7 +14,7 @@ use super::{Attached, WorkflowError};
 use crate::kernel::session::Session;
 use crate::kernel::turn_status::{TurnOutcome, TurnStages, TurnStatus};
 use crate::kernel::usage::zero_usage;
-use crate::runtime::bindings::stud::extension::state_machine_types::{Execution, NextResult};
+use crate::runtime::domain::{Execution, NextResult};
 use stud_protocol::events::KernelEvent;
 
 impl Session {

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::WorkflowError;
 use crate::runtime::Extension;
-use crate::runtime::bindings::stud::extension::state_machine_types::StageDefinition;
+use crate::runtime::domain::StageDefinition;
 
 /// The tool whose valid call ends a stage's Act, with the schema its
 /// arguments must match.

@@ -3,7 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::runtime::bindings::stud::extension::{
+use crate::runtime::contract::v0_1::stud::extension::{
     cancel, clock, command_types, config, context_provider_types, events, hook_types, log,
     provider_types, session_store_types, state, state_machine_types, tool_types, types,
 };

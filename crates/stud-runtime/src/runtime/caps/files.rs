@@ -20,7 +20,9 @@ use std::sync::{Arc, Mutex, mpsc};
 use tokio::sync::{mpsc as tmpsc, oneshot};
 use wasmtime::component::Resource;
 
-use crate::runtime::bindings::stud::extension::files::{self as f, Content, File, WalkOptions};
+use crate::runtime::contract::v0_1::stud::extension::files::{
+    self as f, Content, File, WalkOptions,
+};
 use crate::runtime::host_state::{DirGrant, HostState};
 use crate::runtime::protected_paths::FileGuard;
 use crate::runtime::services::{ErrorClass, ExtError, ext_error};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, Url};
 use wasmtime::component::Resource;
 
-use crate::runtime::bindings::stud::extension::http::{self as h, Header, Request};
+use crate::runtime::contract::v0_1::stud::extension::http::{self as h, Header, Request};
 use crate::runtime::host_state::HostState;
 use crate::runtime::net::{NetDenied, NetLimits, NetPolicy, build_client, without_query};
 use crate::runtime::services::{ErrorClass, ExtError, ext_error};

@@ -1,7 +1,7 @@
 //! `interaction`: questions for the person, answered by the UI layer. Time
 //! spent waiting for the answer does not count against the guest deadline.
 
-use crate::runtime::bindings::stud::extension::interaction;
+use crate::runtime::contract::v0_1::stud::extension::interaction;
 use crate::runtime::host_state::HostState;
 use crate::runtime::services::ExtError;
 

@@ -19,7 +19,9 @@ use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::confine::{Applied, confine};
-use crate::runtime::bindings::stud::extension::process::{self as p, ProcessOutput, SpawnRequest};
+use crate::runtime::contract::v0_1::stud::extension::process::{
+    self as p, ProcessOutput, SpawnRequest,
+};
 use crate::runtime::host_state::{HostState, PROJECT_GUEST_DIR};
 use crate::runtime::services::{ErrorClass, ExtError, LogLevel, ext_error};
 

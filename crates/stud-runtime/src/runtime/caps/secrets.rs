@@ -2,7 +2,7 @@
 //! manifest does not declare is refused, so a provider cannot fish for
 //! other keys.
 
-use crate::runtime::bindings::stud::extension::secrets;
+use crate::runtime::contract::v0_1::stud::extension::secrets;
 use crate::runtime::host_state::HostState;
 use crate::runtime::services::{ErrorClass, ExtError, ext_error};
 

@@ -2,7 +2,7 @@
 //! the kernel for actions. The kernel applies them; time spent there (a
 //! compaction calls the model) does not count against the guest deadline.
 
-use crate::runtime::bindings::stud::extension::session;
+use crate::runtime::contract::v0_1::stud::extension::session;
 use crate::runtime::host_state::HostState;
 use crate::runtime::services::{ExtError, SessionRequest};
 

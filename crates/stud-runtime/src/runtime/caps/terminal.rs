@@ -11,7 +11,7 @@
 //! a warning naming it. Otherwise a UI that only observes could take the
 //! person's answer to a question, or paint a dialog of its own.
 
-use crate::runtime::bindings::stud::extension::terminal;
+use crate::runtime::contract::v0_1::stud::extension::terminal;
 use crate::runtime::host_state::HostState;
 use crate::runtime::styled_text::styled_only;
 use stud_protocol::events::KernelEvent;

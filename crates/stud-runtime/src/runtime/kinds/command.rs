@@ -1,5 +1,5 @@
 use super::{guest_call, infallible};
-use crate::runtime::bindings::stud::extension::command_types::{
+use crate::runtime::contract::v0_1::stud::extension::command_types::{
     CommandArgs, CommandOutput, CommandSpec,
 };
 use crate::runtime::error::CallError;

@@ -1,5 +1,7 @@
 use super::guest_call;
-use crate::runtime::bindings::stud::extension::context_provider_types::{ComposeContext, Fragment};
+use crate::runtime::contract::v0_1::stud::extension::context_provider_types::{
+    ComposeContext, Fragment,
+};
 use crate::runtime::error::CallError;
 use crate::runtime::extension::Extension;
 

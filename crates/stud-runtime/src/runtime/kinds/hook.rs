@@ -1,6 +1,6 @@
 use super::guest_call;
-use crate::runtime::bindings::stud::extension::hook_types::HookOutcome;
-use crate::runtime::bindings::stud::extension::types::HookSlot;
+use crate::runtime::contract::v0_1::stud::extension::hook_types::HookOutcome;
+use crate::runtime::contract::v0_1::stud::extension::types::HookSlot;
 use crate::runtime::error::CallError;
 use crate::runtime::extension::Extension;
 

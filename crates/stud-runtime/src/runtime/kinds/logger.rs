@@ -1,5 +1,5 @@
 use super::guest_call;
-use crate::runtime::bindings::stud::extension::types::Event;
+use crate::runtime::contract::v0_1::stud::extension::types::Event;
 use crate::runtime::error::CallError;
 use crate::runtime::extension::Extension;
 

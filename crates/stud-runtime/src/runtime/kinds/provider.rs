@@ -1,7 +1,9 @@
 use wasmtime::component::ResourceAny;
 
 use super::{guest_call, infallible};
-use crate::runtime::bindings::stud::extension::provider_types::{ModelInfo, Request, StreamEvent};
+use crate::runtime::contract::v0_1::stud::extension::provider_types::{
+    ModelInfo, Request, StreamEvent,
+};
 use crate::runtime::error::CallError;
 use crate::runtime::extension::{Extension, KindGuest, wrong_kind_error};
 use crate::runtime::services::{ErrorClass, ext_error};

@@ -1,5 +1,7 @@
 use super::guest_call;
-use crate::runtime::bindings::stud::extension::session_store_types::{SessionData, SessionSummary};
+use crate::runtime::contract::v0_1::stud::extension::session_store_types::{
+    SessionData, SessionSummary,
+};
 use crate::runtime::error::CallError;
 use crate::runtime::extension::Extension;
 

@@ -1,5 +1,5 @@
 use super::{guest_call, infallible};
-use crate::runtime::bindings::stud::extension::state_machine_types::{
+use crate::runtime::contract::v0_1::stud::extension::state_machine_types::{
     AssertOutcome, Gate, NextResult, StageDefinition, ToolProposal, ToolVerdict,
 };
 use crate::runtime::error::CallError;

@@ -1,6 +1,8 @@
 use super::{guest_call, infallible};
 use crate::digest::Sha256Digest;
-use crate::runtime::bindings::stud::extension::tool_types::{CallContext, ToolOutput, ToolSpec};
+use crate::runtime::contract::v0_1::stud::extension::tool_types::{
+    CallContext, ToolOutput, ToolSpec,
+};
 use crate::runtime::error::CallError;
 use crate::runtime::extension::Extension;
 

@@ -1,10 +1,10 @@
 use super::{guest_call, infallible};
-use crate::runtime::bindings::exports::stud::extension::ui_screen::UiAction;
-use crate::runtime::bindings::stud::extension::interaction::{
+use crate::runtime::contract::v0_1::exports::stud::extension::ui_screen::UiAction;
+use crate::runtime::contract::v0_1::stud::extension::interaction::{
     InteractionRequest, InteractionResponse,
 };
-use crate::runtime::bindings::stud::extension::terminal::{ScreenSize, TermEvent};
-use crate::runtime::bindings::stud::extension::types::Event;
+use crate::runtime::contract::v0_1::stud::extension::terminal::{ScreenSize, TermEvent};
+use crate::runtime::contract::v0_1::stud::extension::types::Event;
 use crate::runtime::error::CallError;
 use crate::runtime::extension::Extension;
 use crate::runtime::services::{ErrorClass, ext_error};

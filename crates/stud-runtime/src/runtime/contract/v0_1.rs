@@ -1,4 +1,7 @@
-//! Host bindings for contract 0.1.x (`wit/since_v0.1.2`).
+//! Host bindings for contract 0.1.x (`wit/since_v0.1.2`): the generated
+//! types and traits of this version. Only the runtime (its kinds and
+//! capabilities, the adapter for this version) names them; the kernel uses
+//! [`crate::runtime::domain`].
 //!
 //! One `bindgen!` over a host-only world that includes every kind's world,
 //! so imports and shared types are generated once. Each kind's exports are
@@ -6,8 +9,9 @@
 //! structs; imports are linked per interface, which is what lets the linker
 //! leave out capabilities an extension was not granted.
 //!
-//! When contract 0.2 arrives, this module moves to `v0_1.rs` and gains an
-//! adapter into the new types (see docs/contracts.md).
+//! When contract 0.2 arrives, `v0_2.rs` is generated beside this one,
+//! `domain` follows it, and this module gains the conversions from its
+//! types into the domain's (see `contract/mod.rs`).
 
 wasmtime::component::bindgen!({
     path: "../../wit/since_v0.1.2",
