@@ -8,7 +8,7 @@
 //! file).
 
 use super::compaction::estimate_tokens;
-use super::session::Session;
+use crate::kernel::act::ActParts;
 use crate::runtime::domain::{ComposeContext, FragmentKind};
 use stud_protocol::events::KernelEvent;
 
@@ -56,14 +56,14 @@ fn clip(text: &str, budget: u32) -> String {
     format!("{}\n[cut to its {budget}-token budget]", &text[..end])
 }
 
-impl Session {
+impl ActParts<'_> {
     /// The system text the context providers add for this request.
     pub(crate) async fn context_fragments(&self, iteration: u32) -> Option<String> {
         if self.roster.context_providers.is_empty() {
             return None;
         }
         let ctx = ComposeContext {
-            session_id: self.id.clone(),
+            session_id: self.id.to_string(),
             turn: self.ledger.turns as u32,
             project_dir: Some("/project".into()),
         };

@@ -248,13 +248,7 @@ impl Session {
 
     /// Model parameters of every request.
     pub(crate) fn request_params(&self) -> RequestParams {
-        RequestParams {
-            model: self.roster.model.clone(),
-            max_tokens: self.config.max_tokens,
-            temperature: self.config.temperature,
-            thinking: self.config.thinking,
-            cache_hints: self.config.cache_hints,
-        }
+        self.act_parts().request_params()
     }
 
     /// Switch model (`/model`). The session's needs are checked against

@@ -15,21 +15,6 @@ use stud_protocol::events::KernelEvent;
 use stud_protocol::hook_payloads::{self, SlotPayload};
 
 impl Session {
-    /// `budget-exceeded` once the session (with this turn's `usage`) has
-    /// cost its budget.
-    pub(crate) fn check_budget(&self, usage: &Usage) -> Result<(), TurnStatus> {
-        let children = self.turn.children().cost_usd;
-        self.ledger
-            .check_budget(&self.roster.model, usage, children)
-            .map_err(|e| {
-                self.bus.record(KernelEvent::BudgetExceeded {
-                    spent_usd: e.spent,
-                    budget_usd: e.budget,
-                });
-                fail("budget-exceeded", e.to_string())
-            })
-    }
-
     pub async fn run_turn(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
         let span = tracing::info_span!("turn", session = %self.id, n = self.ledger.turns + 1);
         let body = async {
@@ -130,7 +115,7 @@ impl Session {
     ) -> Result<String, TurnStatus> {
         // A spent budget stops before the input is taken: no user message
         // is left in the history without an answer.
-        self.check_budget(usage)?;
+        self.act_parts().check_budget(usage)?;
         let stage = tracing::debug_span!("stage", name = %Stage::ReceiveInput);
         tracing::Instrument::instrument(self.receive_input(input), stage).await?;
         let spec = ActSpec {
@@ -149,6 +134,7 @@ impl Session {
     async fn receive_input(&mut self, input: &str) -> Result<(), TurnStatus> {
         self.apply_reloads("receive-input").await;
         let rewritten = self
+            .act_parts()
             .pre(Stage::ReceiveInput, || {
                 hook_payloads::Input {
                     input: input.to_string(),
@@ -166,6 +152,7 @@ impl Session {
             return Err(fail("input-invalid", "the input is empty; type a message"));
         }
         let rewritten = self
+            .act_parts()
             .post(Stage::ReceiveInput, || {
                 hook_payloads::Input {
                     input: text.clone(),

@@ -2,6 +2,7 @@
 //! `tool-call.pre` transforms, the authority stack (stage, then mode), then
 //! guard hooks. The arguments approved and guarded are the ones that run.
 
+use crate::kernel::act::ActParts;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -12,7 +13,6 @@ use super::tool_result::error_result;
 use crate::kernel::authority::{Callee, Decision, Proposal};
 use crate::kernel::hooks::TransformFailed;
 use crate::kernel::payloads::call_view;
-use crate::kernel::session::Session;
 use crate::kernel::tool_outcome::Delegated;
 use crate::kernel::tools::{ToolEntry, ToolRunner};
 use crate::kernel::turn_status::TurnStatus;
@@ -30,11 +30,24 @@ pub(crate) enum Admit<'a> {
     Halt(String),
 }
 
-impl Session {
+impl crate::kernel::session::Session {
+    /// One tool call through the same path a turn uses, without touching
+    /// the history (see [`ActParts::call_tool`]). For commands and
+    /// benchmarks.
+    pub async fn call_tool(
+        &self,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> Result<ToolResult, TurnStatus> {
+        self.act_parts().call_tool(call, cancel).await
+    }
+}
+
+impl ActParts<'_> {
     /// One tool call through the same path a turn uses (lookup, schema,
     /// authority stack, `tool-call.pre`, run, `tool-call.post`), without
     /// touching the history. For commands and benchmarks.
-    pub async fn call_tool(
+    pub(crate) async fn call_tool(
         &self,
         call: &ToolCall,
         cancel: &CancellationToken,
@@ -226,7 +239,7 @@ impl Session {
             if matches!(entry.runner, ToolRunner::Task) {
                 self.authority.approve_delegation(&proposal);
             } else {
-                match self.authority.decide(&proposal, &self.interactions).await {
+                match self.authority.decide(&proposal, self.interactions).await {
                     Decision::Approve => {}
                     Decision::Deny(reason) => {
                         return Admit::Refuse(self.refuse(&call, "approval-denied", &reason));

@@ -17,7 +17,7 @@ pub(crate) async fn compose_request<L: Lane>(
     iteration: u32,
 ) -> Result<Request, TurnStatus> {
     lane.boundary("compose-request").await;
-    let s = lane.session();
+    let s = lane.parts();
     let history = lane.transcript();
     let rewritten = s
         .pre(Stage::ComposeRequest, || {
@@ -72,7 +72,7 @@ pub(crate) async fn compose_request<L: Lane>(
 /// The session's tools, narrowed to a stage's envelope, plus the stage's
 /// completion tool (always offered).
 fn offered_tools<L: Lane>(lane: &L, spec: &ActSpec) -> Vec<ToolDefinition> {
-    let mut tools = lane.session().roster.tools.definitions();
+    let mut tools = lane.parts().roster.tools.definitions();
     if let Some(stage) = &spec.stage {
         tools.retain(|t| stage.in_envelope(&t.name));
     }

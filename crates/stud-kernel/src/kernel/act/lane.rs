@@ -11,7 +11,7 @@ use stud_protocol::events::KernelEvent;
 /// them, compacts and applies reloads at stage boundaries; a stage
 /// execution's lane is a fresh transcript that only lives for the Act.
 pub(crate) trait Lane {
-    fn session(&self) -> &Session;
+    fn parts(&self) -> super::ActParts<'_>;
     fn transcript(&self) -> &[Message];
     /// A stage is about to start (`compose-request`, `tool-call`, ...).
     async fn boundary(&mut self, name: &'static str);
@@ -26,8 +26,8 @@ pub(crate) trait Lane {
 pub(crate) struct MainLane<'a>(pub &'a mut Session);
 
 impl Lane for MainLane<'_> {
-    fn session(&self) -> &Session {
-        self.0
+    fn parts(&self) -> super::ActParts<'_> {
+        self.0.act_parts()
     }
     fn transcript(&self) -> &[Message] {
         &self.0.conversation.messages
@@ -92,8 +92,8 @@ pub(crate) struct StageLane<'a> {
 }
 
 impl Lane for StageLane<'_> {
-    fn session(&self) -> &Session {
-        self.session
+    fn parts(&self) -> super::ActParts<'_> {
+        self.session.act_parts()
     }
     fn transcript(&self) -> &[Message] {
         &self.transcript

@@ -12,6 +12,7 @@ mod cancel;
 mod compose;
 mod editor_tool;
 mod lane;
+mod parts;
 mod render;
 mod run_tool;
 mod send;
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 pub(crate) use lane::{Lane, MainLane, StageLane};
+pub(crate) use parts::ActParts;
 pub(crate) use stage_gate::StageAuthority;
 
 use super::compaction::{raw_estimate, tools_json_len};
@@ -93,7 +95,7 @@ pub(crate) async fn run<L: Lane>(
             Bound::TurnCap(cap) if *iterations >= cap => return Ok(ActEnd::CapHit),
             _ => {}
         }
-        lane.session().check_budget(usage)?;
+        lane.parts().check_budget(usage)?;
         *iterations += 1;
         let (started, raw) = request(lane, spec, *iterations, cancel)
             .instrument(stage_span(Stage::SendRequest))

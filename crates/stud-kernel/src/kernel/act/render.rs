@@ -8,7 +8,7 @@ use stud_protocol::hook_payloads::{Render, SlotPayload};
 
 pub(crate) async fn render<L: Lane>(lane: &mut L, text: String) -> Result<String, TurnStatus> {
     lane.boundary("render").await;
-    let s = lane.session();
+    let s = lane.parts();
     let rewritten = s
         .pre(Stage::Render, || Render { text: text.clone() }.into_value())
         .await?;

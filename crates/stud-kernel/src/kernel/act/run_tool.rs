@@ -2,6 +2,7 @@
 //! (cancelled through its instance) or an MCP server's tool (the request
 //! is abandoned when the turn is cancelled). Both end as a [`Ran`].
 
+use crate::kernel::act::ActParts;
 use std::collections::BTreeSet;
 
 use serde_json::json;
@@ -9,7 +10,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::cancel::{call_error_code, cancellable};
 use super::editor_tool::{self, EditorOp};
-use crate::kernel::session::Session;
 pub(crate) use crate::kernel::tool_outcome::{Delegated, Ran};
 use crate::kernel::tools::ToolRunner;
 use crate::mcp::tool::{McpOutcome, McpPart};
@@ -79,7 +79,7 @@ impl Ran {
     }
 }
 
-impl Session {
+impl ActParts<'_> {
     /// Run an admitted call. `envelope`: the tools of the stage it was
     /// made in (a `task` child never gets more).
     pub(crate) async fn run_admitted(

@@ -1,6 +1,7 @@
 //! SEND_REQUEST: capability checks, the provider call, and retries of
 //! failures that happen before anything visible reached the person.
 
+use crate::kernel::act::ActParts;
 use tokio_util::sync::CancellationToken;
 
 use super::Lane;
@@ -8,7 +9,6 @@ use super::cancel::{call_error_code, cancellable};
 use crate::kernel::capabilities::{MissingCapability, check_request};
 use crate::kernel::response_limits::TooLarge;
 use crate::kernel::retry::RetryPolicy;
-use crate::kernel::session::Session;
 use crate::kernel::turn_status::{TurnStatus, fail};
 use crate::manifest::Stage;
 use crate::runtime::CallError;
@@ -36,12 +36,10 @@ pub(crate) async fn send_request<L: Lane>(
     cancel: &CancellationToken,
 ) -> Result<Started, TurnStatus> {
     lane.boundary("send-request").await;
-    lane.session()
-        .send_request(request, iteration, cancel)
-        .await
+    lane.parts().send_request(request, iteration, cancel).await
 }
 
-impl Session {
+impl ActParts<'_> {
     pub(crate) async fn send_request(
         &self,
         request: Request,

@@ -1,16 +1,16 @@
 //! The hook slots around each stage, and the `stage.pre`/`stage.post`
 //! events that bracket it.
 
+use crate::kernel::act::ActParts;
 use serde_json::Value;
 
 use stud_protocol::events::KernelEvent;
 
 use crate::kernel::hooks::{SlotStop, TransformFailed};
-use crate::kernel::session::Session;
 use crate::kernel::turn_status::{TurnStatus, fail};
 use crate::manifest::{Phase, Stage};
 
-impl Session {
+impl ActParts<'_> {
     pub(crate) fn stage_event(&self, stage: Stage, phase: Phase) {
         self.bus.publish(if phase == Phase::Pre {
             KernelEvent::StagePre { stage, calls: None }

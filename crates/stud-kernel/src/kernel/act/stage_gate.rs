@@ -4,6 +4,7 @@
 //! issued for exactly this call and used once approves it. A deny holds in
 //! every mode, yolo included.
 
+use crate::kernel::act::ActParts;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -11,7 +12,6 @@ use serde_json::Value;
 
 use crate::kernel::authority::{Mode, Proposal};
 use crate::kernel::interaction::Answer;
-use crate::kernel::session::Session;
 use crate::kernel::workflow_def::grants::{GrantTuple, Grants, args_digest};
 use crate::runtime::Extension;
 use crate::runtime::domain::{Approval, InteractionKind, InteractionStatus};
@@ -41,7 +41,7 @@ impl StageAuthority {
     }
 }
 
-impl Session {
+impl ActParts<'_> {
     pub(crate) async fn stage_decide(
         &self,
         stage: &StageAuthority,

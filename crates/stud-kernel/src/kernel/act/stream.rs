@@ -1,6 +1,7 @@
 //! STREAM_RESPONSE: read the provider's stream to its end, publishing what
 //! arrives as it arrives.
 
+use crate::kernel::act::ActParts;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
@@ -12,7 +13,6 @@ use super::send::Started;
 use super::tool_result::clip;
 use crate::kernel::payloads::call_view;
 use crate::kernel::response_limits::TooLarge;
-use crate::kernel::session::Session;
 use crate::kernel::turn_status::{TurnStatus, fail};
 use crate::kernel::usage::{add_usage, usage_event};
 use crate::manifest::Stage;
@@ -27,10 +27,10 @@ pub(crate) async fn stream_response<L: Lane>(
     usage: &mut Usage,
 ) -> Result<Assembled, TurnStatus> {
     lane.boundary("stream-response").await;
-    lane.session().stream_response(started, cancel, usage).await
+    lane.parts().stream_response(started, cancel, usage).await
 }
 
-impl Session {
+impl ActParts<'_> {
     async fn stream_response(
         &self,
         started: Started,

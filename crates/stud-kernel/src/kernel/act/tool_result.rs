@@ -1,6 +1,7 @@
 //! A finished tool call into the result the model sees: events, output
 //! limits and the `tool-call.post` slot.
 
+use crate::kernel::act::ActParts;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -8,7 +9,6 @@ use serde_json::Value;
 use super::run_tool::Ran;
 use crate::kernel::hooks::{SlotStop, TransformFailed};
 use crate::kernel::payloads::{call_view, result_parts_from, result_parts_json, result_text};
-use crate::kernel::session::Session;
 use crate::manifest::{Phase, Stage};
 use crate::runtime::domain::{ResultPart, ToolCall, ToolResult};
 use stud_protocol::events::KernelEvent;
@@ -17,7 +17,7 @@ use stud_protocol::hook_payloads::{ResultView, SlotPayload, ToolCallPost};
 /// Longest tool output copied into an event.
 const EVENT_OUTPUT_CHARS: usize = 4000;
 
-impl Session {
+impl ActParts<'_> {
     pub(crate) async fn tool_result(
         &self,
         call: &ToolCall,

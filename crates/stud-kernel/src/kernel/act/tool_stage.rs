@@ -2,6 +2,7 @@
 //! approved ones concurrently, append the results in call order. In a
 //! stage, a valid call of the completion tool ends the Act.
 
+use crate::kernel::act::ActParts;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,7 +16,6 @@ use super::run_tool::Ran;
 use super::tool_result::error_result;
 use super::{ActSpec, Completion, Lane};
 use crate::kernel::payloads::call_json;
-use crate::kernel::session::Session;
 use crate::kernel::tool_outcome::Delegated;
 use crate::kernel::tools::ToolRunner;
 use crate::kernel::turn_status::TurnStatus;
@@ -32,7 +32,7 @@ pub(crate) async fn tool_call_stage<L: Lane>(
     cancel: &CancellationToken,
 ) -> Result<Option<Value>, TurnStatus> {
     lane.boundary("tool-call").await;
-    let s = lane.session();
+    let s = lane.parts();
     s.bus.publish(KernelEvent::StagePre {
         stage: Stage::ToolCall,
         calls: Some(calls.len() as u64),
@@ -52,7 +52,7 @@ pub(crate) async fn tool_call_stage<L: Lane>(
         content: results.into_iter().map(ContentPart::ToolResult).collect(),
     })
     .await;
-    lane.session().stage_event(Stage::ToolCall, Phase::Post);
+    lane.parts().stage_event(Stage::ToolCall, Phase::Post);
     if cancel.is_cancelled() {
         return Err(TurnStatus::Cancelled);
     }
@@ -61,7 +61,7 @@ pub(crate) async fn tool_call_stage<L: Lane>(
 
 type Runnable = (usize, ToolRunner, ToolCall);
 
-impl Session {
+impl ActParts<'_> {
     async fn decide_and_run(
         &self,
         spec: &ActSpec,

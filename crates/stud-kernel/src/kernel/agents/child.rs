@@ -4,6 +4,7 @@
 //! else: the tools both allow, a mode no looser, no approvals, a share of
 //! the budget, one level less of depth.
 
+use crate::kernel::act::ActParts;
 use std::collections::BTreeSet;
 
 use crate::kernel::agent_catalog::AgentDefinition;
@@ -40,7 +41,7 @@ pub enum SpawnError {
     },
 }
 
-impl Session {
+impl ActParts<'_> {
     /// A child for `def`, answering this session's call `call_id`.
     /// `envelope`: the tools of the stage the call was made in, if any.
     pub(crate) fn spawn_child(
@@ -58,8 +59,8 @@ impl Session {
                 max,
             });
         }
-        let lineage = self.lineage.child(&self.id, call_id, &def.name);
-        let id = self.lineage.next_child_id(&self.id);
+        let lineage = self.lineage.child(self.id, call_id, &def.name);
+        let id = self.lineage.next_child_id(self.id);
         let bus = self.bus.scoped(&lineage.path);
         let model = match &def.model {
             None => self.roster.model.clone(),
@@ -91,7 +92,7 @@ impl Session {
         config.max_cost_usd = budget;
         config.model = Some(model.clone());
         let mut conversation = Conversation::new(bus.clone());
-        conversation.log = self.conversation.log.as_ref().map(|p| Persistence {
+        conversation.log = self.persistence.map(|p| Persistence {
             store: p.store.clone(),
             created_ms: now_ms(),
             project_root: p.project_root.clone(),
@@ -121,7 +122,7 @@ impl Session {
             mcp: Default::default(),
             agents: self.agents.clone(),
             lineage,
-            editor: self.editor.clone(),
+            editor: self.editor.cloned(),
             turn: Default::default(),
             first_request: Default::default(),
         })

@@ -3,6 +3,7 @@
 //! answer becomes the call's result, its failure the call's error result,
 //! and what it spent is rolled up into the parent.
 
+use crate::kernel::act::ActParts;
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
@@ -11,7 +12,6 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::kernel::session::Session;
 use crate::kernel::tool_outcome::{Delegated, Ran};
 use crate::kernel::turn_status::{TurnOutcome, TurnStatus};
 use crate::kernel::usage::{usage_event, usage_json};
@@ -23,7 +23,7 @@ use stud_protocol::events::KernelEvent;
 /// turn, so the future refers to itself.
 type TurnFuture<'a> = Pin<Box<dyn Future<Output = TurnOutcome> + 'a>>;
 
-impl Session {
+impl ActParts<'_> {
     pub(crate) async fn run_task(
         &self,
         call: &ToolCall,
@@ -71,7 +71,7 @@ impl Session {
             path: path.clone(),
             name: name.clone(),
             session_id: child.id.clone(),
-            parent_session_id: self.id.clone(),
+            parent_session_id: self.id.to_string(),
             call_id: call.id.clone(),
             description,
             tools: child

@@ -1,0 +1,95 @@
+//! What an Act's stages, the context providers and the subagents may use
+//! of a session: its parts, borrowed for the Act. Not the conversation
+//! (an Act reaches its transcript only through its [`Lane`](super::Lane)),
+//! not the reloader, the workflow or the steering queue, which belong to
+//! the turn and the workflow around the Act.
+
+use std::sync::Arc;
+
+use crate::kernel::Authority;
+use crate::kernel::agent_catalog::{AgentCatalog, Lineage};
+use crate::kernel::editor_files::EditorRoute;
+use crate::kernel::events::Bus;
+use crate::kernel::first_request::FirstRequest;
+use crate::kernel::interaction::Interactions;
+use crate::kernel::persist::Persistence;
+use crate::kernel::roster::Roster;
+use crate::kernel::session::{Session, SessionConfig};
+use crate::kernel::turn_context::TurnContext;
+use crate::kernel::turn_status::{TurnStatus, fail};
+use crate::kernel::usage::UsageLedger;
+use crate::runtime::domain::{RequestParams, Usage};
+use stud_protocol::events::KernelEvent;
+
+#[derive(Clone, Copy)]
+pub(crate) struct ActParts<'a> {
+    pub id: &'a str,
+    pub roster: &'a Roster,
+    pub bus: &'a Bus,
+    pub config: &'a SessionConfig,
+    pub authority: &'a Authority,
+    pub interactions: &'a Arc<Interactions>,
+    pub agents: &'a Arc<AgentCatalog>,
+    pub lineage: &'a Lineage,
+    pub first_request: &'a FirstRequest,
+    pub editor: Option<&'a EditorRoute>,
+    /// The running turn: its children's spend.
+    pub turn: &'a TurnContext,
+    /// What the session spent so far (budgets, a child's share).
+    pub ledger: &'a UsageLedger,
+    /// Where the session is kept (a child session is kept beside it).
+    pub persistence: Option<&'a Persistence>,
+}
+
+impl Session {
+    /// The parts an Act works with.
+    pub(crate) fn act_parts(&self) -> ActParts<'_> {
+        ActParts {
+            id: &self.id,
+            roster: &self.roster,
+            bus: &self.bus,
+            config: &self.config,
+            authority: &self.authority,
+            interactions: &self.interactions,
+            agents: &self.agents,
+            lineage: &self.lineage,
+            first_request: &self.first_request,
+            editor: self.editor.as_ref(),
+            turn: &self.turn,
+            ledger: &self.ledger,
+            persistence: self.conversation.log.as_ref(),
+        }
+    }
+}
+
+impl ActParts<'_> {
+    /// Model parameters of every request.
+    pub(crate) fn request_params(&self) -> RequestParams {
+        RequestParams {
+            model: self.roster.model.clone(),
+            max_tokens: self.config.max_tokens,
+            temperature: self.config.temperature,
+            thinking: self.config.thinking,
+            cache_hints: self.config.cache_hints,
+        }
+    }
+
+    pub(crate) fn provider_id(&self) -> &str {
+        self.roster.provider_id()
+    }
+
+    /// `budget-exceeded` once the session (with this turn's `usage`) has
+    /// cost its budget.
+    pub(crate) fn check_budget(&self, usage: &Usage) -> Result<(), TurnStatus> {
+        let children = self.turn.children().cost_usd;
+        self.ledger
+            .check_budget(&self.roster.model, usage, children)
+            .map_err(|e| {
+                self.bus.record(KernelEvent::BudgetExceeded {
+                    spent_usd: e.spent,
+                    budget_usd: e.budget,
+                });
+                fail("budget-exceeded", e.to_string())
+            })
+    }
+}
