@@ -30,6 +30,7 @@ mod properties;
 mod providers_e2e;
 mod runtime_faults;
 mod runtime_kinds;
+mod screen_model_e2e;
 mod sessions_e2e;
 mod settings_scope_e2e;
 mod startup_e2e;

@@ -306,6 +306,41 @@ fn esc_stops_a_looping_tool() {
     assert!(!t.contents().contains("never"));
 }
 
+/// A call reads as what it is doing: waiting for the person's approval
+/// (not "running"), done, denied; a long one shows its time after a
+/// second, and Esc shows it cancelled.
+#[test]
+fn a_tool_call_shows_what_it_waits_for() {
+    let write = |content: &str| json!({"text": "", "tool_calls": [call("write", json!({"path": "notes.txt", "content": content}))]});
+    let env = env_with(
+        json!([write("one"), {"text": "wrote one"}, write("two"), {"text": "wrote two"}]),
+        json!({}),
+    );
+    let mut t = start(&env, &[]);
+    t.line("write one");
+    t.wait_for("Allow write", WAIT);
+    let screen = t.wait_for("⎿ waiting for your approval", WAIT);
+    assert!(!screen.contains("running…"), "{screen}");
+    assert!(screen.contains("? waiting for your answer"), "{screen}");
+    t.send(b"1");
+    let screen = t.wait_for("wrote one", WAIT);
+    assert!(!screen.contains("waiting for your approval"), "{screen}");
+    t.line("write two");
+    t.wait_for("Allow write", WAIT);
+    t.send(b"3");
+    t.wait_for("⎿ denied: interaction", WAIT);
+
+    let env = env_with(
+        json!([{"text": "", "tool_calls": [call("bash", json!({"command": "sleep 30"}))]}, {"text": "never"}]),
+        json!({}),
+    );
+    let mut t = start(&env, &["--yolo"]);
+    t.line("sleep");
+    t.wait_for("⎿ running… 1s", WAIT);
+    t.send(ESC);
+    t.wait_for("⎿ cancelled", WAIT);
+}
+
 #[test]
 fn a_follow_up_typed_during_a_turn_runs_after_it() {
     let env = env_with(

@@ -78,6 +78,65 @@ impl Term {
         self.screen.lock().unwrap().screen().contents()
     }
 
+    /// What a person sees, cell by cell: each row's symbols with a
+    /// `«fg bg attrs»` mark where the colours or attributes change, up to
+    /// its last cell that shows anything. A space written and a cell never
+    /// written look the same, so they compare the same.
+    pub fn visible(&self) -> String {
+        let parser = self.screen.lock().unwrap();
+        let screen = parser.screen();
+        let (rows, cols) = screen.size();
+        let mut out = Vec::new();
+        for row in 0..rows {
+            let cells: Vec<(String, String)> = (0..cols)
+                .map(|col| match screen.cell(row, col) {
+                    Some(c) => {
+                        let symbol = if c.has_contents() {
+                            c.contents().to_string()
+                        } else if c.is_wide_continuation() {
+                            String::new()
+                        } else {
+                            " ".to_string()
+                        };
+                        let style = format!(
+                            "{:?} {:?} {}{}{}{}",
+                            c.fgcolor(),
+                            c.bgcolor(),
+                            u8::from(c.bold()),
+                            u8::from(c.italic()),
+                            u8::from(c.underline()),
+                            u8::from(c.inverse())
+                        );
+                        (symbol, style)
+                    }
+                    None => (" ".to_string(), String::new()),
+                })
+                .collect();
+            let plain = format!(
+                "{:?} {:?} 0000",
+                vt100::Color::Default,
+                vt100::Color::Default
+            );
+            let last = cells
+                .iter()
+                .rposition(|(sym, style)| {
+                    sym.trim() != "" || (*style != plain && !style.is_empty())
+                })
+                .map_or(0, |i| i + 1);
+            let mut line = String::new();
+            let mut current = plain.clone();
+            for (sym, style) in &cells[..last] {
+                if !style.is_empty() && *style != current {
+                    line.push_str(&format!("«{style}»"));
+                    current = style.clone();
+                }
+                line.push_str(sym);
+            }
+            out.push(line);
+        }
+        out.join("\n")
+    }
+
     /// The screen once it shows `needle` (or panic with what it shows).
     pub fn wait_for(&self, needle: &str, timeout: Duration) -> String {
         let start = Instant::now();

@@ -231,6 +231,7 @@ async fn screen_session(
         signals: EndSignals::listen(),
         ended_by: None,
         options,
+        carried: None,
     };
     let mut launched = front_door::serve(launched, &mut screen).await?;
     launched.shutdown().await;

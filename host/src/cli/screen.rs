@@ -7,6 +7,7 @@ use stud_protocol::events::{KernelEvent, Level};
 use tokio::sync::mpsc;
 
 use super::signals::EndSignals;
+use crate::kernel::commands::After;
 use crate::kernel::front_door::{Answer, Flow, FrontEnd, SessionSwitch, Submission};
 use crate::kernel::launch::LaunchError;
 use crate::kernel::persist::ResumeTarget;
@@ -19,6 +20,10 @@ pub struct Screen<'a> {
     /// The signal that ended the session, for the exit status (128 + n).
     pub ended_by: Option<i32>,
     pub options: &'a dyn Fn(Option<ResumeTarget>) -> LaunchOptions,
+    /// The answer of a command that switches sessions (`/clear`,
+    /// `/resume`): shown again in the next session, whose UI starts on a
+    /// clean screen.
+    pub carried: Option<String>,
 }
 
 /// A message for the person, in the UI.
@@ -59,8 +64,11 @@ impl FrontEnd for Screen<'_> {
     async fn answered(&mut self, launched: &Launched, answer: Answer) -> Flow {
         match answer {
             Answer::Refused(why) => notify(&launched.bus, Level::Error, why.message().to_string()),
-            // Both reached the UI as events while they ran.
-            Answer::Command { .. } => {}
+            // Both reached the UI as events while they ran; a switching
+            // command's answer is shown again in the next session.
+            Answer::Command { done, .. } => {
+                self.carried = (done.after != After::Continue).then_some(done.text);
+            }
             Answer::Turn(_) if launched.session.budget_spent() => return Flow::Stop,
             Answer::Turn(_) => {}
         }
@@ -80,6 +88,9 @@ impl FrontEnd for Screen<'_> {
             .controls
             .take()
             .unwrap_or_else(|| mpsc::unbounded_channel().1);
+        if let Some(text) = self.carried.take() {
+            notify(&next.bus, Level::Info, text.trim_end().to_string());
+        }
         for w in &next.warnings {
             notify(&next.bus, Level::Warn, w.clone());
         }

@@ -10,7 +10,7 @@ use ratatui::layout::{Constraint, Flex, Layout};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
-use stud_sdk::host::terminal::{self, KeyCode, TermEvent};
+use stud_sdk::host::terminal::{self, KeyCode, KeyModifiers, TermEvent};
 use stud_sdk::wit::stud::extension::interaction::{
     InteractionKind, InteractionRequest, InteractionResponse, InteractionStatus,
 };
@@ -190,6 +190,14 @@ pub fn ask(tui: &mut Tui, request: InteractionRequest) -> InteractionResponse {
     let answer = loop {
         crate::view::draw(tui, stud_sdk::host::now_ms(), Some(&dialog));
         match terminal::read_event(100) {
+            Some(TermEvent::Key(k))
+                if matches!(k.code, KeyCode::Char('l'))
+                    && k.modifiers.contains(KeyModifiers::CTRL) =>
+            {
+                if let Some(t) = tui.term.as_mut() {
+                    let _ = t.clear();
+                }
+            }
             Some(TermEvent::Key(k)) => {
                 if let Some(a) = dialog.key(k.code) {
                     break a;
@@ -204,6 +212,7 @@ pub fn ask(tui: &mut Tui, request: InteractionRequest) -> InteractionResponse {
                 if let Some(t) = tui.term.as_mut() {
                     t.backend_mut().resized(s.cols, s.rows);
                     let _ = t.autoresize();
+                    let _ = t.clear();
                 }
             }
             Some(TermEvent::Tick) | None => {}

@@ -24,7 +24,7 @@ use stud_sdk::{Screen, UiAction};
 use tui_textarea::TextArea;
 
 use backend::HostBackend;
-use transcript::Entry;
+use transcript::{Entry, ToolState};
 
 /// Least time between two frames while text streams (coalescing).
 const FRAME_MS: u64 = 33;
@@ -74,6 +74,10 @@ struct Tui {
     streaming: bool,
     /// Ctrl-C presses since the running turn was asked to stop.
     interrupts: u8,
+    /// A question is open (the turn waits for the person).
+    asking: bool,
+    /// The time of the frame being drawn (ms).
+    now_ms: u64,
 }
 
 impl Tui {
@@ -102,6 +106,7 @@ impl Tui {
         }
         self.dirty = false;
         self.last_frame_ms = now;
+        self.now_ms = now;
         view::draw(self, now, None);
     }
 
@@ -165,6 +170,12 @@ impl Tui {
             }
             KeyCode::Enter if alt => self.input.insert_newline(),
             KeyCode::Char('j') if ctrl => self.input.insert_newline(),
+            // Redraw everything: the screen is cleared and painted anew.
+            KeyCode::Char('l') if ctrl => {
+                if let Some(t) = self.term.as_mut() {
+                    let _ = t.clear();
+                }
+            }
             KeyCode::Enter => {
                 let text = self.input_text();
                 if text.trim().is_empty() {
@@ -307,37 +318,69 @@ impl Ui for Tui {
                 return;
             }
             KernelEvent::ToolProposed {
-                tool, arguments, ..
+                call_id,
+                tool,
+                arguments,
             } => {
                 self.streaming = false;
-                self.entries.push(Entry::tool(&tool, &arguments));
+                self.entries.push(Entry::tool(&call_id, &tool, &arguments));
             }
-            KernelEvent::ToolSucceeded { tool, output, .. } => {
-                set_result(&mut self.entries, &tool, true, transcript::summary(&output));
+            KernelEvent::InteractionRequested { kind, .. } => {
+                // An approval names the tool, not the call: the oldest
+                // call of that tool still being decided is the one asked.
+                if let Some(tool) = kind.get("approve").and_then(Value::as_str) {
+                    let asked = self.entries.iter_mut().find_map(|e| match e {
+                        Entry::Tool { name, state, .. }
+                            if name == tool && *state == ToolState::Proposed =>
+                        {
+                            Some(state)
+                        }
+                        _ => None,
+                    });
+                    if let Some(state) = asked {
+                        *state = ToolState::AwaitingApproval;
+                    }
+                }
             }
+            KernelEvent::ToolStarted { call_id, .. } => set_state(
+                &mut self.entries,
+                &call_id,
+                ToolState::Running {
+                    since_ms: host::now_ms(),
+                },
+            ),
+            KernelEvent::ToolSucceeded {
+                call_id, output, ..
+            } => set_state(
+                &mut self.entries,
+                &call_id,
+                ToolState::Done(transcript::summary(&output)),
+            ),
             KernelEvent::ToolFailed {
-                tool,
+                call_id,
                 code,
                 message,
                 ..
-            } => set_result(
+            } => set_state(
                 &mut self.entries,
-                &tool,
-                false,
-                format!("{code}: {message}"),
+                &call_id,
+                ToolState::Failed(format!("{code}: {message}")),
             ),
-            KernelEvent::ToolCancelled { tool, reason, .. } => set_result(
-                &mut self.entries,
-                &tool,
-                false,
-                format!("cancelled: {reason}"),
-            ),
+            KernelEvent::ToolCancelled {
+                call_id, reason, ..
+            } => set_state(&mut self.entries, &call_id, ToolState::Cancelled(reason)),
             KernelEvent::ApprovalDecided {
+                call_id,
                 decision: Decision::Deny,
                 layer,
                 reason,
                 ..
             } => {
+                set_state(
+                    &mut self.entries,
+                    &call_id,
+                    ToolState::Denied(format!("{layer}: {reason}")),
+                );
                 self.notice(format!("denied by {layer}: {reason}"), Color::Red);
             }
             KernelEvent::AllowlistAdded { entries, file, .. } => self.notice(
@@ -401,17 +444,22 @@ impl Ui for Tui {
     }
 
     fn on_interaction(&mut self, request: InteractionRequest) -> InteractionResponse {
-        dialog::ask(self, request)
+        self.asking = true;
+        let answer = dialog::ask(self, request);
+        self.asking = false;
+        answer
     }
 }
 
-fn set_result(entries: &mut [Entry], tool: &str, ok: bool, summary: String) {
+/// Move the call `id` to `next`, unless it already ended.
+fn set_state(entries: &mut [Entry], id: &str, next: ToolState) {
     for e in entries.iter_mut().rev() {
-        if let Entry::Tool { name, result, .. } = e
-            && name == tool
-            && result.is_none()
+        if let Entry::Tool { call_id, state, .. } = e
+            && call_id == id
         {
-            *result = Some((ok, summary));
+            if state.open() {
+                *state = next;
+            }
             return;
         }
     }

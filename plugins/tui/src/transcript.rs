@@ -18,16 +18,64 @@ pub enum Entry {
     User(String),
     Assistant(String),
     Tool {
+        call_id: String,
         name: String,
         args: String,
         diff: Vec<Line<'static>>,
-        result: Option<(bool, String)>,
+        state: ToolState,
     },
     Notice(String, Color),
 }
 
+/// Where a tool call stands, as the person should read it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolState {
+    /// Proposed; the authority stack is deciding.
+    Proposed,
+    /// A question about it is open: nothing runs until it is answered.
+    AwaitingApproval,
+    /// Running since this time (ms); the elapsed time shows after a second.
+    Running {
+        since_ms: u64,
+    },
+    Done(String),
+    Failed(String),
+    Denied(String),
+    Cancelled(String),
+}
+
+impl ToolState {
+    fn line(&self, now_ms: u64) -> (String, Color) {
+        match self {
+            ToolState::Proposed => ("proposed".into(), Color::DarkGray),
+            ToolState::AwaitingApproval => ("waiting for your approval".into(), Color::Yellow),
+            ToolState::Running { since_ms } => {
+                let secs = now_ms.saturating_sub(*since_ms) / 1000;
+                let text = if secs >= 1 {
+                    format!("running… {secs}s")
+                } else {
+                    "running…".into()
+                };
+                (text, Color::DarkGray)
+            }
+            ToolState::Done(summary) => (summary.clone(), Color::DarkGray),
+            ToolState::Failed(why) => (why.clone(), Color::Red),
+            ToolState::Denied(why) => (format!("denied: {why}"), Color::Red),
+            ToolState::Cancelled(why) => (format!("cancelled: {why}"), Color::Yellow),
+        }
+    }
+
+    /// Whether it can still change.
+    pub fn open(&self) -> bool {
+        matches!(
+            self,
+            ToolState::Proposed | ToolState::AwaitingApproval | ToolState::Running { .. }
+        )
+    }
+}
+
 impl Entry {
-    pub fn tool(name: &str, arguments: &Value) -> Self {
+    pub fn tool(call_id: &str, name: &str, arguments: &Value) -> Self {
         let args = arguments.to_string();
         let diff = match name {
             "edit" => diff_lines(
@@ -65,15 +113,16 @@ impl Entry {
             _ => Vec::new(),
         };
         Entry::Tool {
+            call_id: call_id.to_string(),
             name: name.to_string(),
             args,
             diff,
-            result: None,
+            state: ToolState::Proposed,
         }
     }
 
     /// The entry as lines; `streaming` renders only the tail.
-    pub fn lines(&self, streaming: bool) -> Vec<Line<'static>> {
+    pub fn lines(&self, streaming: bool, now_ms: u64) -> Vec<Line<'static>> {
         match self {
             Entry::User(t) => t
                 .lines()
@@ -109,7 +158,8 @@ impl Entry {
                 name,
                 args,
                 diff,
-                result,
+                state,
+                ..
             } => {
                 let mut out = vec![Line::from(vec![
                     Span::styled("⏺ ", Style::default().fg(Color::Green)),
@@ -120,16 +170,11 @@ impl Entry {
                     ),
                 ])];
                 out.extend(diff.iter().cloned());
-                match result {
-                    None => out.push(Line::from(Span::styled(
-                        "  ⎿ running…",
-                        Style::default().fg(Color::DarkGray),
-                    ))),
-                    Some((ok, summary)) => out.push(Line::from(Span::styled(
-                        format!("  ⎿ {summary}"),
-                        Style::default().fg(if *ok { Color::DarkGray } else { Color::Red }),
-                    ))),
-                }
+                let (text, color) = state.line(now_ms);
+                out.push(Line::from(Span::styled(
+                    format!("  ⎿ {text}"),
+                    Style::default().fg(color),
+                )));
                 out
             }
             Entry::Notice(t, c) => t

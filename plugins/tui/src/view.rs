@@ -79,7 +79,7 @@ fn transcript(f: &mut Frame, tui: &Tui, area: Rect) {
     let mut height = 0usize;
     let last = tui.entries.len().saturating_sub(1);
     for (i, entry) in tui.entries.iter().enumerate().rev() {
-        let mut block = entry.lines(tui.streaming && i == last);
+        let mut block = entry.lines(tui.streaming && i == last, tui.now_ms);
         block.push(Line::default());
         height += block
             .iter()
@@ -101,7 +101,13 @@ fn transcript(f: &mut Frame, tui: &Tui, area: Rect) {
 
 fn activity_line(tui: &Tui, now_ms: u64) -> Line<'static> {
     let mut spans = Vec::new();
-    if let Some(r) = &tui.running {
+    if tui.asking {
+        // The turn waits for the person: no spinner, no clock.
+        spans.push(Span::styled(
+            "? waiting for your answer",
+            Style::default().fg(Color::Yellow),
+        ));
+    } else if let Some(r) = &tui.running {
         let elapsed = now_ms.saturating_sub(r.started_ms);
         let frame = SPINNER[(elapsed / 100) as usize % SPINNER.len()];
         spans.push(Span::styled(

@@ -53,6 +53,10 @@ impl Driver {
     }
 
     async fn run(mut self) {
+        // A UI starts believing the screen is blank (it draws only what
+        // differs from that); after `/clear` or `/resume` the last
+        // session's UI left its frame there. Make the belief true.
+        self.screen.clear();
         if let Err(e) = self.ui.ui_screen_start(self.screen.size()).await {
             self.failed(&e.to_string());
         }
