@@ -145,13 +145,16 @@ fn an_unknown_command_shows_the_error_and_sends_nothing() {
     assert_eq!(count(&evs, "provider.request.started"), 1);
 }
 
+/// A model that writes `notes.txt` twice (`one`, then `two`), saying so
+/// after each.
+fn writes_one_then_two() -> Value {
+    let write = |content: &str| json!({"text": "", "tool_calls": [call("write", json!({"path": "notes.txt", "content": content}))]});
+    json!([write("one"), {"text": "wrote one"}, write("two"), {"text": "wrote two"}])
+}
+
 #[test]
 fn an_approval_answered_for_this_session_is_not_asked_again() {
-    let write = |content: &str| json!({"text": "", "tool_calls": [call("write", json!({"path": "notes.txt", "content": content}))]});
-    let env = env_with(
-        json!([write("one"), {"text": "wrote one"}, write("two"), {"text": "wrote two"}]),
-        json!({}),
-    );
+    let env = env_with(writes_one_then_two(), json!({}));
     let mut t = start(&env, &[]);
     t.line("write one");
     let screen = t.wait_for("Allow for this session", WAIT);
@@ -174,11 +177,7 @@ fn an_approval_answered_for_this_session_is_not_asked_again() {
 
 #[test]
 fn an_approval_allowed_once_is_asked_again() {
-    let write = |content: &str| json!({"text": "", "tool_calls": [call("write", json!({"path": "notes.txt", "content": content}))]});
-    let env = env_with(
-        json!([write("one"), {"text": "wrote one"}, write("two"), {"text": "wrote two"}]),
-        json!({}),
-    );
+    let env = env_with(writes_one_then_two(), json!({}));
     let mut t = start(&env, &[]);
     t.line("write one");
     t.wait_for("Allow once", WAIT);
@@ -311,11 +310,7 @@ fn esc_stops_a_looping_tool() {
 /// second, and Esc shows it cancelled.
 #[test]
 fn a_tool_call_shows_what_it_waits_for() {
-    let write = |content: &str| json!({"text": "", "tool_calls": [call("write", json!({"path": "notes.txt", "content": content}))]});
-    let env = env_with(
-        json!([write("one"), {"text": "wrote one"}, write("two"), {"text": "wrote two"}]),
-        json!({}),
-    );
+    let env = env_with(writes_one_then_two(), json!({}));
     let mut t = start(&env, &[]);
     t.line("write one");
     t.wait_for("Allow write", WAIT);
