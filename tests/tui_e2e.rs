@@ -127,6 +127,20 @@ fn help_lists_every_bundled_command() {
             "{name} missing:\n{screen}"
         );
     }
+    // A description that wraps hangs under its own column, never at the
+    // left edge under the command names.
+    let list: Vec<&str> = screen
+        .lines()
+        .skip_while(|l| !l.starts_with("  /"))
+        .take_while(|l| !l.starts_with("Input:"))
+        .collect();
+    assert!(list.len() > 10, "{screen}");
+    for row in &list {
+        assert!(
+            row.is_empty() || row.starts_with("  /") || row.starts_with("    "),
+            "`{row}` wraps to the left edge:\n{screen}"
+        );
+    }
 }
 
 #[test]

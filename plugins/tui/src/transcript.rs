@@ -121,8 +121,9 @@ impl Entry {
         }
     }
 
-    /// The entry as lines; `streaming` renders only the tail.
-    pub fn lines(&self, streaming: bool, now_ms: u64) -> Vec<Line<'static>> {
+    /// The entry as lines for a transcript `width` cells wide;
+    /// `streaming` renders only the tail.
+    pub fn lines(&self, streaming: bool, now_ms: u64, width: usize) -> Vec<Line<'static>> {
         match self {
             Entry::User(t) => t
                 .lines()
@@ -179,7 +180,8 @@ impl Entry {
             }
             Entry::Notice(t, c) => t
                 .lines()
-                .map(|l| Line::from(Span::styled(l.to_string(), Style::default().fg(*c))))
+                .flat_map(|l| hang_wrap(l, width))
+                .map(|l| Line::from(Span::styled(l, Style::default().fg(*c))))
                 .collect(),
         }
     }
@@ -229,4 +231,77 @@ fn diff_lines(old: &str, new: &str) -> Vec<Line<'static>> {
         )));
     }
     out
+}
+
+/// `line` wrapped to `width` cells, its continuation lines indented under
+/// where its text starts: under the description of a `name  description`
+/// row (a gap of two or more spaces after a label, as `/help` and `/tools`
+/// print), else under the line's own indentation.
+pub fn hang_wrap(line: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let body = line.trim_start();
+    let lead = line.len() - body.len();
+    let hang = hang_column(line).min(width / 2);
+    let first = " ".repeat(lead.min(width / 2));
+    let rest = " ".repeat(hang);
+    let options = textwrap::Options::new(width)
+        .initial_indent(&first)
+        .subsequent_indent(&rest)
+        .break_words(true);
+    let wrapped: Vec<String> = textwrap::wrap(body, options)
+        .into_iter()
+        .map(|l| l.into_owned())
+        .collect();
+    if wrapped.is_empty() {
+        vec![String::new()]
+    } else {
+        wrapped
+    }
+}
+
+/// The column a wrapped `line` continues at.
+fn hang_column(line: &str) -> usize {
+    let body = line.trim_start();
+    let lead = line.len() - body.len();
+    match body.find("  ") {
+        Some(gap) => {
+            let after = &body[gap..];
+            let text = after.trim_start();
+            if text.is_empty() {
+                lead
+            } else {
+                let label = &line[..lead + gap + (after.len() - text.len())];
+                textwrap::core::display_width(label)
+            }
+        }
+        None => lead,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_row_hangs_under_its_description() {
+        let row = "  /provider [PROVIDER]  Show the provider in use and the loaded ones, or switch";
+        let lines = hang_wrap(row, 50);
+        assert_eq!(lines[0], "  /provider [PROVIDER]  Show the provider in use");
+        assert!(
+            lines[1..].iter().all(|l| l.starts_with(&" ".repeat(24))),
+            "{lines:?}"
+        );
+        assert!(
+            lines.iter().all(|l| textwrap::core::display_width(l) <= 50),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn prose_wraps_under_its_indent_and_short_lines_stay() {
+        assert_eq!(hang_wrap("short", 40), vec!["short"]);
+        assert_eq!(hang_wrap("", 40), vec![""]);
+        let lines = hang_wrap("    indented prose that goes on and on", 20);
+        assert!(lines.iter().all(|l| l.starts_with("    ")), "{lines:?}");
+    }
 }

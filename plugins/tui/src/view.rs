@@ -79,7 +79,7 @@ fn transcript(f: &mut Frame, tui: &Tui, area: Rect) {
     let mut height = 0usize;
     let last = tui.entries.len().saturating_sub(1);
     for (i, entry) in tui.entries.iter().enumerate().rev() {
-        let mut block = entry.lines(tui.streaming && i == last, tui.now_ms);
+        let mut block = entry.lines(tui.streaming && i == last, tui.now_ms, width);
         block.push(Line::default());
         height += block
             .iter()
