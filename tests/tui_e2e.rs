@@ -114,6 +114,38 @@ fn bidi_overrides_in_model_text_never_reach_the_screen() {
     );
 }
 
+/// The first-run banner is an entry of the transcript: it shows above the
+/// input box, inside the UI, and scrolls away as the conversation grows.
+#[test]
+fn the_first_run_banner_is_part_of_the_transcript() {
+    let long: Vec<String> = (0..60).map(|n| format!("line {n}")).collect();
+    let env = StudEnv::new();
+    env.file(
+        "script.json",
+        &json!({"turns": [{"text": long.join("\n")}]}).to_string(),
+    );
+    // No provider chosen (so the banner shows), the demo's script replaced.
+    env.settings(json!({"providers": {"scripted": {"script-file": "script.json"}}}));
+    let mut t = Term::spawn(&env, &[], 100, 30);
+    let screen = t.wait_for("no provider is configured", WAIT);
+    let rows: Vec<&str> = screen.lines().collect();
+    let banner = rows
+        .iter()
+        .position(|r| r.contains("no provider is configured"))
+        .unwrap_or(usize::MAX);
+    let input = rows.iter().position(|r| r.starts_with('┌')).unwrap_or(0);
+    assert!(
+        banner < input,
+        "the banner is not in the transcript:\n{screen}"
+    );
+    t.line("a long answer");
+    let screen = t.wait_for("line 59", WAIT);
+    assert!(
+        !screen.contains("no provider is configured"),
+        "the banner stayed on screen while the transcript scrolled:\n{screen}"
+    );
+}
+
 #[test]
 fn help_lists_every_bundled_command() {
     let env = env_with(json!([]), json!({}));
