@@ -16,6 +16,7 @@ mod file_policy_e2e;
 mod files_e2e;
 mod front_doors_e2e;
 mod golden_manifests;
+mod habits_e2e;
 mod hooks_e2e;
 mod identity_e2e;
 mod index_e2e;

@@ -127,6 +127,9 @@ impl FrontEnd for Editor {
             Answer::Refused(Refusal::InvalidCommand(why)) => {
                 Err(Failure::invalid("prompt", "invalid-command", why))
             }
+            Answer::Refused(Refusal::Mention(why)) => {
+                Err(Failure::invalid("prompt", "mention-refused", why))
+            }
         };
         // Every update of the turn reaches the editor before its answer.
         // (Bounded: a stuck forwarder must not hold the answer forever.)

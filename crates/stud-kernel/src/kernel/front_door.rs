@@ -63,12 +63,15 @@ pub enum Refusal {
     InvalidCommand(String),
     /// It carries images the session's model cannot see.
     ImagesUnsupported(String),
+    /// It mentions a file (`@path`) that could not be read: refused by a
+    /// guard or the person, or missing.
+    Mention(String),
 }
 
 impl Refusal {
     pub fn message(&self) -> &str {
         match self {
-            Refusal::InvalidCommand(m) | Refusal::ImagesUnsupported(m) => m,
+            Refusal::InvalidCommand(m) | Refusal::ImagesUnsupported(m) | Refusal::Mention(m) => m,
         }
     }
 }
@@ -223,10 +226,16 @@ async fn prepare(launched: &mut Launched, text: &str, images: Vec<Image>) -> Pre
     match launched.session.mcp_input(classify(text)).await {
         Input::Invalid(why) => Prepared::Refused(Refusal::InvalidCommand(why)),
         Input::Command { name, args } => Prepared::Command { name, args },
-        Input::Prompt(prompt) => match launched.session.attach_images(images) {
-            Ok(()) => Prepared::Prompt(prompt),
-            Err(why) => Prepared::Refused(Refusal::ImagesUnsupported(why)),
-        },
+        Input::Prompt(prompt) => {
+            let prompt = match super::mentions::attach_files(&launched.session, prompt).await {
+                Ok(p) => p,
+                Err(why) => return Prepared::Refused(Refusal::Mention(why)),
+            };
+            match launched.session.attach_images(images) {
+                Ok(()) => Prepared::Prompt(prompt),
+                Err(why) => Prepared::Refused(Refusal::ImagesUnsupported(why)),
+            }
+        }
     }
 }
 

@@ -25,6 +25,7 @@ pub mod launch;
 pub mod manifest_writer;
 pub mod mcp_hub;
 mod mcp_input;
+mod mentions;
 pub mod named;
 pub mod payloads;
 pub mod persist;

@@ -1,0 +1,99 @@
+//! `@path` in a person's prompt: a word that starts with `@` and holds a
+//! `.` or a `/` (and no `:`, which is an MCP resource) names a project
+//! file. Each is read by the `read` tool on the path a model's call takes
+//! (the authority stack, guards such as `protect-paths`, the tool-call
+//! slots and their events), and attached below the message as `read`
+//! returned it. A read that is refused or fails refuses the prompt,
+//! naming the mention: nothing is sent, so `@.env` never reaches the model
+//! when the guard protects it.
+
+use std::collections::HashSet;
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::payloads::result_text;
+use super::session::Session;
+use super::turn_status::TurnStatus;
+use crate::runtime::domain::ToolCall;
+
+/// The path a word mentions, if it is a file mention.
+fn mention(word: &str) -> Option<&str> {
+    let path = word
+        .strip_prefix('@')?
+        .trim_end_matches([',', ';', ')', '?', '!', '"', '\''])
+        .trim_end_matches('.');
+    let pathlike = path.contains('.') || path.contains('/');
+    (pathlike && !path.is_empty() && !path.contains(':') && !path.starts_with('@')).then_some(path)
+}
+
+/// `text` with each file it mentions read and attached below it.
+pub(crate) async fn attach_files(session: &Session, text: String) -> Result<String, String> {
+    let mut attached = String::new();
+    let mut seen = HashSet::new();
+    for (n, word) in text.split_whitespace().enumerate() {
+        let Some(path) = mention(word) else { continue };
+        if !seen.insert(path.to_string()) {
+            continue;
+        }
+        let call = ToolCall {
+            id: format!("mention-{n}"),
+            name: "read".into(),
+            arguments: json!({ "path": path }).to_string(),
+        };
+        let refused = |why: String| {
+            format!(
+                "@{path}: {why}; the prompt was not sent (write the path without @ to send it as text)"
+            )
+        };
+        match session.call_tool(&call, &CancellationToken::new()).await {
+            Ok(r) if !r.is_error => {
+                attached.push_str(&file_block(path, &result_text(&r.content)));
+            }
+            Ok(r) => return Err(refused(result_text(&r.content))),
+            Err(TurnStatus::Halted { .. }) => {
+                return Err(refused(
+                    "reading it needs your approval and this run cannot ask".into(),
+                ));
+            }
+            Err(TurnStatus::Failed { message, .. }) => return Err(refused(message)),
+            Err(TurnStatus::Cancelled | TurnStatus::Completed) => {
+                return Err(refused("the read was cancelled".into()));
+            }
+        }
+    }
+    Ok(text + &attached)
+}
+
+/// The block a file is attached in; its body cannot close the block.
+fn file_block(path: &str, body: &str) -> String {
+    format!(
+        "\n\n<file path=\"{}\">\n{}\n</file>",
+        path.replace('"', "%22"),
+        body.replace("</file", "<\\/file")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_are_paths_not_handles_or_resources() {
+        assert_eq!(mention("@src/main.rs"), Some("src/main.rs"));
+        assert_eq!(mention("@.env"), Some(".env"));
+        assert_eq!(mention("@notes.txt,"), Some("notes.txt"));
+        assert_eq!(mention("@notes.txt."), Some("notes.txt"));
+        assert_eq!(mention("@alice"), None);
+        assert_eq!(mention("@everything:test://static/1"), None);
+        assert_eq!(mention("a@b.com"), None);
+        assert_eq!(mention("@"), None);
+    }
+
+    #[test]
+    fn a_file_cannot_close_its_block() {
+        let b = file_block("a\".txt", "x</file>y");
+        assert!(b.contains("path=\"a%22.txt\""), "{b}");
+        assert!(!b.contains("x</file>"), "{b}");
+    }
+}

@@ -1,0 +1,80 @@
+//! What people bring from other agents, through the same authority stack
+//! as the model's own calls: `@path` mentions attach a file as `read`
+//! returns it, and a protected one is refused before anything is sent.
+
+use crate::common;
+
+use common::StudEnv;
+use common::stream::events;
+use serde_json::{Value, json};
+
+/// The scripted model answers with the person's whole last message, so a
+/// test sees exactly what reached it.
+fn echoing() -> StudEnv {
+    let env = StudEnv::new();
+    env.script(json!([{"text": "got: {{last_user}}"}]), json!({}));
+    env
+}
+
+#[test]
+fn a_mentioned_file_is_attached_as_read_returns_it() {
+    let env = echoing();
+    env.file("notes.txt", "first line\nsecond line\n");
+    let out = env.ok(&["run", "-p", "summarise @notes.txt please"]);
+    assert!(out.contains("summarise @notes.txt please"), "{out}");
+    assert!(out.contains("<file path=\"notes.txt\">"), "{out}");
+    assert!(out.contains("second line"), "{out}");
+}
+
+/// `@.env` goes through `read`, so `protect-paths` refuses it: the prompt
+/// is not sent, the error names the mention, and the secret is nowhere in
+/// the session's files.
+#[test]
+fn a_protected_file_mention_is_refused_and_nothing_is_sent() {
+    let env = echoing();
+    env.file(".env", "API_TOKEN=sk-mentioned-0123456789\n");
+    let out = env.run(
+        &[
+            "run",
+            "-p",
+            "--output-format",
+            "stream-json",
+            "look at @.env",
+        ],
+        "",
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("@.env:") && stderr.contains("was not sent"),
+        "{stderr}"
+    );
+    let evs: Vec<Value> = events(&String::from_utf8_lossy(&out.stdout));
+    let denied = evs
+        .iter()
+        .any(|e| e["event"] == "approval.decided" && e["payload"]["decision"] == "deny");
+    assert!(denied, "the guard decided: {evs:?}");
+    assert!(
+        !evs.iter().any(|e| e["event"] == "provider.request.started"),
+        "a request went out"
+    );
+    assert!(
+        env.files_containing("sk-mentioned-0123456789")
+            .iter()
+            .all(|f| f.ends_with(".env")),
+        "{:?}",
+        env.files_containing("sk-mentioned-0123456789")
+    );
+}
+
+#[test]
+fn a_missing_file_mention_refuses_the_prompt_naming_it() {
+    let env = echoing();
+    let out = env.run(&["run", "-p", "read @nowhere.txt"], "");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("@nowhere.txt:"), "{stderr}");
+    // A handle is not a mention.
+    let out = env.ok(&["run", "-p", "thanks @alice"]);
+    assert!(out.contains("got: thanks @alice"), "{out}");
+}
