@@ -78,3 +78,59 @@ fn a_missing_file_mention_refuses_the_prompt_naming_it() {
     let out = env.ok(&["run", "-p", "thanks @alice"]);
     assert!(out.contains("got: thanks @alice"), "{out}");
 }
+
+/// `!command` goes through `bash` and the authority stack: in the ask
+/// mode the person is asked, and a no leaves everything as it was; a yes
+/// runs it.
+#[test]
+fn a_shell_command_is_asked_in_ask_mode() {
+    let env = echoing();
+    std::fs::create_dir_all(env.project.path().join("victim")).unwrap();
+    env.file("victim/keep.txt", "still here");
+    let out = env.run(&["run", "!rm -rf victim"], "n\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Allow bash") || stderr.contains("Allow bash"),
+        "asked: {stdout}{stderr}"
+    );
+    assert!(
+        stderr.contains("!rm -rf victim did not run") && stderr.contains("declined"),
+        "{stderr}"
+    );
+    assert_eq!(env.read("victim/keep.txt"), "still here");
+    let out = env.run(&["run", "!rm -rf victim"], "y\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!env.project.path().join("victim").exists());
+}
+
+/// What a `!command` printed is shown and goes with the next prompt.
+#[test]
+fn a_shell_commands_output_reaches_the_next_prompt() {
+    let env = echoing();
+    let out = env.run(
+        &["run", "--yolo"],
+        "!echo hello-from-shell\nwhat did it say?\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("hello-from-shell"), "shown: {stdout}");
+    let answer = stdout
+        .split("got: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no answer: {stdout}"));
+    assert!(answer.starts_with("what did it say?"), "{answer}");
+    assert!(
+        answer.contains("<shell-output command=\"echo hello-from-shell\"")
+            && answer.contains("hello-from-shell"),
+        "{answer}"
+    );
+}

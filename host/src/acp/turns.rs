@@ -20,6 +20,7 @@ use super::worker::{Turn, send_update};
 use crate::kernel::commands::After;
 use crate::kernel::front_door::{self, Answer, Flow, FrontEnd, Refusal, SessionSwitch, Submission};
 use crate::kernel::launch::LaunchError;
+use crate::kernel::shell_input::ShellRun;
 use crate::kernel::{Launched, Subscriber, TurnStatus};
 use crate::paths::StudHome;
 
@@ -114,6 +115,18 @@ impl FrontEnd for Editor {
                         "\n({name} ends or switches sessions in a terminal; in an editor, open or close the session there)"
                     ));
                 }
+                send_update(
+                    &self.conn,
+                    &launched.session.id,
+                    json!({"sessionUpdate": "agent_message_chunk", "content": text(&shown)}),
+                );
+                Ok(schema::StopReason::EndTurn)
+            }
+            Answer::Shell { command, run } => {
+                let shown = match run {
+                    ShellRun::Ran { output, .. } => format!("!{command}\n{output}"),
+                    ShellRun::NotRun(why) => format!("!{command} did not run: {why}"),
+                };
                 send_update(
                     &self.conn,
                     &launched.session.id,

@@ -12,6 +12,7 @@ use crate::kernel::commands::{Dispatched, Status};
 use crate::kernel::front_door::{Answer, Flow, FrontEnd, SessionSwitch, Submission};
 use crate::kernel::launch::LaunchError;
 use crate::kernel::persist::ResumeTarget;
+use crate::kernel::shell_input::ShellRun;
 use crate::kernel::{LaunchOptions, Launched, TurnOutcome, launch};
 
 /// Where the console's input and output go, and what it remembers for the
@@ -61,6 +62,16 @@ impl FrontEnd for Console<'_> {
                 self.command_failed = done.status != Status::Ok;
                 show_command(&done);
             }
+            Answer::Shell { command, run } => match run {
+                ShellRun::Ran { output, ok } => {
+                    outln!("{}", output.trim_end());
+                    self.command_failed = !ok;
+                }
+                ShellRun::NotRun(why) => {
+                    errln!("error: !{command} did not run: {why}");
+                    self.command_failed = true;
+                }
+            },
             Answer::Turn(outcome) => {
                 self.last = Some(outcome);
                 if launched.session.budget_spent() {

@@ -12,6 +12,7 @@ use crate::kernel::front_door::{Answer, Flow, FrontEnd, SessionSwitch, Submissio
 use crate::kernel::launch::LaunchError;
 use crate::kernel::persist::ResumeTarget;
 use crate::kernel::screen_ui::Control;
+use crate::kernel::shell_input::ShellRun;
 use crate::kernel::{Bus, LaunchOptions, Launched, launch};
 
 pub struct Screen<'a> {
@@ -69,6 +70,19 @@ impl FrontEnd for Screen<'_> {
             Answer::Command { done, .. } => {
                 self.carried = (done.after != After::Continue).then_some(done.text);
             }
+            // The call showed as a tool entry; this is its output in full.
+            Answer::Shell { command, run } => match run {
+                ShellRun::Ran { output, ok } => notify(
+                    &launched.bus,
+                    if ok { Level::Info } else { Level::Warn },
+                    format!("!{command}\n{}", output.trim_end()),
+                ),
+                ShellRun::NotRun(why) => notify(
+                    &launched.bus,
+                    Level::Error,
+                    format!("!{command} did not run: {why}"),
+                ),
+            },
             Answer::Turn(_) if launched.session.budget_spent() => return Flow::Stop,
             Answer::Turn(_) => {}
         }

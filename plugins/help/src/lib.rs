@@ -3,7 +3,7 @@ use stud_sdk::host::session;
 use stud_sdk::prelude::*;
 
 /// Keys and input rules, shown under the list.
-const KEYS: &str = "Input: a line starting with / runs a command and is never sent to the model; start with // to send text that begins with /. @path (a word with a . or /) attaches that project file as the read tool returns it; a protected or missing one refuses the prompt.
+const KEYS: &str = "Input: a line starting with / runs a command and is never sent to the model; start with // to send text that begins with /. @path (a word with a . or /) attaches that project file as the read tool returns it; a protected or missing one refuses the prompt. !command runs a shell command through bash (asked like any call); its output goes with your next prompt (!! sends text starting with !).
 Keys (full-screen UI): Enter sends; during a turn Enter queues the text as the next turn and Ctrl-S steers the running turn with it (it joins the turn's next request); Esc stops the running turn; Ctrl-C stops the turn (twice: quits) or, idle, clears the input or quits; Alt-Enter or Ctrl-J: new line; Up/Down: history; Tab: complete a command; PageUp/PageDown: scroll; Ctrl-L: redraw the screen; Ctrl-D on an empty input: quit.
 Line console (when input or output is not a terminal, or STUD_UI=line): Enter sends; Ctrl-C stops the turn (twice: quits); Ctrl-D quits.";
 

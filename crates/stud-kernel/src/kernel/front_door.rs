@@ -51,6 +51,12 @@ pub enum Answer {
     Turn(TurnOutcome),
     /// A command ran (or was refused: `done.status` says which).
     Command { name: String, done: Dispatched },
+    /// The person's `!command` ran (its output goes with the next prompt)
+    /// or did not.
+    Shell {
+        command: String,
+        run: super::shell_input::ShellRun,
+    },
     /// Neither could run; nothing was sent to the model.
     Refused(Refusal),
 }
@@ -198,6 +204,18 @@ pub async fn serve<F: FrontEnd>(
                     return Ok(launched);
                 }
             }
+            Prepared::Shell(command) => {
+                let token = CancellationToken::new();
+                front.turn_started(&token);
+                let run = launched.session.run_shell(&command, &token).await;
+                if front
+                    .answered(&launched, Answer::Shell { command, run })
+                    .await
+                    == Flow::Stop
+                {
+                    return Ok(launched);
+                }
+            }
             Prepared::Prompt(prompt) => {
                 let (outcome, quit) =
                     run_turn(&mut launched, front, &prompt, &mut follow_ups).await;
@@ -217,6 +235,7 @@ pub async fn serve<F: FrontEnd>(
 enum Prepared {
     Prompt(String),
     Command { name: String, args: CommandArgs },
+    Shell(String),
     Refused(Refusal),
 }
 
@@ -225,6 +244,7 @@ async fn prepare(launched: &mut Launched, text: &str, images: Vec<Image>) -> Pre
     launched.session.refresh_mcp_tools().await;
     match launched.session.mcp_input(classify(text)).await {
         Input::Invalid(why) => Prepared::Refused(Refusal::InvalidCommand(why)),
+        Input::Shell(command) => Prepared::Shell(command),
         Input::Command { name, args } => Prepared::Command { name, args },
         Input::Prompt(prompt) => {
             let prompt = match super::mentions::attach_files(&launched.session, prompt).await {

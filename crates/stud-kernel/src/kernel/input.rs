@@ -2,7 +2,8 @@
 //! `//text` sends `/text` to the model; a first word with a second `/` in
 //! it is a path (`/etc/hosts: what is this?`), also a prompt. Anything else
 //! starting with `/` is a command and never reaches the model, even when
-//! no command has that name.
+//! no command has that name. `!command` runs a shell command through the
+//! `bash` tool; `!!text` sends `!text` to the model.
 
 use crate::manifest::CommandName;
 use crate::runtime::domain::CommandArgs;
@@ -14,12 +15,23 @@ pub enum Input {
         name: String,
         args: CommandArgs,
     },
+    /// `!command`: a shell command the person runs through `bash`.
+    Shell(String),
     /// Starts like a command but cannot be one; the message says why.
     Invalid(String),
 }
 
 pub fn classify(text: &str) -> Input {
     let trimmed = text.trim_start();
+    if let Some(literal) = trimmed.strip_prefix("!!") {
+        return Input::Prompt(format!("!{literal}"));
+    }
+    if let Some(command) = trimmed.strip_prefix('!') {
+        return match command.trim() {
+            "" => Input::Invalid("`!` runs a shell command: write it after the `!`".into()),
+            c => Input::Shell(c.to_string()),
+        };
+    }
     if let Some(literal) = trimmed.strip_prefix("//") {
         return Input::Prompt(format!("/{literal}"));
     }

@@ -12,9 +12,9 @@ use std::collections::HashSet;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::act::Called;
 use super::payloads::result_text;
 use super::session::Session;
-use super::turn_status::TurnStatus;
 use crate::runtime::domain::ToolCall;
 
 /// The path a word mentions, if it is a file mention.
@@ -46,20 +46,15 @@ pub(crate) async fn attach_files(session: &Session, text: String) -> Result<Stri
                 "@{path}: {why}; the prompt was not sent (write the path without @ to send it as text)"
             )
         };
-        match session.call_tool(&call, &CancellationToken::new()).await {
-            Ok(r) if !r.is_error => {
+        match session
+            .call_for_person(&call, &CancellationToken::new())
+            .await
+        {
+            Called::Ran(r) if !r.is_error => {
                 attached.push_str(&file_block(path, &result_text(&r.content)));
             }
-            Ok(r) => return Err(refused(result_text(&r.content))),
-            Err(TurnStatus::Halted { .. }) => {
-                return Err(refused(
-                    "reading it needs your approval and this run cannot ask".into(),
-                ));
-            }
-            Err(TurnStatus::Failed { message, .. }) => return Err(refused(message)),
-            Err(TurnStatus::Cancelled | TurnStatus::Completed) => {
-                return Err(refused("the read was cancelled".into()));
-            }
+            Called::Ran(r) => return Err(refused(result_text(&r.content))),
+            Called::Refused(why) | Called::NotDecided(why) => return Err(refused(why)),
         }
     }
     Ok(text + &attached)

@@ -40,6 +40,7 @@ pub mod services;
 pub mod session;
 pub mod session_control;
 pub mod session_lock;
+pub mod shell_input;
 pub mod snapshot;
 pub mod steering;
 pub mod subscribers;

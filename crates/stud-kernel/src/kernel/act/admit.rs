@@ -3,6 +3,7 @@
 //! guard hooks. The arguments approved and guarded are the ones that run.
 
 use crate::kernel::act::ActParts;
+use crate::kernel::payloads::result_text;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -41,6 +42,43 @@ impl crate::kernel::session::Session {
     ) -> Result<ToolResult, TurnStatus> {
         self.act_parts().call_tool(call, cancel).await
     }
+
+    /// [`call_tool`](Self::call_tool) for a call the person made (`@path`,
+    /// `!command`): whether it was refused, ran, or could not be decided.
+    pub(crate) async fn call_for_person(
+        &self,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> Called {
+        let parts = self.act_parts();
+        match parts.admit(call, None).await {
+            Admit::Refuse(result) => Called::Refused(result_text(&result.content)),
+            Admit::Halt(_) => {
+                Called::NotDecided("it needs your approval and this run cannot ask".into())
+            }
+            Admit::Run(entry, call) => {
+                let started = Instant::now();
+                match parts.run_admitted(&entry.runner, &call, None, cancel).await {
+                    Delegated::Ran(ran) => {
+                        Called::Ran(parts.tool_result(&call, ran, started).await)
+                    }
+                    Delegated::Halted(_) => {
+                        Called::NotDecided("it needs your approval and this run cannot ask".into())
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a call the person made came to.
+pub(crate) enum Called {
+    /// The authority stack (or a guard) refused it, saying why.
+    Refused(String),
+    /// It needed a decision nobody could make.
+    NotDecided(String),
+    /// It ran (its result may be an error of the tool's own).
+    Ran(ToolResult),
 }
 
 impl ActParts<'_> {

@@ -26,6 +26,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+pub(crate) use admit::Called;
 pub(crate) use lane::{Lane, MainLane, StageLane};
 pub(crate) use parts::ActParts;
 pub(crate) use stage_gate::StageAuthority;
