@@ -146,6 +146,24 @@ fn the_first_run_banner_is_part_of_the_transcript() {
     );
 }
 
+/// A long answer that arrives faster than the screen draws ends on screen
+/// whole: the UI may be spared streamed tokens, but the recorded message
+/// sets the answer's final text.
+#[test]
+fn a_long_fast_answer_ends_on_screen_whole() {
+    let rows: Vec<String> = (0..400)
+        .map(|n| format!("row {n} {}", "text ".repeat(n % 35)))
+        .collect();
+    let env = env_with(json!([{"text": rows.join("\n")}]), json!({}));
+    let mut t = Term::spawn(&env, &[], 200, 60);
+    t.wait_for("/help", WAIT);
+    t.line("go");
+    t.wait_for("row 399", WAIT);
+    idle(&t);
+    let screen = t.contents();
+    assert!(screen.contains("row 399 text"), "{screen}");
+}
+
 #[test]
 fn help_lists_every_bundled_command() {
     let env = env_with(json!([]), json!({}));

@@ -4,7 +4,9 @@
 //! - key press to screen update (median, p99) while a long answer streams;
 //! - a 100,000-token answer through the bus: how long the turn takes with
 //!   the UI drawing it versus headless, and how many events the UI was
-//!   spared (dropped and coalesced) instead of slowing the kernel.
+//!   spared (dropped and coalesced) instead of slowing the kernel;
+//! - on a 200x60 screen full of transcript: a resize until the new frame
+//!   is drawn, and `/clear` until the next session's clean screen shows.
 //!
 //! Run: `cargo bench -p stud --bench tui`.
 
@@ -13,13 +15,14 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use serde_json::{Value, json};
 
 const COLS: u16 = 120;
 const ROWS: u16 = 40;
 
 struct Term {
+    master: Box<dyn MasterPty + Send>,
     writer: Box<dyn Write + Send>,
     screen: Arc<Mutex<vt100::Parser>>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
@@ -27,10 +30,14 @@ struct Term {
 
 impl Term {
     fn spawn(home: &Path, project: &Path, args: &[&str]) -> Term {
+        Term::sized(home, project, args, COLS, ROWS)
+    }
+
+    fn sized(home: &Path, project: &Path, args: &[&str], cols: u16, rows: u16) -> Term {
         let pty = native_pty_system()
             .openpty(PtySize {
-                rows: ROWS,
-                cols: COLS,
+                rows,
+                cols,
                 pixel_width: 0,
                 pixel_height: 0,
             })
@@ -51,10 +58,9 @@ impl Term {
         let child = pty.slave.spawn_command(cmd).expect("spawn stud");
         let mut reader = pty.master.try_clone_reader().expect("reader");
         let writer = pty.master.take_writer().expect("writer");
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(ROWS, COLS, 0)));
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 0)));
         let feed = screen.clone();
         std::thread::spawn(move || {
-            let _keep = pty.master;
             let mut buf = [0u8; 65536];
             while let Ok(n) = reader.read(&mut buf) {
                 if n == 0 {
@@ -64,9 +70,45 @@ impl Term {
             }
         });
         Term {
+            master: pty.master,
             writer,
             screen,
             child,
+        }
+    }
+
+    fn resize(&mut self, cols: u16, rows: u16) {
+        self.screen
+            .lock()
+            .expect("screen")
+            .screen_mut()
+            .set_size(rows, cols);
+        self.master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("resize");
+    }
+
+    /// Wait until the last row shows `needle` (a frame laid out for the
+    /// screen's current size has its status line there).
+    fn wait_for_last_row(&self, needle: &str, timeout: Duration) -> Duration {
+        let start = Instant::now();
+        loop {
+            let last = self
+                .contents()
+                .lines()
+                .last()
+                .map(str::to_string)
+                .unwrap_or_default();
+            if last.contains(needle) {
+                return start.elapsed();
+            }
+            assert!(start.elapsed() < timeout, "no status line at the bottom");
+            std::thread::sleep(Duration::from_micros(200));
         }
     }
 
@@ -218,6 +260,67 @@ fn stream_100k() {
     );
 }
 
+/// A 200x60 screen full of transcript: resizes (one row less, then back)
+/// until the new frame is drawn, and `/clear` until the next session's
+/// clean screen shows its notice with the old transcript gone.
+fn redraw_200x60() {
+    let rows: Vec<String> = (0..200)
+        .map(|n| format!("row {n} {}", "text ".repeat(n % 35)))
+        .collect();
+    let (home, project) = setup(json!([]));
+    // Whole lines at a time: this measures redraws, not streaming.
+    std::fs::write(
+        project.path().join("script.json"),
+        json!({"turns": [{"text": rows.join("\n")}]}).to_string(),
+    )
+    .expect("script");
+    let mut t = Term::sized(home.path(), project.path(), &[], 200, 60);
+    t.wait_for("/help", Duration::from_secs(60));
+    let mut resizes = Vec::new();
+    let mut clears = Vec::new();
+    for _ in 0..5 {
+        t.send(b"go\r");
+        t.wait_for("row 199", Duration::from_secs(60));
+        while t.contents().contains("working") {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for height in [59u16, 60, 59, 60] {
+            let start = Instant::now();
+            t.resize(200, height);
+            t.wait_for_last_row("scripted/", Duration::from_secs(10));
+            resizes.push(start.elapsed());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let start = Instant::now();
+        t.send(b"/clear\r");
+        loop {
+            let now = t.contents();
+            if now.contains("a new, empty session") && !now.contains("row 199") {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "/clear never showed"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        clears.push(start.elapsed());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    resizes.sort();
+    clears.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "tui: 200x60 full screen: resize to new frame median {:.2} ms, p99 {:.2} ms ({} resizes); /clear to the next session's clean screen median {:.2} ms, max {:.2} ms ({} clears)",
+        ms(percentile(&resizes, 0.5)),
+        ms(percentile(&resizes, 0.99)),
+        resizes.len(),
+        ms(percentile(&clears, 0.5)),
+        ms(percentile(&clears, 1.0)),
+        clears.len()
+    );
+}
+
 fn main() {
     let only = std::env::var("STUD_BENCH_ONLY").unwrap_or_default();
     if only.is_empty() || only == "keys" {
@@ -225,5 +328,8 @@ fn main() {
     }
     if only.is_empty() || only == "stream" {
         stream_100k();
+    }
+    if only.is_empty() || only == "redraw" {
+        redraw_200x60();
     }
 }

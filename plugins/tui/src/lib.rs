@@ -317,6 +317,36 @@ impl Ui for Tui {
                 self.render(false);
                 return;
             }
+            // The message as recorded (never dropped, unlike the tokens
+            // the bus may drop for a UI that falls behind): the answer on
+            // screen becomes exactly what the model said.
+            KernelEvent::MessageAppended {
+                role,
+                content,
+                execution_id: None,
+            } if role == "assistant" => {
+                let text: String = content
+                    .iter()
+                    .filter(|p| p["type"] == "text")
+                    .filter_map(|p| p["text"].as_str())
+                    .collect();
+                self.streaming = false;
+                if !text.is_empty() {
+                    let answer = self
+                        .entries
+                        .iter_mut()
+                        .rev()
+                        .take_while(|e| !matches!(e, Entry::User(_)))
+                        .find_map(|e| match e {
+                            Entry::Assistant(t) => Some(t),
+                            _ => None,
+                        });
+                    match answer {
+                        Some(t) => *t = text,
+                        None => self.entries.push(Entry::Assistant(text)),
+                    }
+                }
+            }
             KernelEvent::ToolProposed {
                 call_id,
                 tool,
