@@ -289,6 +289,13 @@ async fn a_tools_pool_runs_calls_at_once_and_stops_them_one_by_one() {
     let rt = runtime();
     let hostile = Arc::new(load_fixture(&rt, "hostile", None, None).expect("hostile loads"));
     assert_eq!(hostile.pool_size(), 4, "a tool's default pool");
+    // A manifest cannot multiply its memory by asking for a pool: eight
+    // instances of 4096 MiB are one.
+    let greedy = std::fs::read_to_string(common::fixture_dir("hostile").join("extension.toml"))
+        .unwrap()
+        .replace("memory-mib = 32", "memory-mib = 4096\ninstances = 8");
+    let greedy = load_fixture(&rt, "hostile", Some(&greedy), None).expect("loads");
+    assert_eq!(greedy.pool_size(), 1);
 
     let spinning = tokio::spawn({
         let h = hostile.clone();

@@ -37,6 +37,14 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// How many instances the pool holds: `instances`, but never more
+    /// than fit in the one-instance memory ceiling together, so a pool
+    /// cannot take more memory than the largest single instance may.
+    pub fn pool_size(&self) -> u32 {
+        let fit = MEMORY_MIB_RANGE.end() / self.memory_mib.max(1);
+        self.instances.min(fit).max(1)
+    }
+
     /// What an extension of `kind` gets without a `[limits]` table.
     pub fn default_for(kind: Kind) -> Self {
         Self {
@@ -118,5 +126,23 @@ fn bounded(
             p.push(fields.path(key), format!("{value} is out of range; write a whole number of {unit} from {lo} to {hi}, e.g. {example}"));
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_never_takes_more_memory_than_one_instance_may() {
+        let mut l = Limits::default_for(Kind::Tool);
+        assert_eq!(l.pool_size(), DEFAULT_TOOL_INSTANCES);
+        l.instances = 8;
+        l.memory_mib = 4096;
+        assert_eq!(l.pool_size(), 1);
+        l.memory_mib = 1024;
+        assert_eq!(l.pool_size(), 4);
+        l.memory_mib = 1;
+        assert_eq!(l.pool_size(), 8);
     }
 }

@@ -255,7 +255,7 @@ impl Extension {
         code: LazyCode,
     ) -> Self {
         let known = std::sync::OnceLock::new();
-        let lanes = (0..manifest.limits.instances.max(1))
+        let lanes = (0..manifest.limits.pool_size())
             .map(|_| Lane::default())
             .collect();
         if let Some(info) = info {
