@@ -134,3 +134,24 @@ fn a_shell_commands_output_reaches_the_next_prompt() {
         "{answer}"
     );
 }
+
+/// A mention cannot reach outside the project: `read`'s sandbox refuses
+/// a path that climbs out or is absolute, and the prompt is not sent.
+#[test]
+fn a_mention_outside_the_project_is_refused() {
+    let env = echoing();
+    let secret = env.home.path().join("outside.txt");
+    std::fs::write(&secret, "sk-outside-0123456789").unwrap();
+    let home_name = env.home.path().file_name().unwrap().to_string_lossy();
+    for mention in [
+        format!("@../{home_name}/outside.txt"),
+        format!("@{}", secret.display()),
+    ] {
+        let out = env.run(&["run", "-p", &format!("read {mention}")], "");
+        assert!(!out.status.success(), "{mention} was read");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("was not sent"), "{mention}: {stderr}");
+    }
+    let hits = env.files_containing("sk-outside-0123456789");
+    assert_eq!(hits.len(), 1, "{hits:?}");
+}

@@ -300,37 +300,27 @@ fn meet(me: &str, other: &str) -> String {
 /// instances of it (the extension's pool).
 #[test]
 fn calls_to_one_tool_and_to_two_tools_run_at_once() {
-    let env = StudEnv::new();
     let bash = |id: &str, command: String| json!({"id": id, "name": "bash", "arguments": {"command": command}});
-    env.script(
-        json!([
-            {"text": "", "tool_calls": [bash("c1", meet("a", "b")), bash("c2", meet("b", "a"))]},
-            {"text": "{{tool_results}}"}
-        ]),
-        json!({}),
-    );
-    let out = env.run(
-        &["run", "-p", "--yolo", "--output-format", "json", "meet"],
-        "",
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let (_, result) = events(&out);
-    let answer = result["result"].as_str().unwrap_or_default();
+    let answer = answer_to(json!([
+        bash("c1", meet("a", "b")),
+        bash("c2", meet("b", "a"))
+    ]));
     assert!(
         answer.contains("a-met") && answer.contains("b-met"),
         "one tool: {answer}"
     );
-
     // Two tools: bash (asked first) waits for the file `write` makes.
+    let write = json!({"id": "c2", "name": "write", "arguments": {"path": "b", "content": "b"}});
+    let answer = answer_to(json!([bash("c1", meet("a", "b")), write]));
+    assert!(answer.contains("a-met"), "two tools: {answer}");
+}
+
+/// A `--yolo` headless run in a fresh project whose model makes `calls`
+/// in one response, then answers with their results.
+fn answer_to(calls: Value) -> String {
     let env = StudEnv::new();
     env.script(
-        json!([
-            {"text": "", "tool_calls": [
-                bash("c1", meet("a", "b")),
-                {"id": "c2", "name": "write", "arguments": {"path": "b", "content": "b"}}
-            ]},
-            {"text": "{{tool_results}}"}
-        ]),
+        json!([{"text": "", "tool_calls": calls}, {"text": "{{tool_results}}"}]),
         json!({}),
     );
     let out = env.run(
@@ -339,8 +329,7 @@ fn calls_to_one_tool_and_to_two_tools_run_at_once() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let (_, result) = events(&out);
-    let answer = result["result"].as_str().unwrap_or_default();
-    assert!(answer.contains("a-met"), "two tools: {answer}");
+    result["result"].as_str().unwrap_or_default().to_string()
 }
 
 /// Edits of one file in one response take turns (the `edit` tool keeps

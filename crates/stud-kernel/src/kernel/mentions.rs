@@ -12,10 +12,9 @@ use std::collections::HashSet;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::act::Called;
+use super::act::{Called, NO_ONE_TO_ASK};
 use super::payloads::result_text;
 use super::session::Session;
-use crate::runtime::domain::ToolCall;
 
 /// The path a word mentions, if it is a file mention.
 fn mention(word: &str) -> Option<&str> {
@@ -31,30 +30,26 @@ fn mention(word: &str) -> Option<&str> {
 pub(crate) async fn attach_files(session: &Session, text: String) -> Result<String, String> {
     let mut attached = String::new();
     let mut seen = HashSet::new();
-    for (n, word) in text.split_whitespace().enumerate() {
+    for word in text.split_whitespace() {
         let Some(path) = mention(word) else { continue };
         if !seen.insert(path.to_string()) {
             continue;
         }
-        let call = ToolCall {
-            id: format!("mention-{n}"),
-            name: "read".into(),
-            arguments: json!({ "path": path }).to_string(),
-        };
         let refused = |why: String| {
             format!(
                 "@{path}: {why}; the prompt was not sent (write the path without @ to send it as text)"
             )
         };
+        let arguments = json!({ "path": path }).to_string();
         match session
-            .call_for_person(&call, &CancellationToken::new())
+            .call_for_person("mention", "read", arguments, &CancellationToken::new())
             .await
         {
             Called::Ran(r) if !r.is_error => {
                 attached.push_str(&file_block(path, &result_text(&r.content)));
             }
-            Called::Ran(r) => return Err(refused(result_text(&r.content))),
-            Called::Refused(why) | Called::NotDecided(why) => return Err(refused(why)),
+            Called::Ran(r) | Called::Refused(r) => return Err(refused(result_text(&r.content))),
+            Called::Halted(_) => return Err(refused(NO_ONE_TO_ASK.into())),
         }
     }
     Ok(text + &attached)

@@ -6,10 +6,9 @@
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::act::Called;
+use super::act::{Called, NO_ONE_TO_ASK};
 use super::payloads::result_text;
 use super::session::Session;
-use crate::runtime::domain::ToolCall;
 
 /// Most characters of a command's output carried into the next prompt.
 const NOTE_CHARS: usize = 16 * 1024;
@@ -27,17 +26,17 @@ impl Session {
     /// Run the person's `command` through `bash`; what it printed goes
     /// with the next prompt.
     pub async fn run_shell(&mut self, command: &str, cancel: &CancellationToken) -> ShellRun {
-        let call = ToolCall {
-            id: format!("shell-{}", self.ledger.turns),
-            name: "bash".into(),
-            arguments: json!({ "command": command }).to_string(),
-        };
-        let run = match self.call_for_person(&call, cancel).await {
+        let arguments = json!({ "command": command }).to_string();
+        let run = match self
+            .call_for_person("shell", "bash", arguments, cancel)
+            .await
+        {
             Called::Ran(r) => ShellRun::Ran {
                 output: result_text(&r.content),
                 ok: !r.is_error,
             },
-            Called::Refused(why) | Called::NotDecided(why) => ShellRun::NotRun(why),
+            Called::Refused(r) => ShellRun::NotRun(result_text(&r.content)),
+            Called::Halted(_) => ShellRun::NotRun(NO_ONE_TO_ASK.into()),
         };
         if let ShellRun::Ran { output, .. } = &run {
             let mut shown: String = output.chars().take(NOTE_CHARS).collect();

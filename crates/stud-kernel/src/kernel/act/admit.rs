@@ -3,7 +3,6 @@
 //! guard hooks. The arguments approved and guarded are the ones that run.
 
 use crate::kernel::act::ActParts;
-use crate::kernel::payloads::result_text;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -33,50 +32,45 @@ pub(crate) enum Admit<'a> {
 
 impl crate::kernel::session::Session {
     /// One tool call through the same path a turn uses, without touching
-    /// the history (see [`ActParts::call_tool`]). For commands and
-    /// benchmarks.
+    /// the history (see [`ActParts::call`]). For commands and benchmarks:
+    /// a refusal is the error result the model would see.
     pub async fn call_tool(
         &self,
         call: &ToolCall,
         cancel: &CancellationToken,
     ) -> Result<ToolResult, TurnStatus> {
-        self.act_parts().call_tool(call, cancel).await
+        match self.act_parts().call(call, cancel).await {
+            Called::Refused(result) | Called::Ran(result) => Ok(result),
+            Called::Halted(status) => Err(status),
+        }
     }
 
-    /// [`call_tool`](Self::call_tool) for a call the person made (`@path`,
-    /// `!command`): whether it was refused, ran, or could not be decided.
+    /// [`ActParts::call`] for a call the person made (`@path`,
+    /// `!command`), with an id no other call has.
     pub(crate) async fn call_for_person(
         &self,
-        call: &ToolCall,
+        kind: &str,
+        tool: &str,
+        arguments: String,
         cancel: &CancellationToken,
     ) -> Called {
-        let parts = self.act_parts();
-        match parts.admit(call, None).await {
-            Admit::Refuse(result) => Called::Refused(result_text(&result.content)),
-            Admit::Halt(_) => {
-                Called::NotDecided("it needs your approval and this run cannot ask".into())
-            }
-            Admit::Run(entry, call) => {
-                let started = Instant::now();
-                match parts.run_admitted(&entry.runner, &call, None, cancel).await {
-                    Delegated::Ran(ran) => {
-                        Called::Ran(parts.tool_result(&call, ran, started).await)
-                    }
-                    Delegated::Halted(_) => {
-                        Called::NotDecided("it needs your approval and this run cannot ask".into())
-                    }
-                }
-            }
-        }
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let call = ToolCall {
+            id: format!("{kind}-{}-{n}", self.id),
+            name: tool.into(),
+            arguments,
+        };
+        self.act_parts().call(&call, cancel).await
     }
 }
 
-/// What a call the person made came to.
+/// What a call outside a turn came to.
 pub(crate) enum Called {
-    /// The authority stack (or a guard) refused it, saying why.
-    Refused(String),
-    /// It needed a decision nobody could make.
-    NotDecided(String),
+    /// The authority stack (or a guard) refused it; the result says why.
+    Refused(ToolResult),
+    /// It needed a decision nobody could make (a headless run).
+    Halted(TurnStatus),
     /// It ran (its result may be an error of the tool's own).
     Ran(ToolResult),
 }
@@ -84,25 +78,20 @@ pub(crate) enum Called {
 impl ActParts<'_> {
     /// One tool call through the same path a turn uses (lookup, schema,
     /// authority stack, `tool-call.pre`, run, `tool-call.post`), without
-    /// touching the history. For commands and benchmarks.
-    pub(crate) async fn call_tool(
-        &self,
-        call: &ToolCall,
-        cancel: &CancellationToken,
-    ) -> Result<ToolResult, TurnStatus> {
+    /// touching the history.
+    pub(crate) async fn call(&self, call: &ToolCall, cancel: &CancellationToken) -> Called {
         match self.admit(call, None).await {
-            Admit::Refuse(result) => Ok(result),
-            Admit::Halt(key) => Err(TurnStatus::Halted {
+            Admit::Refuse(result) => Called::Refused(result),
+            Admit::Halt(key) => Called::Halted(TurnStatus::Halted {
                 tool: call.name.clone(),
                 key,
             }),
             Admit::Run(entry, call) => {
                 let started = Instant::now();
-                let ran = match self.run_admitted(&entry.runner, &call, None, cancel).await {
-                    Delegated::Ran(ran) => ran,
-                    Delegated::Halted(halt) => return Err(halt),
-                };
-                Ok(self.tool_result(&call, ran, started).await)
+                match self.run_admitted(&entry.runner, &call, None, cancel).await {
+                    Delegated::Ran(ran) => Called::Ran(self.tool_result(&call, ran, started).await),
+                    Delegated::Halted(halt) => Called::Halted(halt),
+                }
             }
         }
     }

@@ -27,6 +27,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 pub(crate) use admit::Called;
+
+/// Why a call the person made did not run in a headless run.
+pub(crate) const NO_ONE_TO_ASK: &str = "it needs your approval and this run cannot ask";
 pub(crate) use lane::{Lane, MainLane, StageLane};
 pub(crate) use parts::ActParts;
 pub(crate) use stage_gate::StageAuthority;

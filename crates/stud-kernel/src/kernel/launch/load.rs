@@ -33,8 +33,13 @@ pub(super) struct Loaded {
 impl Loaded {
     /// Whether the set keeps an extension.
     pub fn keeps(&self, m: &Manifest, scope: Scope) -> bool {
-        self.set.as_ref().is_none_or(|s| s.keeps(m, scope))
+        kept(self.set.as_ref(), m, scope)
     }
+}
+
+/// Whether `set` (none: everything) keeps an extension.
+fn kept(set: Option<&ExtensionSet>, m: &Manifest, scope: Scope) -> bool {
+    set.is_none_or(|s| s.keeps(m, scope))
 }
 
 pub(super) async fn load(
@@ -99,7 +104,7 @@ pub(super) async fn load(
         .chosen_set
         .clone()
         .or_else(|| resumed.as_ref().and_then(|r| r.extension_set.clone()));
-    let keeps = |m: &Manifest, scope: Scope| set.as_ref().is_none_or(|s| s.keeps(m, scope));
+    let keeps = |m: &Manifest, scope: Scope| kept(set.as_ref(), m, scope);
     let exts: Vec<Arc<Extension>> = all
         .into_iter()
         .filter(|e| keeps(&e.manifest, e.scope))
