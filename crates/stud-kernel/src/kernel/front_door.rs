@@ -248,7 +248,7 @@ async fn prepare(launched: &mut Launched, text: &str, images: Vec<Image>) -> Pre
         Input::Command { name, args } => Prepared::Command { name, args },
         Input::Prompt(prompt) => {
             let prompt = match super::mentions::attach_files(&launched.session, prompt).await {
-                Ok(p) => p,
+                Ok(p) => launched.session.with_shell_notes(p),
                 Err(why) => return Prepared::Refused(Refusal::Mention(why)),
             };
             match launched.session.attach_images(images) {

@@ -51,4 +51,13 @@ impl Session {
         }
         run
     }
+
+    /// `prompt` with what the person's `!command`s printed since the last
+    /// prompt below it. Taken when the prompt is made ready, so a plain
+    /// turn and a workflow's task both carry it.
+    pub(crate) fn with_shell_notes(&mut self, prompt: String) -> String {
+        std::mem::take(&mut self.turn.shell_notes)
+            .into_iter()
+            .fold(prompt, |p, note| p + "\n\n" + &note)
+    }
 }

@@ -165,8 +165,6 @@ impl Session {
             .and_then(hook_payloads::Input::from_value)
             .map_or(text, |i| i.input);
         let images = std::mem::take(&mut self.turn.images);
-        let notes = std::mem::take(&mut self.turn.shell_notes);
-        let text = notes.into_iter().fold(text, |t, n| t + "\n\n" + &n);
         let content = std::iter::once(ContentPart::Text(text))
             .chain(images.into_iter().map(ContentPart::Image))
             .collect();

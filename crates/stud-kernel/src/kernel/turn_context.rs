@@ -15,8 +15,8 @@ use crate::runtime::domain::{Image, Usage};
 pub struct TurnContext {
     /// Images that go with the turn's input.
     pub(crate) images: Vec<Image>,
-    /// What the person's `!command`s printed since the last turn: added
-    /// to the next input so the model sees it.
+    /// What the person's `!command`s printed since the last prompt: added
+    /// to the next prompt when it is made ready (`with_shell_notes`).
     pub(crate) shell_notes: Vec<String>,
     /// What the turn's children spent: charged to the session when the
     /// turn closes, counted by its budget before then. Behind a lock
