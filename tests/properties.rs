@@ -230,7 +230,14 @@ proptest! {
 /// approved by the entry (and so run through `sh` by the property).
 #[test]
 fn the_oracle_runs_often() {
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(128));
+    // A fixed seed: the share of approved lines is a property of the
+    // generator, and a random draw of 128 fell under the bar once in CI.
+    let mut runner = proptest::test_runner::TestRunner::new_with_rng(
+        ProptestConfig::with_cases(512),
+        proptest::test_runner::TestRng::deterministic_rng(
+            proptest::test_runner::RngAlgorithm::ChaCha,
+        ),
+    );
     let hits = std::cell::Cell::new(0);
     runner
         .run(&line(), |l| {
@@ -240,9 +247,10 @@ fn the_oracle_runs_often() {
             Ok(())
         })
         .expect("runs");
+    eprintln!("{} of 512 lines approved", hits.get());
     assert!(
-        hits.get() >= 10,
-        "only {} of 128 lines approved",
+        hits.get() >= 40,
+        "only {} of 512 lines approved",
         hits.get()
     );
     // And the oracle sees what it must.
