@@ -31,6 +31,7 @@ mod properties;
 mod providers_e2e;
 mod runtime_faults;
 mod runtime_kinds;
+mod screen_habits_e2e;
 mod screen_model_e2e;
 mod sessions_e2e;
 mod settings_scope_e2e;

@@ -219,6 +219,24 @@ pub mod terminal {
     pub fn read_event(timeout_ms: u32) -> Option<TermEvent> {
         terminal::read_event(timeout_ms)
     }
+    /// `@` completion (contract 0.1.3): project entries in the folder
+    /// `prefix` names that start with its last part (folders end in `/`),
+    /// else files anywhere whose name contains a bare word; `.gitignore`
+    /// respected, never outside the project. Empty for a non-interactor.
+    pub fn complete_path(prefix: &str, limit: u32) -> Vec<String> {
+        terminal::complete_path(prefix, limit)
+    }
+    /// What the person typed in this project, earlier sessions included,
+    /// oldest first (contract 0.1.3). The host records what a full-screen
+    /// UI submits or steers with.
+    pub fn input_history() -> Vec<String> {
+        terminal::input_history()
+    }
+    /// Let the person edit `text` in their own editor (contract 0.1.3);
+    /// the screen is theirs meanwhile, so redraw everything after.
+    pub fn edit_text(text: &str) -> Result<String, String> {
+        terminal::edit_text(text)
+    }
 }
 
 /// The running session, for command extensions (contract 0.1.1). Reads

@@ -13,11 +13,25 @@ pub struct Term {
     master: Box<dyn MasterPty + Send>,
     writer: Box<dyn Write + Send>,
     screen: Arc<Mutex<vt100::Parser>>,
+    /// Every byte the program wrote, for what the emulator does not keep
+    /// (the bell, OSC notifications and clipboard writes).
+    raw: Arc<Mutex<Vec<u8>>>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
 }
 
 impl Term {
     pub fn spawn(env: &StudEnv, args: &[&str], cols: u16, rows: u16) -> Term {
+        Term::spawn_with(env, args, cols, rows, &[])
+    }
+
+    /// As [`Term::spawn`], with these variables set for the program.
+    pub fn spawn_with(
+        env: &StudEnv,
+        args: &[&str],
+        cols: u16,
+        rows: u16,
+        vars: &[(&str, &str)],
+    ) -> Term {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -40,17 +54,23 @@ impl Term {
         ] {
             cmd.env_remove(var);
         }
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
         let child = pty.slave.spawn_command(cmd).expect("start stud on the pty");
         let mut reader = pty.master.try_clone_reader().expect("pty reader");
         let writer = pty.master.take_writer().expect("pty writer");
         let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 0)));
         let feed = screen.clone();
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let keep = raw.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             while let Ok(n) = reader.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
+                keep.lock().unwrap().extend_from_slice(&buf[..n]);
                 feed.lock().unwrap().process(&buf[..n]);
             }
         });
@@ -58,6 +78,7 @@ impl Term {
             master: pty.master,
             writer,
             screen,
+            raw,
             child,
         }
     }
@@ -72,6 +93,23 @@ impl Term {
         self.send(text.as_bytes());
         std::thread::sleep(Duration::from_millis(50));
         self.send(b"\r");
+    }
+
+    /// Everything the program wrote so far, as bytes.
+    pub fn raw(&self) -> Vec<u8> {
+        self.raw.lock().unwrap().clone()
+    }
+
+    /// Wait until the program has written `bytes` (anywhere in its output).
+    pub fn wait_raw(&self, bytes: &[u8], timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if self.raw().windows(bytes.len()).any(|w| w == bytes) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
     }
 
     pub fn contents(&self) -> String {

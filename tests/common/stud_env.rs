@@ -256,7 +256,11 @@ impl StudEnv {
 
     /// Write a file in the project.
     pub fn file(&self, name: &str, text: &str) {
-        std::fs::write(self.project.path().join(name), text).expect("write project file");
+        let path = self.project.path().join(name);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).expect("make the file's folder");
+        }
+        std::fs::write(path, text).expect("write project file");
     }
 
     /// Read a file of the project.

@@ -4,11 +4,12 @@
 use semver::{Version, VersionReq};
 
 /// The `stud:extension` WIT package version the host's bindings are
-/// generated from (`wit/since_v0.1.2`). 0.1.1 added the `session` import
-/// for commands, 0.1.2 the `files` import for tools; older components link
-/// against it unchanged (wasmtime matches `@0.1.0` and `@0.1.1` names to
-/// `@0.1.2` definitions).
-pub const HOST_CONTRACT: Version = Version::new(0, 1, 2);
+/// generated from (`wit/since_v0.1.3`). 0.1.1 added the `session` import
+/// for commands, 0.1.2 the `files` import for tools, 0.1.3 path completion,
+/// input history and the editor to `terminal`; older components link
+/// against it unchanged (wasmtime matches `@0.1.0` to `@0.1.2` names to
+/// `@0.1.3` definitions).
+pub const HOST_CONTRACT: Version = Version::new(0, 1, 3);
 
 /// The WIT package whose interfaces extensions import and export.
 pub const PACKAGE: &str = "stud:extension";
@@ -21,7 +22,7 @@ pub fn supported() -> VersionReq {
     VersionReq::parse(&format!(">=0.1.0, <={HOST_CONTRACT}")).expect("static version range")
 }
 
-/// The supported range for people: `0.1.0 to 0.1.2`.
+/// The supported range for people: `0.1.0 to 0.1.3`.
 pub fn supported_text() -> String {
     format!("0.1.0 to {HOST_CONTRACT}")
 }
@@ -48,7 +49,8 @@ mod tests {
             "0.1.0 components keep loading"
         );
         assert!(is_supported(&Version::new(0, 1, 1)));
-        assert!(!is_supported(&Version::new(0, 1, 3)));
+        assert!(is_supported(&Version::new(0, 1, 2)));
+        assert!(!is_supported(&Version::new(0, 1, 4)));
         assert!(!is_supported(&Version::new(0, 2, 0)));
         assert!(!is_supported(&Version::new(1, 0, 0)));
     }

@@ -10,7 +10,9 @@
 
 mod backend;
 mod dialog;
+mod history_search;
 mod markdown;
+mod mention_completion;
 mod transcript;
 mod view;
 
@@ -24,6 +26,7 @@ use stud_sdk::{Screen, UiAction};
 use tui_textarea::TextArea;
 
 use backend::HostBackend;
+use history_search::Search;
 use transcript::{Entry, ToolState};
 
 /// Least time between two frames while text streams (coalescing).
@@ -78,6 +81,10 @@ struct Tui {
     asking: bool,
     /// The time of the frame being drawn (ms).
     now_ms: u64,
+    /// Paths an `@` completion left to choose from, listed under the input.
+    path_choices: Vec<String>,
+    /// An open Ctrl-R search.
+    search: Option<Search>,
 }
 
 impl Tui {
@@ -140,9 +147,59 @@ impl Tui {
         self.set_input(&text);
     }
 
+    /// A key while a Ctrl-R search is open; `false` when it ends the
+    /// search and is to be handled as usual.
+    fn search_key(&mut self, k: &Key) -> bool {
+        let Some(mut search) = self.search.take() else {
+            return false;
+        };
+        let ctrl = k.modifiers.contains(KeyModifiers::CTRL);
+        match k.code {
+            KeyCode::Char('r') if ctrl => {
+                let shown = search.at;
+                if search
+                    .find(&self.history, shown.unwrap_or(usize::MAX))
+                    .is_none()
+                {
+                    search.at = shown;
+                }
+            }
+            KeyCode::Char('c' | 'g') if ctrl => {
+                self.set_input(&search.before);
+                return true;
+            }
+            KeyCode::Esc => {
+                self.set_input(&search.before);
+                return true;
+            }
+            KeyCode::Backspace => {
+                search.query.pop();
+                search.find(&self.history, usize::MAX);
+            }
+            KeyCode::Char(c) if !ctrl => {
+                search.query.push(c);
+                search.find(&self.history, usize::MAX);
+            }
+            // Enter takes the match into the input; anything else takes
+            // it and acts as usual.
+            KeyCode::Enter => return true,
+            _ => return false,
+        }
+        let shown = search.at.map(|i| self.history[i].clone());
+        self.set_input(shown.as_deref().unwrap_or(&search.before));
+        self.search = Some(search);
+        true
+    }
+
     fn key(&mut self, k: Key) -> Vec<UiAction> {
         let ctrl = k.modifiers.contains(KeyModifiers::CTRL);
         let alt = k.modifiers.contains(KeyModifiers::ALT);
+        if self.search_key(&k) {
+            return Vec::new();
+        }
+        if !matches!(k.code, KeyCode::Tab) {
+            self.path_choices.clear();
+        }
         match k.code {
             KeyCode::Char('c') if ctrl => {
                 if self.running.is_some() {
@@ -181,7 +238,9 @@ impl Tui {
                 if text.trim().is_empty() {
                     return Vec::new();
                 }
-                self.history.push(text.clone());
+                if self.history.last() != Some(&text) {
+                    self.history.push(text.clone());
+                }
                 self.history_at = None;
                 self.set_input("");
                 self.scroll = 0;
@@ -200,7 +259,26 @@ impl Tui {
                     return vec![UiAction::Steer(text)];
                 }
             }
-            KeyCode::Tab => self.complete(),
+            KeyCode::Tab => match mention_completion::complete(&mut self.input) {
+                Some(choices) => self.path_choices = choices,
+                None => self.complete(),
+            },
+            KeyCode::Char('r') if ctrl => {
+                let mut search = Search::new(self.input_text());
+                search.find(&self.history, usize::MAX);
+                self.search = Some(search);
+            }
+            // The input in the person's editor; the screen was theirs
+            // meanwhile, so everything is drawn anew.
+            KeyCode::Char('g') if ctrl => {
+                match host::terminal::edit_text(&self.input_text()) {
+                    Ok(text) => self.set_input(&text),
+                    Err(why) => self.notice(format!("editor: {why}"), Color::Red),
+                }
+                if let Some(t) = self.term.as_mut() {
+                    let _ = t.clear();
+                }
+            }
             KeyCode::PageUp => self.scroll = self.scroll.saturating_add(10),
             KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
             KeyCode::Up if self.input.lines().len() <= 1 && !self.history.is_empty() => {
@@ -500,6 +578,7 @@ impl Screen for Tui {
         let mut backend = HostBackend::default();
         backend.resized(size.cols, size.rows);
         self.term = Terminal::new(backend).ok();
+        self.history = host::terminal::input_history();
         self.input
             .set_placeholder_text("Ask, or type / for commands");
         self.render(true);

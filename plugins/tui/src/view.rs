@@ -10,6 +10,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use crate::Tui;
 use crate::dialog::Dialog;
+use stud_sdk::events::CommandInfo;
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -23,18 +24,71 @@ pub fn draw(tui: &mut Tui, now_ms: u64, dialog: Option<&Dialog>) {
 
 fn frame(f: &mut Frame, tui: &Tui, now_ms: u64, dialog: Option<&Dialog>) {
     let completions = tui.completions();
+    let choices = path_choices(&tui.path_choices);
+    let listed = if choices.is_empty() {
+        completions.len()
+    } else {
+        choices.len()
+    };
     let input_rows = (tui.input.lines().len() as u16).clamp(1, 6) + 2;
     let [body, activity, complete, input, status] = Layout::vertical([
         Constraint::Min(1),
         Constraint::Length(1),
-        Constraint::Length(completions.len() as u16),
+        Constraint::Length(listed as u16),
         Constraint::Length(input_rows),
         Constraint::Length(1),
     ])
     .areas(f.area());
     transcript(f, tui, body);
     f.render_widget(Paragraph::new(activity_line(tui, now_ms)), activity);
-    let items: Vec<Line> = completions
+    let items: Vec<Line> = if !choices.is_empty() {
+        choices
+    } else {
+        command_lines(&completions)
+    };
+    f.render_widget(Paragraph::new(items), complete);
+    let mut editor = tui.input.clone();
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(if tui.running.is_some() {
+            Color::DarkGray
+        } else {
+            Color::Cyan
+        }));
+    if let Some(search) = &tui.search {
+        block = block.title(search.title());
+    }
+    editor.set_block(block);
+    f.render_widget(&editor, input);
+    f.render_widget(Paragraph::new(status_line(tui)), status);
+    if let Some(d) = dialog {
+        d.render(f);
+    }
+}
+
+/// What an `@` completion left to choose from: six, and how many more.
+fn path_choices(paths: &[String]) -> Vec<Line<'static>> {
+    let mut lines: Vec<Line> = paths
+        .iter()
+        .take(6)
+        .map(|p| {
+            Line::from(Span::styled(
+                format!("  @{p}"),
+                Style::default().fg(Color::Cyan),
+            ))
+        })
+        .collect();
+    if paths.len() > 6 {
+        lines.push(Line::from(Span::styled(
+            format!("  … {} more (type more of the name)", paths.len() - 6),
+            Style::default().fg(Color::DarkGray),
+        )));
+    }
+    lines
+}
+
+fn command_lines(completions: &[&CommandInfo]) -> Vec<Line<'static>> {
+    completions
         .iter()
         .map(|c| {
             Line::from(vec![
@@ -52,23 +106,7 @@ fn frame(f: &mut Frame, tui: &Tui, now_ms: u64, dialog: Option<&Dialog>) {
                 ),
             ])
         })
-        .collect();
-    f.render_widget(Paragraph::new(items), complete);
-    let mut editor = tui.input.clone();
-    editor.set_block(
-        Block::default()
-            .borders(Borders::ALL)
-            .border_style(Style::default().fg(if tui.running.is_some() {
-                Color::DarkGray
-            } else {
-                Color::Cyan
-            })),
-    );
-    f.render_widget(&editor, input);
-    f.render_widget(Paragraph::new(status_line(tui)), status);
-    if let Some(d) = dialog {
-        d.render(f);
-    }
+        .collect()
 }
 
 /// The transcript's last lines, wrapped to the width and scrolled.

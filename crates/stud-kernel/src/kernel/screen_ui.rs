@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use stud_protocol::events::KernelEvent;
 
 use super::events::{Bus, Subscriber};
+use super::input_history::InputHistory;
 use super::interaction::Ask;
 use crate::runtime::Extension;
 use crate::runtime::domain::UiAction;
@@ -45,6 +46,8 @@ pub struct Driver {
     pub controls: mpsc::UnboundedSender<Control>,
     pub asks: mpsc::UnboundedReceiver<Ask>,
     pub bus: Bus,
+    /// Where what the person submits is kept for later sessions.
+    pub history: InputHistory,
 }
 
 impl Driver {
@@ -93,6 +96,9 @@ impl Driver {
         match self.ui.ui_screen_on_input(&input).await {
             Ok(actions) => {
                 for a in actions {
+                    if let UiAction::Submit(text) | UiAction::Steer(text) = &a {
+                        self.history.append(text);
+                    }
                     let _ = self.controls.send(control(a));
                 }
             }

@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use super::events::Bus;
+use super::input_history::InputHistory;
 use super::interaction::{Answer, Interactions};
 use crate::manifest::ExtensionId;
 use crate::runtime::host_state::ExtensionContext;
@@ -37,6 +38,8 @@ pub struct KernelServices {
     terminal: TerminalOut,
     /// Other UIs' output while a question is open.
     pub held: super::held_output::HeldOutput,
+    /// The project a full-screen UI completes paths in, and its history.
+    project: OnceLock<(std::path::PathBuf, InputHistory)>,
 }
 
 impl KernelServices {
@@ -48,7 +51,13 @@ impl KernelServices {
             interactions: OnceLock::new(),
             terminal,
             held: super::held_output::HeldOutput::new(move |text| write_out(terminal, text)),
+            project: OnceLock::new(),
         }
+    }
+
+    /// The project the person works in, for `@` completion and history.
+    pub fn set_project(&self, root: std::path::PathBuf, history: InputHistory) {
+        let _ = self.project.set((root, history));
     }
 
     /// Give the full-screen UI its terminal.
@@ -188,6 +197,30 @@ impl Services for KernelServices {
 
     fn terminal_read_line(&self, prompt: String) -> BoxFuture<'static, Option<String>> {
         read_line(prompt, self.terminal != TerminalOut::Stdout)
+    }
+
+    fn complete_path(&self, prefix: &str, limit: usize) -> Vec<String> {
+        match self.project.get() {
+            Some((root, _)) => super::path_completion::complete(root, prefix, limit),
+            None => Vec::new(),
+        }
+    }
+
+    fn input_history(&self) -> Vec<String> {
+        self.project
+            .get()
+            .map(|(_, h)| h.load())
+            .unwrap_or_default()
+    }
+
+    fn edit_text(&self, text: String) -> BoxFuture<'static, Result<String, String>> {
+        let screen = self.screen.get().cloned();
+        Box::pin(async move {
+            match screen {
+                Some(s) => s.edit_text(text).await,
+                None => Err("no full-screen terminal to open an editor on".into()),
+            }
+        })
     }
 }
 

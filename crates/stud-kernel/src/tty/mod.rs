@@ -6,12 +6,14 @@
 //! cursor, rewrite the screen or reorder what is shown. A line UI's text
 //! passes [`styled_only`].
 
+mod editor;
 mod keys;
 mod paint;
 mod raw;
 
 use std::io::Write;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -25,7 +27,20 @@ pub struct Screen {
     out: Mutex<Box<dyn Write + Send>>,
     events: tokio::sync::Mutex<mpsc::UnboundedReceiver<TermEvent>>,
     raw: Mutex<Option<RawGuard>>,
+    reader: std::sync::Arc<ReaderPause>,
 }
+
+/// Stops the input thread reading while another program (the person's
+/// editor) has the terminal, so no key meant for it is taken.
+#[derive(Default)]
+struct ReaderPause {
+    asked: AtomicBool,
+    parked: AtomicBool,
+}
+
+/// How long the input thread waits for a key before it looks whether it
+/// is asked to pause; a key that comes is read at once.
+const POLL: Duration = Duration::from_millis(25);
 
 /// The screen of this process, once a full-screen UI took it; kept across
 /// sessions of one run (`/clear`, `/resume`).
@@ -37,10 +52,26 @@ impl Screen {
     pub fn take_over() -> std::io::Result<Self> {
         let raw = RawGuard::enter()?;
         let (tx, rx) = mpsc::unbounded_channel();
+        let reader = std::sync::Arc::new(ReaderPause::default());
+        let pause = reader.clone();
         std::thread::Builder::new()
             .name("stud-terminal-input".into())
             .spawn(move || {
-                while let Ok(ev) = crossterm::event::read() {
+                loop {
+                    if pause.asked.load(Ordering::Acquire) {
+                        pause.parked.store(true, Ordering::Release);
+                        std::thread::sleep(POLL);
+                        continue;
+                    }
+                    pause.parked.store(false, Ordering::Release);
+                    match crossterm::event::poll(POLL) {
+                        Ok(false) => continue,
+                        Ok(true) => {}
+                        Err(_) => return,
+                    }
+                    let Ok(ev) = crossterm::event::read() else {
+                        return;
+                    };
                     if let Some(ev) = convert(ev)
                         && tx.send(ev).is_err()
                     {
@@ -52,6 +83,7 @@ impl Screen {
             out: Mutex::new(Box::new(std::io::stdout())),
             events: tokio::sync::Mutex::new(rx),
             raw: Mutex::new(Some(raw)),
+            reader,
         })
     }
 

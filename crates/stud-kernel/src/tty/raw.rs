@@ -22,12 +22,16 @@ impl RawGuard {
             restore();
             return Err(e);
         }
-        // A panic anywhere must not leave the person's terminal raw.
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            restore();
-            previous(info);
-        }));
+        // A panic anywhere must not leave the person's terminal raw (set
+        // once: the screen is entered again after the person's editor).
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                restore();
+                previous(info);
+            }));
+        });
         Ok(RawGuard)
     }
 }

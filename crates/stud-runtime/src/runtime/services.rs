@@ -125,6 +125,24 @@ pub trait Services: Send + Sync + 'static {
         let _ = timeout;
         Box::pin(async { None })
     }
+
+    /// Project paths for `@` completion (see `terminal.complete-path`);
+    /// none outside a session with a project.
+    fn complete_path(&self, prefix: &str, limit: usize) -> Vec<String> {
+        let _ = (prefix, limit);
+        Vec::new()
+    }
+
+    /// What the person typed in this project, oldest first.
+    fn input_history(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The person edits `text` in their editor while the screen is theirs.
+    fn edit_text(&self, text: String) -> BoxFuture<'static, Result<String, String>> {
+        let _ = text;
+        Box::pin(async { Err("no terminal to open an editor on".to_string()) })
+    }
 }
 
 /// What a command asks of the session through the `session` import.

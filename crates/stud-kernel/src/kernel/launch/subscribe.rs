@@ -15,6 +15,7 @@ use super::load::Loaded;
 use super::{DEFAULT_INTERACTOR, LaunchOptions};
 use crate::kernel::events::{DEFAULT_QUEUE, Subscriber};
 use crate::kernel::first_request::FirstRequest;
+use crate::kernel::input_history::InputHistory;
 use crate::kernel::interaction::Ask;
 use crate::kernel::named::may_answer;
 use crate::kernel::screen_ui::{Control, Driver};
@@ -69,6 +70,10 @@ pub(super) fn subscribe(
     match screen {
         Some((screen, ui)) => {
             found.services.set_screen(screen.clone());
+            let history = InputHistory::for_project(opts.home.root(), &opts.cwd);
+            found
+                .services
+                .set_project(opts.cwd.clone(), history.clone());
             let (control_tx, control_rx) = mpsc::unbounded_channel();
             let (ask_tx, ask_rx) = mpsc::unbounded_channel();
             let sub = bus.subscribe(ui.id().as_str(), DEFAULT_QUEUE);
@@ -81,6 +86,7 @@ pub(super) fn subscribe(
                     controls: control_tx,
                     asks: ask_rx,
                     bus: bus.clone(),
+                    history,
                 }
                 .spawn(),
             );

@@ -1,5 +1,5 @@
 //! `terminal`: the user's terminal, for UI extensions. Waiting for a line
-//! does not count against the guest deadline.
+//! or for the person's editor does not count against the guest deadline.
 //!
 //! Every UI may write, but only text and SGR styling reach the terminal
 //! ([`crate::runtime::styled_text::styled_only`]): no escape sequence that moves the
@@ -93,5 +93,30 @@ impl terminal::Host for HostState {
         let _paused = self.deadline.pause();
         let timeout = std::time::Duration::from_millis(u64::from(timeout_ms.min(60_000)));
         Ok(self.ext.services.screen_read_event(timeout).await)
+    }
+
+    async fn complete_path(&mut self, prefix: String, limit: u32) -> wasmtime::Result<Vec<String>> {
+        if !self.is_interactor("complete-path") {
+            return Ok(Vec::new());
+        }
+        let _paused = self.deadline.pause();
+        let limit = limit.min(200) as usize;
+        Ok(self.ext.services.complete_path(&prefix, limit))
+    }
+
+    async fn input_history(&mut self) -> wasmtime::Result<Vec<String>> {
+        if !self.is_interactor("input-history") {
+            return Ok(Vec::new());
+        }
+        Ok(self.ext.services.input_history())
+    }
+
+    async fn edit_text(&mut self, text: String) -> wasmtime::Result<Result<String, String>> {
+        if !self.is_interactor("edit-text") {
+            return Ok(Err("only the interactor may open the editor".into()));
+        }
+        // The person takes as long as they like.
+        let _paused = self.deadline.pause();
+        Ok(self.ext.services.edit_text(text).await)
     }
 }
