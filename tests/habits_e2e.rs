@@ -155,3 +155,38 @@ fn a_mention_outside_the_project_is_refused() {
     let hits = env.files_containing("sk-outside-0123456789");
     assert_eq!(hits.len(), 1, "{hits:?}");
 }
+
+/// The first bytes of a PNG file, and a little more.
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0";
+
+/// `@shot.png` attaches the image (read through `read`) for a model whose
+/// capabilities say vision; without vision the prompt is refused with a
+/// message, and a model's own `read` of an image leaves the image out
+/// instead of breaking the turn.
+#[test]
+fn an_image_mention_reaches_a_model_with_vision_and_is_refused_without() {
+    let env = StudEnv::new();
+    std::fs::write(env.project.path().join("shot.png"), PNG).expect("write png");
+    env.script(json!([{"text": "saw: {{images}}"}]), json!({}));
+    let out = env.ok(&["run", "-p", "what is in @shot.png"]);
+    assert!(out.contains("saw: image/png ("), "{out}");
+
+    let blind =
+        json!({"providers": {"scripted": {"models": [{"id": "scripted", "vision": false}]}}});
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("read", json!({"path": "shot.png"}))]},
+            {"text": "results: {{tool_results}}"}
+        ]),
+        blind,
+    );
+    let out = env.run(&["run", "-p", "what is in @shot.png"], "");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("has no vision"), "{stderr}");
+    let out = env.ok(&["run", "-p", "--yolo", "look at the screenshot"]);
+    assert!(
+        out.contains("image left out: this model has no vision"),
+        "{out}"
+    );
+}

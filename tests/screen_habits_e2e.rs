@@ -197,3 +197,79 @@ fn ctrl_g_edits_the_input_in_the_persons_editor() {
     wait_input(&t, "");
     quit(&mut t);
 }
+
+/// `/copy` puts the last answer on the clipboard through OSC 52, written
+/// by the host: the bytes on the terminal are the sequence with the
+/// answer in base64, and nothing before an answer exists.
+#[test]
+fn copy_puts_the_last_answer_on_the_clipboard_through_osc_52() {
+    use base64::Engine as _;
+    let env = echoing();
+    let mut t = start(&env, &[]);
+    t.line("/copy");
+    t.wait_for("there is no answer to copy yet", WAIT);
+    assert!(
+        !t.raw().windows(4).any(|w| w == b"\x1b]52"),
+        "a clipboard write with no answer"
+    );
+    t.line("hello clipboard");
+    t.wait_for("got: hello clipboard", WAIT);
+    idle(&t);
+    t.line("/copy");
+    t.wait_for("copied the last answer", WAIT);
+    let encoded = base64::engine::general_purpose::STANDARD.encode("got: hello clipboard");
+    let want = format!("\x1b]52;c;{encoded}\x07");
+    assert!(
+        t.wait_raw(want.as_bytes(), WAIT),
+        "no OSC 52 with the answer"
+    );
+    quit(&mut t);
+}
+
+/// Notifications are off unless the person's settings ask; on, a turn
+/// that ran long enough (here: any) notifies when it ends and when it
+/// waits for an approval.
+#[test]
+fn a_turn_notifies_when_it_ends_or_waits_only_when_asked_to() {
+    let turns = json!([
+        {"text": "first answer"},
+        {"text": "", "tool_calls": [common::call("bash", json!({"command": "echo hi"}))]},
+        {"text": "after the call"}
+    ]);
+    let env = StudEnv::new();
+    env.script(turns.clone(), json!({}));
+    let mut t = start(&env, &[]);
+    t.line("go");
+    t.wait_for("first answer", WAIT);
+    idle(&t);
+    quit(&mut t);
+    let raw = t.raw();
+    assert!(
+        !raw.windows(3).any(|w| w == b"\x1b]9") && !raw.contains(&0x07),
+        "a notification nobody asked for"
+    );
+
+    let env = StudEnv::new();
+    env.script(
+        turns,
+        json!({"notifications": {"via": "osc9", "afterSeconds": 0}}),
+    );
+    let mut t = start(&env, &[]);
+    t.line("go");
+    t.wait_for("first answer", WAIT);
+    assert!(
+        t.wait_raw(b"\x1b]9;stud: turn done after 0s\x07", WAIT),
+        "no notification at the turn's end"
+    );
+    idle(&t);
+    t.line("run it");
+    t.wait_for("Allow once", WAIT);
+    assert!(
+        t.wait_raw(b"\x1b]9;stud: bash waits for your approval\x07", WAIT),
+        "no notification for the approval"
+    );
+    t.send(b"3");
+    t.wait_for("after the call", WAIT);
+    idle(&t);
+    quit(&mut t);
+}

@@ -93,6 +93,7 @@ impl Editor {
 
 impl FrontEnd for Editor {
     const ENDS_SESSIONS: bool = false;
+    const OWNS_TERMINAL: bool = false;
 
     async fn next(&mut self, _launched: &Launched) -> Option<Submission> {
         self.reply_end_turn();
@@ -115,6 +116,18 @@ impl FrontEnd for Editor {
                         "\n({name} ends or switches sessions in a terminal; in an editor, open or close the session there)"
                     ));
                 }
+                send_update(
+                    &self.conn,
+                    &launched.session.id,
+                    json!({"sessionUpdate": "agent_message_chunk", "content": text(&shown)}),
+                );
+                Ok(schema::StopReason::EndTurn)
+            }
+            Answer::Copied(copied) => {
+                let shown = match copied {
+                    Ok(bytes) => format!("copied {bytes} bytes"),
+                    Err(why) => why,
+                };
                 send_update(
                     &self.conn,
                     &launched.session.id,

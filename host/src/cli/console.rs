@@ -72,6 +72,14 @@ impl FrontEnd for Console<'_> {
                     self.command_failed = true;
                 }
             },
+            Answer::Copied(Ok(bytes)) => {
+                outln!("copied the last answer ({bytes} bytes) to the clipboard");
+                self.command_failed = false;
+            }
+            Answer::Copied(Err(why)) => {
+                errln!("error: /copy: {why}");
+                self.command_failed = true;
+            }
             Answer::Turn(outcome) => {
                 self.last = Some(outcome);
                 if launched.session.budget_spent() {

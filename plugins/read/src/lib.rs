@@ -1,4 +1,7 @@
-//! `read`: a file's lines, numbered, with an optional range and a size limit.
+//! `read`: a file's lines, numbered, with an optional range and a size
+//! limit; an image file as an image.
+
+mod image;
 
 use std::io::BufRead;
 
@@ -61,6 +64,10 @@ impl Tool for Read {
         let file = std::fs::File::open(&path).map_err(|e| Error::io(rel, e))?;
         let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
         let head = reader.fill_buf().map_err(|e| Error::io(rel, e))?;
+        if let Some(media_type) = image::media_type(rel, head) {
+            let bytes = std::fs::read(&path).map_err(|e| Error::io(rel, e))?;
+            return image::output(rel, media_type, &bytes);
+        }
         if head.iter().take(8000).any(|b| *b == 0) {
             return Err(Error::invalid_input(format!(
                 "`{rel}` looks binary; read only text files"

@@ -313,6 +313,19 @@ impl Tui {
     }
 }
 
+/// `@path ` for a paste that is one image file's path (as a terminal
+/// gives a file dropped on it: maybe quoted, maybe a `file://` URL).
+fn pasted_image(text: &str) -> Option<String> {
+    let t = text.trim();
+    let t = t.strip_prefix("file://").unwrap_or(t);
+    let t = t.trim_matches(|c| c == '\'' || c == '"');
+    let lower = t.to_ascii_lowercase();
+    let image = [".png", ".jpg", ".jpeg", ".gif", ".webp"]
+        .iter()
+        .any(|e| lower.ends_with(e));
+    (image && !t.is_empty() && !t.contains(char::is_whitespace)).then(|| format!("@{t} "))
+}
+
 fn textarea_input(k: &Key) -> Option<tui_textarea::Input> {
     use tui_textarea::Key as T;
     let key = match k.code {
@@ -601,7 +614,12 @@ impl Screen for Tui {
                 Vec::new()
             }
             TermEvent::Paste(text) => {
-                self.input.insert_str(text.replace('\r', "\n"));
+                // A dropped or pasted image file becomes a mention, so it
+                // is attached (through `read`) rather than sent as text.
+                match pasted_image(&text) {
+                    Some(mention) => self.input.insert_str(mention),
+                    None => self.input.insert_str(text.replace('\r', "\n")),
+                };
                 Vec::new()
             }
             TermEvent::Key(k) => self.key(k),

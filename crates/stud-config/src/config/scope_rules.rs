@@ -155,6 +155,9 @@ pub const RULES: &[(&str, ScopeRule)] = {
         ("compaction.warnAt", Free),
         ("compaction.compactAt", Free),
         ("compaction.keepRecent", Free),
+        // A cloned project does not make the person's terminal ring.
+        ("notifications.via", GlobalOnly),
+        ("notifications.afterSeconds", GlobalOnly),
         ("mcpServers.*", AskedBeforeUse),
         ("profiles", GlobalOnly),
         ("protectedPaths.patterns", Tighten(Added)),

@@ -91,6 +91,10 @@ pub struct Settings {
     pub extension_indexes: Vec<String>,
     #[serde(default)]
     pub compaction: CompactionSettings,
+    /// A bell or desktop notification when a long turn ends or waits for
+    /// the person (off unless asked for).
+    #[serde(default)]
+    pub notifications: Notifications,
     /// MCP servers by id (`mcp::config` reads and checks the entries).
     #[serde(default)]
     pub mcp_servers: HashMap<String, Value>,
@@ -194,6 +198,28 @@ pub struct CompactionSettings {
     pub compact_at: Option<f64>,
     /// Recent messages never shortened or dropped (6).
     pub keep_recent: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Notifications {
+    /// How the terminal is told: `off` (the default), `bell`, `osc9`
+    /// (iTerm2, WezTerm, kitty, Windows Terminal) or `osc777` (VTE-based
+    /// terminals, rxvt).
+    #[serde(default)]
+    pub via: NotifyVia,
+    /// Only a turn that has run at least this long notifies (10).
+    pub after_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyVia {
+    #[default]
+    Off,
+    Bell,
+    Osc9,
+    Osc777,
 }
 
 /// A reference to a secret value; the value itself never goes in

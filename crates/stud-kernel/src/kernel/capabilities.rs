@@ -102,6 +102,27 @@ pub fn check_request(
     Ok(())
 }
 
+/// A model without vision still gets a tool's answer when it holds an
+/// image (a `read` of a PNG, an MCP screenshot): the image is left out
+/// with a note instead of the whole request being refused. Images the
+/// person attached are refused earlier, with a message.
+pub fn leave_out_result_images(request: &mut Request) {
+    for m in &mut request.messages {
+        for part in &mut m.content {
+            if let ContentPart::ToolResult(r) = part {
+                for c in &mut r.content {
+                    if let ResultPart::Image(i) = c {
+                        *c = ResultPart::Text(format!(
+                            "[{} image left out: this model has no vision]",
+                            i.media_type
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn has_image(request: &Request) -> bool {
     request
         .messages

@@ -57,6 +57,9 @@ pub enum Answer {
         command: String,
         run: super::shell_input::ShellRun,
     },
+    /// `/copy`: the last answer went to the terminal's clipboard (its
+    /// size in bytes), or why not.
+    Copied(Result<usize, String>),
     /// Neither could run; nothing was sent to the model.
     Refused(Refusal),
 }
@@ -114,6 +117,10 @@ pub trait FrontEnd {
     /// editor opens and closes its sessions itself: there such a command
     /// shows its answer and the session goes on.
     const ENDS_SESSIONS: bool = true;
+
+    /// Whether the person's terminal is this front end's (an editor's
+    /// channel is not: `/copy` has no clipboard to write there).
+    const OWNS_TERMINAL: bool = true;
 
     /// The next submission between turns; `None` when there is no more.
     fn next(&mut self, launched: &Launched) -> impl Future<Output = Option<Submission>>;
@@ -204,6 +211,12 @@ pub async fn serve<F: FrontEnd>(
                     return Ok(launched);
                 }
             }
+            Prepared::Copy => {
+                let copied = copy_last_answer(&launched, F::OWNS_TERMINAL);
+                if front.answered(&launched, Answer::Copied(copied)).await == Flow::Stop {
+                    return Ok(launched);
+                }
+            }
             Prepared::Shell(command) => {
                 let token = CancellationToken::new();
                 front.turn_started(&token);
@@ -236,7 +249,46 @@ enum Prepared {
     Prompt(String),
     Command { name: String, args: CommandArgs },
     Shell(String),
+    Copy,
     Refused(Refusal),
+}
+
+/// The host's own command: the clipboard is written by the host on the
+/// person's request, never by an extension (their output cannot carry
+/// the sequence).
+pub const COPY: &str = "/copy";
+
+/// The last answer's text to the terminal's clipboard (OSC 52).
+fn copy_last_answer(launched: &Launched, owns_terminal: bool) -> Result<usize, String> {
+    if !owns_terminal {
+        return Err(
+            "/copy writes a terminal's clipboard; in an editor, copy from its own view".into(),
+        );
+    }
+    let answer = launched
+        .session
+        .history()
+        .iter()
+        .rev()
+        .find(|m| {
+            m.role == crate::runtime::domain::Role::Assistant && !text_of(m).trim().is_empty()
+        })
+        .map(text_of)
+        .ok_or("there is no answer to copy yet")?;
+    let sequence = super::terminal_signals::clipboard(&answer)?;
+    launched.services.signal(&sequence);
+    Ok(answer.len())
+}
+
+fn text_of(m: &crate::runtime::domain::Message) -> String {
+    m.content
+        .iter()
+        .filter_map(|p| match p {
+            crate::runtime::domain::ContentPart::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("")
 }
 
 async fn prepare(launched: &mut Launched, text: &str, images: Vec<Image>) -> Prepared {
@@ -245,12 +297,16 @@ async fn prepare(launched: &mut Launched, text: &str, images: Vec<Image>) -> Pre
     match launched.session.mcp_input(classify(text)).await {
         Input::Invalid(why) => Prepared::Refused(Refusal::InvalidCommand(why)),
         Input::Shell(command) => Prepared::Shell(command),
+        Input::Command { name, .. } if name == COPY => Prepared::Copy,
         Input::Command { name, args } => Prepared::Command { name, args },
         Input::Prompt(prompt) => {
-            let prompt = match super::mentions::attach_files(&launched.session, prompt).await {
-                Ok(p) => launched.session.with_shell_notes(p),
-                Err(why) => return Prepared::Refused(Refusal::Mention(why)),
-            };
+            let (prompt, mentioned) =
+                match super::mentions::attach_files(&launched.session, prompt).await {
+                    Ok((p, mentioned)) => (launched.session.with_shell_notes(p), mentioned),
+                    Err(why) => return Prepared::Refused(Refusal::Mention(why)),
+                };
+            let mut images = images;
+            images.extend(mentioned);
             match launched.session.attach_images(images) {
                 Ok(()) => Prepared::Prompt(prompt),
                 Err(why) => Prepared::Refused(Refusal::ImagesUnsupported(why)),

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::act::{Called, NO_ONE_TO_ASK};
 use super::payloads::result_text;
 use super::session::Session;
+use crate::runtime::domain::{Image, ResultPart};
 
 /// The path a word mentions, if it is a file mention.
 fn mention(word: &str) -> Option<&str> {
@@ -26,9 +27,15 @@ fn mention(word: &str) -> Option<&str> {
     (pathlike && !path.is_empty() && !path.contains(':') && !path.starts_with('@')).then_some(path)
 }
 
-/// `text` with each file it mentions read and attached below it.
-pub(crate) async fn attach_files(session: &Session, text: String) -> Result<String, String> {
+/// `text` with each file it mentions read and attached below it, and
+/// the images among them (for the turn's message; the session's model
+/// must see images, or the prompt is refused).
+pub(crate) async fn attach_files(
+    session: &Session,
+    text: String,
+) -> Result<(String, Vec<Image>), String> {
     let mut attached = String::new();
+    let mut images = Vec::new();
     let mut seen = HashSet::new();
     for word in text.split_whitespace() {
         let Some(path) = mention(word) else { continue };
@@ -46,13 +53,20 @@ pub(crate) async fn attach_files(session: &Session, text: String) -> Result<Stri
             .await
         {
             Called::Ran(r) if !r.is_error => {
-                attached.push_str(&file_block(path, &result_text(&r.content)));
+                let mut text = String::new();
+                for part in r.content {
+                    match part {
+                        ResultPart::Image(i) => images.push(i),
+                        ResultPart::Text(t) => text.push_str(&t),
+                    }
+                }
+                attached.push_str(&file_block(path, &text));
             }
             Called::Ran(r) | Called::Refused(r) => return Err(refused(result_text(&r.content))),
             Called::Halted(_) => return Err(refused(NO_ONE_TO_ASK.into())),
         }
     }
-    Ok(text + &attached)
+    Ok((text + &attached, images))
 }
 
 /// The block a file is attached in; its body cannot close the block.

@@ -55,6 +55,25 @@ impl KernelServices {
         }
     }
 
+    /// A sequence the host itself sends the person's terminal (a
+    /// notification, the clipboard): through the screen between frames,
+    /// else to the terminal the session's text goes to, if it is one.
+    pub fn signal(&self, sequence: &str) {
+        if let Some(s) = self.screen.get() {
+            s.signal(sequence);
+            return;
+        }
+        use std::io::IsTerminal;
+        let tty = match self.terminal {
+            TerminalOut::Stdout => std::io::stdout().is_terminal(),
+            TerminalOut::Stderr => std::io::stderr().is_terminal(),
+            TerminalOut::Discard => false,
+        };
+        if tty {
+            write_out(self.terminal, sequence);
+        }
+    }
+
     /// The project the person works in, for `@` completion and history.
     pub fn set_project(&self, root: std::path::PathBuf, history: InputHistory) {
         let _ = self.project.set((root, history));

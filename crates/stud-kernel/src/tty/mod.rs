@@ -118,6 +118,13 @@ impl Screen {
         let _ = paint::cursor(&mut *out, at);
     }
 
+    /// A host-built sequence (notification, clipboard) between frames.
+    pub fn signal(&self, sequence: &str) {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = out.write_all(sequence.as_bytes());
+        let _ = out.flush();
+    }
+
     pub fn clear(&self) {
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
         let _ = paint::clear(&mut *out);

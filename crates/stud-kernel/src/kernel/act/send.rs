@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Lane;
 use super::cancel::{call_error_code, cancellable};
-use crate::kernel::capabilities::{MissingCapability, check_request};
+use crate::kernel::capabilities::{MissingCapability, check_request, leave_out_result_images};
 use crate::kernel::response_limits::TooLarge;
 use crate::kernel::retry::RetryPolicy;
 use crate::kernel::turn_status::{TurnStatus, fail};
@@ -55,6 +55,12 @@ impl ActParts<'_> {
         self.pre(Stage::SendRequest, || info.clone()).await?;
         if cancel.is_cancelled() {
             return Err(TurnStatus::Cancelled);
+        }
+        let mut request = request;
+        if let Some(caps) = self.roster.capabilities()
+            && !caps.vision
+        {
+            leave_out_result_images(&mut request);
         }
         if let Some(caps) = self.roster.capabilities()
             && let Err(missing) =

@@ -188,6 +188,8 @@ pub struct Launched {
     /// The slash commands this session can run.
     pub commands: Commands,
     pub bus: Bus,
+    /// The host's side of the imports, and its own terminal signals.
+    pub services: Arc<crate::kernel::services::KernelServices>,
     pub uis: Vec<Arc<Extension>>,
     pub loggers: Vec<Arc<Extension>>,
     /// Every extension the session loaded.

@@ -85,6 +85,7 @@ pub(super) async fn open(
         provider_pick,
         controls: subscribed.controls,
         bus: found.bus,
+        services: found.services,
         uis,
         loggers,
         extensions: exts,

@@ -18,6 +18,7 @@ use crate::kernel::first_request::FirstRequest;
 use crate::kernel::input_history::InputHistory;
 use crate::kernel::interaction::Ask;
 use crate::kernel::named::may_answer;
+use crate::kernel::notifier;
 use crate::kernel::screen_ui::{Control, Driver};
 use crate::kernel::subscribers::{spawn_logger, spawn_ui};
 use crate::tty::Screen;
@@ -123,6 +124,10 @@ pub(super) fn subscribe(
     };
     for logger in &loaded.loggers {
         subscribers.push(spawn_logger(bus, logger.clone(), first_request.clone()));
+    }
+    if !opts.headless {
+        let settings = &configured.settings.notifications;
+        subscribers.extend(notifier::spawn(bus, found.services.clone(), settings));
     }
     Subscribed {
         subscribers,
