@@ -561,7 +561,10 @@ impl Ui for Tui {
             ),
             _ => return,
         }
-        self.render(false);
+        // Frames are merged only while a turn streams; between turns an
+        // event (a new session's banner after `/clear`, a command's
+        // answer) is drawn at once, not at the next tick.
+        self.render(self.running.is_none());
     }
 
     fn on_interaction(&mut self, request: InteractionRequest) -> InteractionResponse {
