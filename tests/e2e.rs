@@ -7,6 +7,7 @@ mod acp_e2e;
 mod agents_e2e;
 mod authoring_e2e;
 mod authority_e2e;
+mod bring_your_own_e2e;
 mod bundled_specs;
 mod cli_ext;
 mod commands_e2e;

@@ -66,6 +66,23 @@ fn wait_input(t: &Term, want: &str) {
     }
 }
 
+/// The screen once it shows every one of `needles` (a frame is read
+/// while it is drawn, so one needle does not mean the rest are there).
+fn wait_all(t: &Term, needles: &[&str]) -> String {
+    let start = Instant::now();
+    loop {
+        let screen = t.contents();
+        if needles.iter().all(|n| screen.contains(n)) {
+            return screen;
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "the screen never showed {needles:?}:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn idle(t: &Term) {
     let start = Instant::now();
     while t.contents().contains("working") {
@@ -101,8 +118,7 @@ fn tab_completes_a_mention_over_project_files_but_not_ignored_ones() {
     // share and listed; the ignored one is not among them.
     t.send(b"@ma\t");
     wait_input(&t, "@src/ma");
-    let screen = t.wait_for("@src/map.rs", WAIT);
-    assert!(screen.contains("@src/main.rs"), "{screen}");
+    let screen = wait_all(&t, &["@src/map.rs", "@src/main.rs"]);
     assert!(!screen.contains("main_generated"), "{screen}");
     t.send(b"in\t");
     wait_input(&t, "@src/main.rs");
@@ -179,8 +195,7 @@ fn ctrl_g_edits_the_input_in_the_persons_editor() {
     t.send(CTRL_G);
     wait_input(&t, "draft and more from the editor");
     // The screen is the UI's again, whole.
-    let screen = t.wait_for("scripted/scripted", WAIT);
-    assert!(screen.contains("/help"), "{screen}");
+    wait_all(&t, &["scripted/scripted", "/help"]);
     t.send(b"\r");
     t.wait_for("got: draft and more from the editor", WAIT);
     idle(&t);
@@ -190,8 +205,7 @@ fn ctrl_g_edits_the_input_in_the_persons_editor() {
     let mut t = start(&env, &[("EDITOR", "false"), ("VISUAL", "")]);
     t.send(b"keep me");
     t.send(CTRL_G);
-    let screen = t.wait_for("editor:", WAIT);
-    assert!(screen.contains("the input is unchanged"), "{screen}");
+    wait_all(&t, &["editor: `false` ended", "the input is unchanged"]);
     wait_input(&t, "keep me");
     t.send(CTRL_C);
     wait_input(&t, "");

@@ -50,8 +50,14 @@ impl StudEnv {
 
     /// Run to the end with `stdin` as its input.
     pub fn run(&self, args: &[&str], stdin: &str) -> Output {
+        self.run_with(args, stdin, &[])
+    }
+
+    /// As [`StudEnv::run`], with these variables set for the program.
+    pub fn run_with(&self, args: &[&str], stdin: &str, vars: &[(&str, &str)]) -> Output {
         let mut child = self
             .command(args)
+            .envs(vars.iter().copied())
             .stdin(Stdio::piped())
             .spawn()
             .expect("start stud");

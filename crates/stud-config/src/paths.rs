@@ -17,6 +17,14 @@ pub struct StudHome {
     root: PathBuf,
 }
 
+/// The person's home folder (`HOME`), where other agents keep their
+/// files (`~/.claude`, `~/.agents`); `None` when it is not set.
+pub fn user_home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
 impl StudHome {
     /// `STUD_HOME` if set and not empty, else `$HOME/.stud`.
     pub fn resolve() -> Result<Self, PathError> {

@@ -10,7 +10,9 @@ use super::problems::Problems;
 const KNOWN: &[&str] = &["name", "argument-hint", "turn-safe"];
 const EXAMPLE: &str = "[command] with name = \"/review\"";
 
-/// A command's name: `/` then letters, digits, `-` or `_`.
+/// A command's name: `/` then letters, digits, `-` or `_`, and `:`
+/// between namespaces (`/frontend:component`, a Markdown command in a
+/// sub-folder).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(transparent)]
 pub struct CommandName(String);
@@ -26,9 +28,12 @@ impl CommandName {
         let rest = text.strip_prefix('/').unwrap_or("");
         let valid = !rest.is_empty()
             && rest.len() <= 64
+            && !rest.starts_with(':')
+            && !rest.ends_with(':')
+            && !rest.contains("::")
             && rest
                 .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == ':');
         if valid {
             Ok(CommandName(text.to_string()))
         } else {

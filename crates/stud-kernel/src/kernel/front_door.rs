@@ -14,6 +14,7 @@ use super::commands::{After, Dispatched};
 use super::input::{Input, classify};
 use super::launch::{LaunchError, Launched};
 use super::persist::ResumeTarget;
+use super::turn_context::ToolLimit;
 use super::turn_status::TurnOutcome;
 use crate::runtime::domain::CommandArgs;
 use crate::runtime::domain::Image;
@@ -229,9 +230,13 @@ pub async fn serve<F: FrontEnd>(
                     return Ok(launched);
                 }
             }
-            Prepared::Prompt(prompt) => {
+            Prepared::Prompt { prompt, model } => {
+                let restore = model.and_then(|m| m.pick(&mut launched));
                 let (outcome, quit) =
                     run_turn(&mut launched, front, &prompt, &mut follow_ups).await;
+                if let Some(before) = restore {
+                    let _ = launched.session.set_model(&before);
+                }
                 let flow = front.answered(&launched, Answer::Turn(outcome)).await;
                 if quit || flow == Flow::Stop {
                     return Ok(launched);
@@ -246,8 +251,15 @@ pub async fn serve<F: FrontEnd>(
 /// expanded and named resources attached, images checked against the
 /// model.
 enum Prepared {
-    Prompt(String),
-    Command { name: String, args: CommandArgs },
+    Prompt {
+        prompt: String,
+        /// A Markdown command's `model` for this turn.
+        model: Option<TurnModel>,
+    },
+    Command {
+        name: String,
+        args: CommandArgs,
+    },
     Shell(String),
     Copy,
     Refused(Refusal),
@@ -298,18 +310,79 @@ async fn prepare(launched: &mut Launched, text: &str, images: Vec<Image>) -> Pre
         Input::Invalid(why) => Prepared::Refused(Refusal::InvalidCommand(why)),
         Input::Shell(command) => Prepared::Shell(command),
         Input::Command { name, .. } if name == COPY => Prepared::Copy,
-        Input::Command { name, args } => Prepared::Command { name, args },
-        Input::Prompt(prompt) => {
-            let (prompt, mentioned) =
-                match super::mentions::attach_files(&launched.session, prompt).await {
-                    Ok((p, mentioned)) => (launched.session.with_shell_notes(p), mentioned),
-                    Err(why) => return Prepared::Refused(Refusal::Mention(why)),
-                };
-            let mut images = images;
-            images.extend(mentioned);
-            match launched.session.attach_images(images) {
-                Ok(()) => Prepared::Prompt(prompt),
-                Err(why) => Prepared::Refused(Refusal::ImagesUnsupported(why)),
+        Input::Command { name, args } => {
+            match launched.commands.markdown().expand(&name, &args.raw) {
+                Some(e) => {
+                    let limit = e.allowed_tools.map(|t| ToolLimit {
+                        allowed: t.into_iter().collect(),
+                        by: format!("the allowed-tools of {name}"),
+                    });
+                    let model = e.model.map(|model| TurnModel {
+                        command: name,
+                        model,
+                    });
+                    prompt_ready(launched, e.prompt, images, limit, model).await
+                }
+                None => Prepared::Command { name, args },
+            }
+        }
+        Input::Prompt(prompt) => prompt_ready(launched, prompt, images, None, None).await,
+    }
+}
+
+/// A prompt with its mentions read, the person's shell output and images
+/// added, and the turn narrowed as its command asks (set last, once
+/// nothing can refuse it any more).
+async fn prompt_ready(
+    launched: &mut Launched,
+    prompt: String,
+    images: Vec<Image>,
+    tools: Option<ToolLimit>,
+    model: Option<TurnModel>,
+) -> Prepared {
+    let (prompt, mentioned) = match super::mentions::attach_files(&launched.session, prompt).await {
+        Ok((p, mentioned)) => (launched.session.with_shell_notes(p), mentioned),
+        Err(why) => return Prepared::Refused(Refusal::Mention(why)),
+    };
+    let mut images = images;
+    images.extend(mentioned);
+    match launched.session.attach_images(images) {
+        Ok(()) => {
+            launched.session.turn.tools = tools;
+            Prepared::Prompt { prompt, model }
+        }
+        Err(why) => Prepared::Refused(Refusal::ImagesUnsupported(why)),
+    }
+}
+
+/// The model a Markdown command names for its turn.
+struct TurnModel {
+    command: String,
+    model: String,
+}
+
+impl TurnModel {
+    /// Switch to it for the turn; the model to go back to after. A model
+    /// the provider does not have (a Claude model named in a command
+    /// file, another provider in use) leaves the session's and says so.
+    fn pick(self, launched: &mut Launched) -> Option<String> {
+        let before = launched.session.model().to_string();
+        if before == self.model {
+            return None;
+        }
+        match launched.session.set_model(&self.model) {
+            Ok(()) => Some(before),
+            Err(e) => {
+                launched
+                    .bus
+                    .publish(stud_protocol::events::KernelEvent::Diagnostic {
+                        level: stud_protocol::events::Level::Warn,
+                        message: format!(
+                            "{} asks for model `{}`: {e}; the turn uses `{before}`",
+                            self.command, self.model
+                        ),
+                    });
+                None
             }
         }
     }

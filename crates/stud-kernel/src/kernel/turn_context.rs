@@ -24,6 +24,23 @@ pub struct TurnContext {
     pub(crate) child_spend: Mutex<ChildSpend>,
     /// The context-window warning was shown in this turn (once a turn).
     pub(crate) context_warned: bool,
+    /// The tools this turn may use, when something narrowed them (a
+    /// Markdown command's `allowed-tools`): only these are offered, and a
+    /// call of another is refused.
+    pub(crate) tools: Option<ToolLimit>,
+}
+
+/// Tools a turn is narrowed to, and who narrowed it (for the refusal).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolLimit {
+    pub allowed: std::collections::BTreeSet<String>,
+    pub by: String,
+}
+
+impl ToolLimit {
+    pub fn allows(&self, tool: &str) -> bool {
+        self.allowed.contains(tool)
+    }
 }
 
 impl TurnContext {

@@ -119,6 +119,21 @@ impl ActParts<'_> {
             );
             return Admit::Refuse(self.refuse(call, "not-found", &msg));
         };
+        if let Some(limit) = &self.turn.tools
+            && !limit.allows(&call.name)
+        {
+            let mut allowed: Vec<&str> = limit.allowed.iter().map(String::as_str).collect();
+            if allowed.is_empty() {
+                allowed.push("none");
+            }
+            let msg = format!(
+                "`{}` is not among the tools this turn may use ({}: {}); do the task with those",
+                call.name,
+                limit.by,
+                allowed.join(", ")
+            );
+            return Admit::Refuse(self.refuse(call, "not-allowed", &msg));
+        }
         let args: Value = match serde_json::from_str(&call.arguments) {
             Ok(v) => v,
             Err(e) => {

@@ -76,6 +76,9 @@ fn offered_tools<L: Lane>(lane: &L, spec: &ActSpec) -> Vec<ToolDefinition> {
     if let Some(stage) = &spec.stage {
         tools.retain(|t| stage.in_envelope(&t.name));
     }
+    if let Some(limit) = &lane.parts().turn.tools {
+        tools.retain(|t| limit.allows(&t.name));
+    }
     if let Some(c) = &spec.completion {
         tools.retain(|t| t.name != c.name);
         tools.push(ToolDefinition {

@@ -98,8 +98,8 @@ impl AgentDefinition {
     pub fn parse(text: &str, source: AgentSource) -> Result<Self, DefinitionError> {
         let file = source.describe();
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let (yaml, body) =
-            split(text).ok_or(DefinitionError::NoFrontMatter { file: file.clone() })?;
+        let (yaml, body) = crate::kernel::front_matter::split(text)
+            .ok_or(DefinitionError::NoFrontMatter { file: file.clone() })?;
         let fm: FrontMatter =
             serde_yaml_ng::from_str(yaml).map_err(|e| DefinitionError::FrontMatter {
                 file: file.clone(),
@@ -206,21 +206,6 @@ fn valid_name(n: &str) -> bool {
         && n.len() <= 64
         && n.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-}
-
-/// The front matter and the body, when the text starts with `---`.
-fn split(text: &str) -> Option<(&str, &str)> {
-    let rest = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))?;
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return Some((&rest[..offset], &rest[offset + line.len()..]));
-        }
-        offset += line.len();
-    }
-    None
 }
 
 #[cfg(test)]

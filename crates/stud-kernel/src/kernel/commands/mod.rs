@@ -29,6 +29,7 @@ pub use turn_view::TurnView;
 
 use super::events::Bus;
 use super::interaction::{Answer, Interactions};
+use super::md_commands::MarkdownCommands;
 use super::session::Session;
 use crate::extensions::{Discovered, ProjectScope, Registry, Scope};
 use crate::paths::StudHome;
@@ -108,6 +109,8 @@ pub struct CommandEnv {
 
 pub struct Commands {
     catalogue: Catalogue,
+    /// Markdown commands (prompt templates), under the components.
+    markdown: MarkdownCommands,
     /// `commands.<id>` from settings (with the kernel's keys).
     settings: HashMap<String, Value>,
     registry: Arc<Registry>,
@@ -129,10 +132,25 @@ impl Commands {
         bus: Bus,
         interactions: Arc<Interactions>,
     ) -> (Self, Vec<String>) {
-        let (catalogue, warnings) = Catalogue::build(&env.found, &settings);
+        let (catalogue, mut warnings) = Catalogue::build(&env.found, &settings);
+        let taken = catalogue
+            .entries()
+            .iter()
+            .flat_map(|e| std::iter::once(&e.name).chain(&e.aliases))
+            .map(ToString::to_string)
+            .collect();
+        let (markdown, more) = MarkdownCommands::load(
+            env.home.root(),
+            crate::paths::user_home().as_deref(),
+            &env.cwd,
+            &env.project,
+            &taken,
+        );
+        warnings.extend(more);
         (
             Commands {
                 catalogue,
+                markdown,
                 settings,
                 registry,
                 instances: HashMap::new(),
@@ -147,6 +165,11 @@ impl Commands {
 
     pub fn catalogue(&self) -> &Catalogue {
         &self.catalogue
+    }
+
+    /// The Markdown commands (prompt templates) of this session.
+    pub fn markdown(&self) -> &MarkdownCommands {
+        &self.markdown
     }
 
     /// Tell UIs which commands there are (for completion).
@@ -165,6 +188,15 @@ impl Commands {
                             description: e.description.clone(),
                         })
                 })
+                .chain(
+                    self.markdown
+                        .all()
+                        .map(|c| stud_protocol::events::CommandInfo {
+                            name: c.name.clone(),
+                            argument_hint: c.argument_hint.clone(),
+                            description: c.description.clone(),
+                        }),
+                )
                 .collect(),
         });
     }

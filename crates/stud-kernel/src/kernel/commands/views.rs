@@ -9,6 +9,7 @@ use super::turn_view::SessionsSource;
 use super::{CommandEnv, Commands};
 use crate::config::Layered;
 use crate::extensions::ProjectScope;
+use crate::kernel::md_commands::Origin;
 use crate::kernel::session::Session;
 use crate::kernel::usage::usage_event;
 use crate::manifest::Kind;
@@ -105,6 +106,18 @@ pub(super) fn overview(commands: &Commands, session: &Session) -> Overview {
                 scope: e.scope.to_string(),
                 turn_safe: e.turn_safe,
             })
+            .chain(commands.markdown.all().map(|c| CommandView {
+                name: c.name.clone(),
+                aliases: Vec::new(),
+                description: c.description.clone(),
+                argument_hint: c.argument_hint.clone(),
+                extension: format!("markdown: {}", c.file.display()),
+                scope: match c.origin {
+                    Origin::User => "global".into(),
+                    Origin::Project => "project".into(),
+                },
+                turn_safe: false,
+            }))
             .collect(),
         models: session.roster.models.iter().map(|m| m.id.clone()).collect(),
         mcp: session.mcp.views(),
