@@ -141,3 +141,155 @@ fn an_untrusted_projects_commands_are_never_read() {
     assert!(!out.status.success());
     assert!(!String::from_utf8_lossy(&out.stdout).contains("evil.example"));
 }
+
+/// An Agent Skill as installers lay it out: a folder with `SKILL.md`, a
+/// `scripts/` folder and a reference file.
+fn install_pdf_skill(root: &std::path::Path) -> std::path::PathBuf {
+    let dir = root.join("pdf-processing");
+    std::fs::create_dir_all(dir.join("scripts")).expect("mkdir");
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: pdf-processing\ndescription: Extract text and tables from PDF files. Use when the user mentions PDFs.\nlicense: Apache-2.0\nmetadata:\n  author: example-org\n---\n# PDF processing\n\nRun `scripts/extract.py FILE` and read REFERENCE.md for the options.\n",
+    )
+    .expect("write");
+    std::fs::write(dir.join("scripts/extract.py"), "print('text')\n").expect("write");
+    std::fs::write(dir.join("REFERENCE.md"), "--pages N: only N pages\n").expect("write");
+    std::fs::write(dir.join(".env"), "PDF_KEY=sk-skill-0123456789\n").expect("write");
+    dir
+}
+
+#[test]
+fn a_skill_is_listed_in_the_system_prompt_and_loaded_through_the_skill_tool() {
+    let env = StudEnv::new();
+    let user = tempfile::tempdir().expect("home");
+    install_pdf_skill(&user.path().join(".claude/skills"));
+    let skill = |args: serde_json::Value| json!({"text": "", "tool_calls": [call("skill", args)]});
+    env.script(
+        json!([
+            skill(json!({"name": "pdf-processing"})),
+            skill(json!({"name": "pdf-processing", "file": "REFERENCE.md"})),
+            skill(json!({"name": "pdf-processing", "file": "../../notes.txt"})),
+            skill(json!({"name": "pdf-processing", "file": ".env"})),
+            {"text": "RESULTS {{tool_results}} SYSTEM {{system}}"}
+        ]),
+        json!({}),
+    );
+    let out = env.ok_with(
+        &["run", "-p", "summarise report.pdf"],
+        &[("HOME", &home(&user))],
+    );
+    let system = out.split(" SYSTEM ").nth(1).unwrap_or_default();
+    assert!(
+        system.contains("<skills>")
+            && system.contains("- pdf-processing: Extract text and tables from PDF files."),
+        "{out}"
+    );
+    // The body is loaded only on request, with the skill's files listed.
+    assert!(!system.contains("Run `scripts/extract.py"), "{system}");
+    let results = out.split(" SYSTEM ").next().unwrap_or_default();
+    assert!(
+        results.contains("Run `scripts/extract.py FILE`"),
+        "{results}"
+    );
+    assert!(
+        results.contains("- scripts/extract.py") && results.contains("- REFERENCE.md"),
+        "{results}"
+    );
+    assert!(
+        results.contains("     1\t--pages N: only N pages"),
+        "{results}"
+    );
+    assert!(results.contains("not a file of the skill"), "{results}");
+    // The protect-paths guard stops it before the skill's own check would.
+    assert!(
+        results.contains("`.env` matches the protected pattern"),
+        "{results}"
+    );
+    assert!(!out.contains("sk-skill-0123456789"), "{out}");
+}
+
+/// A skill's script runs only through `bash`: in the ask mode the person
+/// is asked, and a no runs nothing.
+#[test]
+fn a_skills_script_runs_only_through_bash_and_the_authority_stack() {
+    let env = StudEnv::new();
+    let user = tempfile::tempdir().expect("home");
+    let dir = install_pdf_skill(&user.path().join(".agents/skills"));
+    let script = dir.join("scripts/extract.py");
+    std::fs::write(&script, "#!/bin/sh\ntouch ran-the-script\n").expect("write");
+    let command = format!("sh {}", script.display());
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("bash", json!({"command": command}))]},
+            {"text": "done: {{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    let out = env.run_with(&["run", "extract it"], "n\n", &[("HOME", &home(&user))]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("Allow bash") || stderr.contains("Allow bash"),
+        "not asked: {stdout}{stderr}"
+    );
+    assert!(!env.project.path().join("ran-the-script").exists());
+}
+
+/// `stud skills list` reports a skill with bad front matter once, naming
+/// its file and line, and leaves it out; a project's skills count only
+/// once the project is trusted; `/skills` lists what the model can load.
+#[test]
+fn skills_list_reports_bad_skills_and_reads_a_project_only_when_trusted() {
+    let env = StudEnv::new();
+    let user = tempfile::tempdir().expect("home");
+    install_pdf_skill(&user.path().join(".claude/skills"));
+    env.file(
+        ".agents/skills/deploy/SKILL.md",
+        "---\nname: deploy\ndescription: Deploy the service.\n---\nRun make deploy.\n",
+    );
+    env.file(
+        ".agents/skills/broken/SKILL.md",
+        "---\nname: Broken Skill\ndescription: nope\n---\n",
+    );
+    std::fs::create_dir_all(env.project.path().join(".stud")).expect("mkdir");
+    let h = home(&user);
+    let out = env.run_with(&["skills", "list", "--json"], "", &[("HOME", &h)]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let names: Vec<&str> = listed["skills"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["pdf-processing"],
+        "an untrusted project's skills were read"
+    );
+    assert!(out.status.success());
+
+    let trust = env.run_with(&["trust", "grant"], "", &[("HOME", &h)]);
+    let said = String::from_utf8_lossy(&trust.stdout);
+    assert!(
+        said.contains("Agent Skills the model may load: deploy"),
+        "{said}"
+    );
+    let out = env.run_with(&["skills", "list"], "", &[("HOME", &h)]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("deploy  (project") && stdout.contains("pdf-processing  (user"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("broken/SKILL.md:2:"), "{stderr}");
+    assert_eq!(stderr.matches("broken/SKILL.md").count(), 1, "{stderr}");
+
+    env.script(json!([{"text": "unused"}]), json!({}));
+    let out = env.run_with(&["run"], "/skills\n", &[("HOME", &h)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("pdf-processing") && stdout.contains("deploy"),
+        "{stdout}"
+    );
+}

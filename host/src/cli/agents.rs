@@ -3,14 +3,11 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Subcommand;
 use serde_json::json;
 
 use crate::config::Layered;
-use crate::extensions::trust::recorded_scope;
 use crate::kernel::agents::AgentCatalog;
-use crate::paths::StudHome;
 
 #[derive(Subcommand)]
 pub enum AgentsCommand {
@@ -24,9 +21,7 @@ pub enum AgentsCommand {
 
 pub fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
     let AgentsCommand::List { json } = cmd;
-    let home = StudHome::resolve()?;
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let scope = recorded_scope(home.root(), &cwd);
+    let (home, _, scope) = super::here()?;
     let layered = Layered::load(&home.settings_file(), scope.settings_layer().as_ref())?;
     let (catalog, problems) = AgentCatalog::load(home.root(), &scope, &layered.settings.agents);
     if json {
@@ -66,9 +61,5 @@ pub fn run(cmd: AgentsCommand) -> anyhow::Result<ExitCode> {
             errln!("warning: {p}");
         }
     }
-    Ok(if problems.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(super::listed(&problems))
 }

@@ -37,6 +37,7 @@ mod screen;
 mod session;
 mod session_show;
 mod signals;
+mod skills;
 mod trust;
 
 use std::process::ExitCode;
@@ -98,6 +99,9 @@ enum Command {
     /// Subagents the `task` tool can start: list.
     #[command(subcommand)]
     Agents(agents::AgentsCommand),
+    /// Agent Skills the `skill` tool can load: list.
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
     /// Serve an editor over the Agent Client Protocol (JSON-RPC on stdio).
     Acp,
 }
@@ -115,6 +119,29 @@ pub fn run() -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Where a listing command looks: the stud home, the working folder and
+/// the project scope recorded for it (never asked: a listing only reads).
+fn here() -> anyhow::Result<(
+    crate::paths::StudHome,
+    std::path::PathBuf,
+    crate::extensions::ProjectScope,
+)> {
+    use anyhow::Context as _;
+    let home = crate::paths::StudHome::resolve()?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let scope = crate::extensions::trust::recorded_scope(home.root(), &cwd);
+    Ok((home, cwd, scope))
+}
+
+/// A listing's exit: 1 when something was left out.
+fn listed(problems: &[String]) -> ExitCode {
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Ext(cmd) => ext::run(cmd),
@@ -124,6 +151,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Config(cmd) => config::run(cmd),
         Command::Session(cmd) => session::run(cmd),
         Command::Agents(cmd) => agents::run(cmd),
+        Command::Skills(cmd) => skills::run(cmd),
         Command::Acp => crate::acp::run(),
     }
 }

@@ -10,6 +10,8 @@ use clap::Subcommand;
 use crate::extensions::ProjectScope;
 use crate::extensions::review::ProjectReview;
 use crate::extensions::trust::{Decision, TrustStore, project_stud_dir, recorded_scope, review};
+use crate::kernel::md_commands::MarkdownCommands;
+use crate::kernel::skills::SkillCatalog;
 use crate::paths::StudHome;
 
 #[derive(Subcommand)]
@@ -74,8 +76,42 @@ fn summary(dir: &Path, review: &ProjectReview) -> Vec<String> {
     if dir.join("settings.json").is_file() {
         out.push("settings.json (overrides your settings for this project)".to_string());
     }
+    out.extend(brought(dir));
     if out.is_empty() {
         out.push("nothing yet (an empty .stud folder)".to_string());
+    }
+    out
+}
+
+/// What the project brings from other agents' layouts besides `.stud/`:
+/// its Agent Skills and Markdown commands (read only once it is trusted).
+fn brought(dir: &Path) -> Vec<String> {
+    let Some(project) = dir.parent() else {
+        return Vec::new();
+    };
+    let as_trusted = ProjectScope::Trusted(dir.to_path_buf());
+    let (skills, _) = SkillCatalog::load(Path::new("/nonexistent"), None, project, &as_trusted);
+    let (commands, _) = MarkdownCommands::load(
+        Path::new("/nonexistent"),
+        None,
+        project,
+        &as_trusted,
+        &Default::default(),
+    );
+    let mut out = Vec::new();
+    let skills: Vec<String> = skills.all().map(|s| s.name.clone()).collect();
+    if !skills.is_empty() {
+        out.push(format!(
+            "Agent Skills the model may load: {} (.stud/skills, .agents/skills, .claude/skills)",
+            skills.join(", ")
+        ));
+    }
+    let commands: Vec<String> = commands.all().map(|c| c.name.clone()).collect();
+    if !commands.is_empty() {
+        out.push(format!(
+            "Markdown commands: {} (.stud/commands, .claude/commands)",
+            commands.join(", ")
+        ));
     }
     out
 }

@@ -204,12 +204,18 @@ impl ExtensionSet {
     /// Whether the session offers the kernel's `task` tool: unless a
     /// `tools` list leaves it out or it is disabled.
     pub fn keeps_task(&self) -> bool {
-        !self.choice.disable.iter().any(|d| d == TASK_TOOL)
+        self.keeps_kernel_tool(TASK_TOOL)
+    }
+
+    /// Whether the session offers the kernel's tool `name` (`task`,
+    /// `skill`): unless a `tools` list leaves it out or it is disabled.
+    pub fn keeps_kernel_tool(&self, name: &str) -> bool {
+        !self.choice.disable.iter().any(|d| d == name)
             && self
                 .choice
                 .tools
                 .as_ref()
-                .is_none_or(|l| l.iter().any(|t| t == TASK_TOOL))
+                .is_none_or(|l| l.iter().any(|t| t == name))
     }
 
     /// Whether the session offers MCP tool `name`: with a `tools` list,

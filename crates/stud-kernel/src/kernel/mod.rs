@@ -46,6 +46,7 @@ pub mod session;
 pub mod session_control;
 pub mod session_lock;
 pub mod shell_input;
+pub mod skills;
 pub mod snapshot;
 pub mod steering;
 pub mod subscribers;

@@ -57,6 +57,9 @@ pub struct SessionConfig {
     pub temperature: Option<f32>,
     pub thinking: ThinkingLevel,
     pub cache_hints: bool,
+    /// The Agent Skills in scope (their catalogue joins the system prompt
+    /// while the `skill` tool is offered).
+    pub skills: Arc<super::skills::SkillCatalog>,
 }
 
 /// What a session is made of besides its extensions, all built before it
@@ -77,6 +80,8 @@ pub struct SessionParts {
     pub agents: Arc<super::agent_catalog::AgentCatalog>,
     /// Offer the model the `task` tool.
     pub offer_task: bool,
+    /// Offer the model the `skill` tool.
+    pub offer_skill: bool,
     /// The session's MCP servers.
     pub mcp: Arc<super::mcp_hub::McpHub>,
     /// Tools of the servers already up (a headless run waits for them).
@@ -173,6 +178,7 @@ impl Session {
             editor,
             agents,
             offer_task,
+            offer_skill,
             mcp,
             mcp_tools,
             reloader,
@@ -214,6 +220,14 @@ impl Session {
             && let Err(e) = session.roster.tools.add_kernel_tool(
                 super::tools::ToolRunner::Task,
                 super::agent_catalog::task_spec(&session.agents),
+            )
+        {
+            warnings.push(e);
+        }
+        if offer_skill
+            && let Err(e) = session.roster.tools.add_kernel_tool(
+                super::tools::ToolRunner::Skill,
+                super::skills::skill_spec(&session.config.skills),
             )
         {
             warnings.push(e);

@@ -20,6 +20,8 @@ pub enum ToolRunner {
     Component(Arc<Extension>),
     Mcp(Arc<McpTool>),
     Task,
+    /// The kernel's `skill` tool (the skill catalogue answers it).
+    Skill,
 }
 
 impl ToolRunner {
@@ -28,7 +30,7 @@ impl ToolRunner {
         match self {
             ToolRunner::Component(ext) => ext.id().to_string(),
             ToolRunner::Mcp(t) => format!("mcp:{}", t.server),
-            ToolRunner::Task => "kernel".to_string(),
+            ToolRunner::Task | ToolRunner::Skill => "kernel".to_string(),
         }
     }
 
@@ -38,14 +40,14 @@ impl ToolRunner {
         match self {
             ToolRunner::Component(ext) => ext.scope == crate::extensions::Scope::Project,
             ToolRunner::Mcp(t) => t.from_project(),
-            ToolRunner::Task => false,
+            ToolRunner::Task | ToolRunner::Skill => false,
         }
     }
 
     pub fn component(&self) -> Option<&Arc<Extension>> {
         match self {
             ToolRunner::Component(ext) => Some(ext),
-            ToolRunner::Mcp(_) | ToolRunner::Task => None,
+            ToolRunner::Mcp(_) | ToolRunner::Task | ToolRunner::Skill => None,
         }
     }
 }
@@ -319,6 +321,11 @@ fn name_not_its_own(ext: &Extension, name: &str) -> Option<String> {
     }
     if name == super::agent_catalog::TASK_TOOL {
         return refused(format!("`{name}` is the kernel's delegation tool"));
+    }
+    if name == super::skills::SKILL_TOOL {
+        return refused(format!(
+            "`{name}` is the kernel's tool that loads Agent Skills"
+        ));
     }
     match crate::bundled::tool_owner(name) {
         Some(owner)

@@ -224,6 +224,7 @@ impl ActParts<'_> {
         let key = match &entry.runner {
             ToolRunner::Mcp(tool) => tool.approval_key(&call.arguments),
             ToolRunner::Task => task_key(&call.arguments),
+            ToolRunner::Skill => crate::kernel::skills::skill_key(&call.arguments),
             ToolRunner::Component(ext) => match ext.tool_approval_key(&call.arguments).await {
                 Ok(k) => k,
                 // The tool refused the arguments (a path outside the
@@ -254,7 +255,9 @@ impl ActParts<'_> {
                 server: &tool.server,
                 tool: &tool.name,
             },
-            ToolRunner::Component(_) | ToolRunner::Task => Callee::Tool(&call.name),
+            ToolRunner::Component(_) | ToolRunner::Task | ToolRunner::Skill => {
+                Callee::Tool(&call.name)
+            }
         };
         let proposal = Proposal {
             call_id: &call.id,

@@ -38,6 +38,16 @@ pub(crate) async fn compose_request<L: Lane>(
         (Some(s), Some(f)) => Some(format!("{s}\n\n{f}")),
         (s, f) => s.or(f),
     };
+    // What each skill is for, while the model can load them.
+    let catalogue = tools
+        .iter()
+        .any(|t| t.name == crate::kernel::skills::SKILL_TOOL)
+        .then(|| s.config.skills.catalogue())
+        .flatten();
+    let base_system = match (base_system, catalogue) {
+        (Some(s), Some(c)) => Some(format!("{s}\n\n{c}")),
+        (s, c) => s.or(c),
+    };
     let rewritten = s
         .post(Stage::ComposeRequest, || {
             ComposePost {

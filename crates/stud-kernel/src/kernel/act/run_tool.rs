@@ -104,6 +104,20 @@ impl ActParts<'_> {
                 _ = cancel.cancelled() => Ran::Cancelled,
             },
             ToolRunner::Task => return self.run_task(call, envelope, cancel).await,
+            ToolRunner::Skill => {
+                match crate::kernel::skills::run_skill(&self.config.skills, &call.arguments) {
+                    Ok(text) => Ran::Ok(ToolOutput {
+                        content: vec![crate::runtime::domain::ResultPart::Text(text)],
+                        details: None,
+                    }),
+                    Err(message) => Ran::Failed {
+                        class: "ToolTerminal".into(),
+                        code: "skill".into(),
+                        detail: format!("skill: {message}"),
+                        message,
+                    },
+                }
+            }
         })
     }
 }

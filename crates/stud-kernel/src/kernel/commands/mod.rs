@@ -38,6 +38,9 @@ use crate::runtime::domain::{Choice, InteractionKind, InteractionStatus};
 use crate::runtime::{CallError, Extension};
 use stud_protocol::events::{CommandStatus, KernelEvent};
 
+/// The kernel's command that lists the Agent Skills in scope.
+pub const SKILLS_COMMAND: &str = "/skills";
+
 /// How a dispatch ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -97,6 +100,8 @@ impl Dispatched {
 
 /// Where commands are found and what they act on besides the session.
 pub struct CommandEnv {
+    /// The Agent Skills in scope (`/skills` lists them).
+    pub skills: Arc<super::skills::SkillCatalog>,
     pub home: StudHome,
     /// The project folder (the session's working directory).
     pub cwd: std::path::PathBuf,
@@ -167,6 +172,18 @@ impl Commands {
         &self.catalogue
     }
 
+    /// The kernel's own commands a component has not taken.
+    fn kernel_commands(&self) -> impl Iterator<Item = stud_protocol::events::CommandInfo> + '_ {
+        (!matches!(self.catalogue.resolve(SKILLS_COMMAND), Resolved::One(_)))
+            .then(|| stud_protocol::events::CommandInfo {
+                name: SKILLS_COMMAND.into(),
+                argument_hint: None,
+                description: "List the Agent Skills the model can load, and where each is from."
+                    .into(),
+            })
+            .into_iter()
+    }
+
     /// The Markdown commands (prompt templates) of this session.
     pub fn markdown(&self) -> &MarkdownCommands {
         &self.markdown
@@ -188,6 +205,7 @@ impl Commands {
                             description: e.description.clone(),
                         })
                 })
+                .chain(self.kernel_commands())
                 .chain(
                     self.markdown
                         .all()
@@ -241,6 +259,17 @@ impl Commands {
     ) -> Dispatched {
         let entry = match self.catalogue.resolve(name) {
             Resolved::One(e) => e.clone(),
+            // The kernel's own listing, unless a component took the name.
+            Resolved::Unknown { .. } if name == SKILLS_COMMAND => {
+                let started = Instant::now();
+                let text = super::skills::listing(&self.env.skills);
+                self.resulted(name, "kernel", Status::Ok, &text, started);
+                return Dispatched {
+                    status: Status::Ok,
+                    text,
+                    after: After::Continue,
+                };
+            }
             Resolved::Unknown { suggestions } => {
                 let hint = match suggestions.as_slice() {
                     [] => String::new(),

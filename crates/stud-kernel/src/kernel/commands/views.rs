@@ -106,6 +106,15 @@ pub(super) fn overview(commands: &Commands, session: &Session) -> Overview {
                 scope: e.scope.to_string(),
                 turn_safe: e.turn_safe,
             })
+            .chain(commands.kernel_commands().map(|c| CommandView {
+                name: c.name,
+                aliases: Vec::new(),
+                description: c.description,
+                argument_hint: c.argument_hint,
+                extension: "kernel".into(),
+                scope: "bundled".into(),
+                turn_safe: true,
+            }))
             .chain(commands.markdown.all().map(|c| CommandView {
                 name: c.name.clone(),
                 aliases: Vec::new(),

@@ -25,6 +25,7 @@ use crate::kernel::named;
 use crate::kernel::persist::{self, Persistence};
 use crate::kernel::reload::Reloader;
 use crate::kernel::session::SessionParts;
+use crate::kernel::skills::{SKILL_TOOL, SkillCatalog};
 use crate::manifest::Kind;
 
 /// The session's parts, and what serves the session beside it.
@@ -58,8 +59,17 @@ pub(super) async fn assemble(
     }
     interactions.hold_output_with(found.services.held.clone());
     found.services.set_interactions(interactions.clone());
+    let (skills, skill_warnings) = SkillCatalog::load(
+        opts.home.root(),
+        crate::paths::user_home().as_deref(),
+        &project_dir(&opts.cwd),
+        &opts.project,
+    );
+    warnings.extend(skill_warnings);
+    let skills = Arc::new(skills);
     let (commands, command_warnings) = Commands::new(
         CommandEnv {
+            skills: skills.clone(),
             home: opts.home.clone(),
             cwd: project_dir(&opts.cwd),
             project: opts.project.clone(),
@@ -124,6 +134,14 @@ pub(super) async fn assemble(
         && settings.agents.enabled != Some(false)
         && loaded.set.as_ref().is_none_or(|s| s.keeps_task())
         && !agents.is_empty();
+    let offer_skill = !opts.no_tools
+        && !skills.is_empty()
+        && loaded
+            .set
+            .as_ref()
+            .is_none_or(|s| s.keeps_kernel_tool(SKILL_TOOL));
+    let mut config = config;
+    config.skills = skills;
     let (mcp, mcp_tools) = if opts.no_tools {
         (Arc::new(McpHub::default()), NewTools::new())
     } else {
@@ -155,6 +173,7 @@ pub(super) async fn assemble(
             }),
             agents: Arc::new(agents),
             offer_task,
+            offer_skill,
             mcp,
             mcp_tools,
             reloader: Some(reloader),

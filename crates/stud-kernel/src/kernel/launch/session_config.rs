@@ -119,6 +119,7 @@ pub(super) fn session_config(
                     )));
                 }
             },
+            skills: Default::default(),
             cache_hints: settings.active.cache_hints.unwrap_or(false),
             compaction: CompactionConfig::from_settings(&settings.compaction),
             pricing: settings.pricing.clone(),
