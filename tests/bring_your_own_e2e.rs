@@ -293,3 +293,59 @@ fn skills_list_reports_bad_skills_and_reads_a_project_only_when_trusted() {
         "{stdout}"
     );
 }
+
+/// Plan mode: read-only tools only, even in yolo (`write` refused), the
+/// system prompt asks for a plan; leaving it shows the plan and asks, and
+/// a yes carries it out in the session's own mode.
+#[test]
+fn plan_mode_refuses_write_and_leaving_it_carries_out_the_plan_on_a_yes() {
+    let env = StudEnv::new();
+    let write = |content: &str| json!({"text": "", "tool_calls": [call("write", json!({"path": "notes.txt", "content": content}))]});
+    env.script(
+        json!([
+            write("written in plan mode"),
+            {"text": "PLAN 1. write notes.txt | {{tool_results}} | {{system}}"},
+            write("from the carried-out plan"),
+            {"text": "carried out"}
+        ]),
+        json!({}),
+    );
+    let out = env.run(&["run", "--yolo"], "/plan\nmake notes\n/plan\ny\n");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    assert!(stdout.contains("plan mode on"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "`write` is not among the tools this turn may use (plan mode: read-only tools"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("<plan-mode>"), "{stdout}");
+    let all = format!("{stdout}{stderr}");
+    assert!(
+        all.contains("The plan:")
+            && all.contains("PLAN 1. write notes.txt")
+            && all.contains("Carry it out now (in the yolo mode)?"),
+        "{all}"
+    );
+    assert!(stdout.contains("carried out"), "{stdout}");
+    assert_eq!(env.read("notes.txt"), "from the carried-out plan");
+}
+
+/// `--plan` headless: one planning turn, nothing written, and no question
+/// (nobody to answer it) once it ends.
+#[test]
+fn a_headless_plan_run_writes_nothing() {
+    let env = StudEnv::new();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("write", json!({"path": "x.txt", "content": "x"}))]},
+            {"text": "the plan: write x.txt"}
+        ]),
+        json!({}),
+    );
+    let out = env.ok(&["run", "--plan", "--yolo", "-p", "make x"]);
+    assert!(out.contains("the plan: write x.txt"), "{out}");
+    assert!(!env.project.path().join("x.txt").exists());
+}

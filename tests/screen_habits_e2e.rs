@@ -287,3 +287,15 @@ fn a_turn_notifies_when_it_ends_or_waits_only_when_asked_to() {
     idle(&t);
     quit(&mut t);
 }
+
+/// Shift-Tab enters plan mode in the full-screen UI, and again leaves it.
+#[test]
+fn shift_tab_enters_and_leaves_plan_mode() {
+    let env = echoing();
+    let mut t = start(&env, &[]);
+    t.send(b"\x1b[Z");
+    t.wait_for("plan mode on", WAIT);
+    t.send(b"\x1b[Z");
+    t.wait_for("plan mode off", WAIT);
+    quit(&mut t);
+}

@@ -123,10 +123,9 @@ impl FrontEnd for Editor {
                 );
                 Ok(schema::StopReason::EndTurn)
             }
-            Answer::Copied(copied) => {
-                let shown = match copied {
-                    Ok(bytes) => format!("copied {bytes} bytes"),
-                    Err(why) => why,
+            Answer::Said(said) => {
+                let shown = match said {
+                    Ok(text) | Err(text) => text,
                 };
                 send_update(
                     &self.conn,

@@ -72,12 +72,12 @@ impl FrontEnd for Console<'_> {
                     self.command_failed = true;
                 }
             },
-            Answer::Copied(Ok(bytes)) => {
-                outln!("copied the last answer ({bytes} bytes) to the clipboard");
+            Answer::Said(Ok(text)) => {
+                outln!("{text}");
                 self.command_failed = false;
             }
-            Answer::Copied(Err(why)) => {
-                errln!("error: /copy: {why}");
+            Answer::Said(Err(why)) => {
+                errln!("error: {why}");
                 self.command_failed = true;
             }
             Answer::Turn(outcome) => {

@@ -77,6 +77,10 @@ pub struct RunArgs {
     /// Offer no tools to the model (for models without tool calling).
     #[arg(long)]
     pub no_tools: bool,
+    /// Start in plan mode: read-only tools only, the model answers with a
+    /// plan (`/plan` leaves it and asks whether to carry the plan out).
+    #[arg(long)]
+    pub plan: bool,
     /// Continue the latest session of this folder.
     #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
     pub continue_latest: bool,
@@ -172,6 +176,9 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         (None, false) => None,
     }))
     .await?;
+    if args.plan {
+        launched.session.set_plan_mode(true);
+    }
     if let Some(controls) = launched.controls.take() {
         let out = screen_session(launched, controls, &options).await;
         if let Some(s) = screen_slot.and_then(|slot| slot.lock().ok()?.take()) {

@@ -83,14 +83,8 @@ impl FrontEnd for Screen<'_> {
                     format!("!{command} did not run: {why}"),
                 ),
             },
-            Answer::Copied(Ok(bytes)) => notify(
-                &launched.bus,
-                Level::Info,
-                format!("copied the last answer ({bytes} bytes) to the clipboard"),
-            ),
-            Answer::Copied(Err(why)) => {
-                notify(&launched.bus, Level::Error, format!("/copy: {why}"))
-            }
+            Answer::Said(Ok(text)) => notify(&launched.bus, Level::Info, text),
+            Answer::Said(Err(why)) => notify(&launched.bus, Level::Error, why),
             Answer::Turn(_) if launched.session.budget_spent() => return Flow::Stop,
             Answer::Turn(_) => {}
         }

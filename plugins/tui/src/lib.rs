@@ -259,6 +259,9 @@ impl Tui {
                     return vec![UiAction::Steer(text)];
                 }
             }
+            // Plan mode on or off (the kernel's `/plan`; after the turn
+            // when one runs).
+            KeyCode::BackTab => return vec![UiAction::Submit("/plan".into())],
             KeyCode::Tab => match mention_completion::complete(&mut self.input) {
                 Some(choices) => self.path_choices = choices,
                 None => self.complete(),

@@ -14,6 +14,7 @@ use super::commands::{After, Dispatched};
 use super::input::{Input, classify};
 use super::launch::{LaunchError, Launched};
 use super::persist::ResumeTarget;
+use super::plan_mode::{CARRY_OUT, PLAN_COMMAND};
 use super::turn_context::ToolLimit;
 use super::turn_status::TurnOutcome;
 use crate::runtime::domain::CommandArgs;
@@ -58,9 +59,9 @@ pub enum Answer {
         command: String,
         run: super::shell_input::ShellRun,
     },
-    /// `/copy`: the last answer went to the terminal's clipboard (its
-    /// size in bytes), or why not.
-    Copied(Result<usize, String>),
+    /// A command the kernel answers itself (`/copy`, `/plan`): what it
+    /// did, or why it did not.
+    Said(Result<String, String>),
     /// Neither could run; nothing was sent to the model.
     Refused(Refusal),
 }
@@ -214,8 +215,22 @@ pub async fn serve<F: FrontEnd>(
             }
             Prepared::Copy => {
                 let copied = copy_last_answer(&launched, F::OWNS_TERMINAL);
-                if front.answered(&launched, Answer::Copied(copied)).await == Flow::Stop {
+                if front.answered(&launched, Answer::Said(copied)).await == Flow::Stop {
                     return Ok(launched);
+                }
+            }
+            Prepared::Plan => {
+                let (said, carry_out) = toggle_plan(&mut launched).await;
+                if front.answered(&launched, Answer::Said(said)).await == Flow::Stop {
+                    return Ok(launched);
+                }
+                if carry_out {
+                    let (outcome, quit) =
+                        run_turn(&mut launched, front, CARRY_OUT, &mut follow_ups).await;
+                    let flow = front.answered(&launched, Answer::Turn(outcome)).await;
+                    if quit || flow == Flow::Stop {
+                        return Ok(launched);
+                    }
                 }
             }
             Prepared::Shell(command) => {
@@ -262,6 +277,7 @@ enum Prepared {
     },
     Shell(String),
     Copy,
+    Plan,
     Refused(Refusal),
 }
 
@@ -271,13 +287,59 @@ enum Prepared {
 pub const COPY: &str = "/copy";
 
 /// The last answer's text to the terminal's clipboard (OSC 52).
-fn copy_last_answer(launched: &Launched, owns_terminal: bool) -> Result<usize, String> {
+fn copy_last_answer(launched: &Launched, owns_terminal: bool) -> Result<String, String> {
     if !owns_terminal {
         return Err(
             "/copy writes a terminal's clipboard; in an editor, copy from its own view".into(),
         );
     }
+    let answer = last_answer(launched).ok_or("there is no answer to copy yet")?;
+    let sequence = super::terminal_signals::clipboard(&answer)?;
+    launched.services.signal(&sequence);
+    Ok(format!(
+        "copied the last answer ({} bytes) to the clipboard",
+        answer.len()
+    ))
+}
+
+/// `/plan`: on, or off with the question whether to carry out the plan
+/// (in the session's own mode). Returns what to say and whether the
+/// person said yes.
+async fn toggle_plan(launched: &mut Launched) -> (Result<String, String>, bool) {
+    if !launched.session.plan_mode() {
+        launched.session.set_plan_mode(true);
+        return (
+            Ok("plan mode on: the model can use read-only tools only and answers with a plan; /plan (Shift-Tab) leaves it".into()),
+            false,
+        );
+    }
+    launched.session.set_plan_mode(false);
+    let Some(plan) = last_answer(launched) else {
+        return (Ok("plan mode off".into()), false);
+    };
+    let mode = launched.session.mode().as_str();
+    let question = super::plan_mode::carry_out_question(&plan, mode);
     let answer = launched
+        .session
+        .interactions
+        .request(crate::runtime::domain::InteractionKind::Confirm(question))
+        .await;
+    let yes = matches!(
+        answer,
+        super::interaction::Answer::Response(r)
+            if r.status == crate::runtime::domain::InteractionStatus::Accepted
+    );
+    let said = if yes {
+        format!("plan mode off: carrying out the plan in the {mode} mode")
+    } else {
+        "plan mode off; the plan was not carried out (ask for it when you are ready)".into()
+    };
+    (Ok(said), yes)
+}
+
+/// The text of the last answer that has any.
+fn last_answer(launched: &Launched) -> Option<String> {
+    launched
         .session
         .history()
         .iter()
@@ -286,10 +348,6 @@ fn copy_last_answer(launched: &Launched, owns_terminal: bool) -> Result<usize, S
             m.role == crate::runtime::domain::Role::Assistant && !text_of(m).trim().is_empty()
         })
         .map(text_of)
-        .ok_or("there is no answer to copy yet")?;
-    let sequence = super::terminal_signals::clipboard(&answer)?;
-    launched.services.signal(&sequence);
-    Ok(answer.len())
 }
 
 fn text_of(m: &crate::runtime::domain::Message) -> String {
@@ -310,6 +368,7 @@ async fn prepare(launched: &mut Launched, text: &str, images: Vec<Image>) -> Pre
         Input::Invalid(why) => Prepared::Refused(Refusal::InvalidCommand(why)),
         Input::Shell(command) => Prepared::Shell(command),
         Input::Command { name, .. } if name == COPY => Prepared::Copy,
+        Input::Command { name, .. } if name == PLAN_COMMAND => Prepared::Plan,
         Input::Command { name, args } => {
             match launched.commands.markdown().expand(&name, &args.raw) {
                 Some(e) => {
@@ -348,7 +407,16 @@ async fn prompt_ready(
     images.extend(mentioned);
     match launched.session.attach_images(images) {
         Ok(()) => {
+            let plan = launched.session.plan_mode();
+            let tools = match plan {
+                true => Some(super::plan_mode::limit(
+                    &launched.session.offered_tools(),
+                    tools,
+                )),
+                false => tools,
+            };
             launched.session.turn.tools = tools;
+            launched.session.turn.plan = plan;
             Prepared::Prompt { prompt, model }
         }
         Err(why) => Prepared::Refused(Refusal::ImagesUnsupported(why)),
@@ -439,6 +507,11 @@ async fn run_turn<F: FrontEnd>(
                 Some(Submission::Interrupt) => token.cancel(),
                 Some(Submission::Steer(text)) => steering.push(text),
                 Some(Submission::Line { text, images }) => match classify(&text) {
+                    // The kernel's own (`/plan`, `/copy`) wait for the
+                    // turn's end: they act on the session the turn holds.
+                    Input::Command { name, .. } if name == PLAN_COMMAND || name == COPY => {
+                        follow_ups.push_back(Submission::Line { text, images })
+                    }
                     Input::Command { name, args } => waiting.push_back((name, args)),
                     // A prompt (or an invalid line, reported then) runs
                     // once the turn ended.

@@ -34,6 +34,7 @@ pub mod notifier;
 pub mod path_completion;
 pub mod payloads;
 pub mod persist;
+pub mod plan_mode;
 pub mod redact;
 pub mod reload;
 pub mod response_limits;

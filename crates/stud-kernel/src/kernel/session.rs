@@ -127,6 +127,8 @@ pub struct Session {
     pub(crate) editor: Option<super::editor_files::EditorRoute>,
     /// What lives for the running (or next) turn only.
     pub(crate) turn: super::turn_context::TurnContext,
+    /// Plan mode is on: each turn may use only read-only tools.
+    pub(crate) plan: bool,
     /// Opened once its first provider request is out.
     pub(crate) first_request: super::first_request::FirstRequest,
 }
@@ -214,6 +216,7 @@ impl Session {
             lineage: Default::default(),
             editor,
             turn: Default::default(),
+            plan: false,
             first_request,
         };
         if offer_task
@@ -345,6 +348,29 @@ impl Session {
         let first = !self.conversation.has_content();
         self.conversation.append_record(&self.id, record).await;
         self.saved_from_first_write(first).await;
+    }
+
+    /// Whether plan mode is on.
+    pub fn plan_mode(&self) -> bool {
+        self.plan
+    }
+
+    /// Turn plan mode on or off (it applies from the next turn).
+    pub fn set_plan_mode(&mut self, on: bool) {
+        self.plan = on;
+    }
+
+    /// The tools offered now, with whether each is read-only.
+    pub(crate) fn offered_tools(&self) -> Vec<(String, bool)> {
+        self.roster
+            .tools
+            .names()
+            .into_iter()
+            .map(|n| {
+                let read_only = self.roster.tools.get(n).is_some_and(|e| e.spec.read_only);
+                (n.to_string(), read_only)
+            })
+            .collect()
     }
 
     /// The conversation so far.

@@ -28,6 +28,8 @@ pub struct TurnContext {
     /// Markdown command's `allowed-tools`): only these are offered, and a
     /// call of another is refused.
     pub(crate) tools: Option<ToolLimit>,
+    /// The turn runs in plan mode (the system prompt asks for a plan).
+    pub(crate) plan: bool,
 }
 
 /// Tools a turn is narrowed to, and who narrowed it (for the refusal).

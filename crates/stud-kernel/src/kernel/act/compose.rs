@@ -48,6 +48,14 @@ pub(crate) async fn compose_request<L: Lane>(
         (Some(s), Some(c)) => Some(format!("{s}\n\n{c}")),
         (s, c) => s.or(c),
     };
+    let plan = s
+        .turn
+        .plan
+        .then_some(crate::kernel::plan_mode::PLAN_PROMPT.to_string());
+    let base_system = match (base_system, plan) {
+        (Some(s), Some(p)) => Some(format!("{s}\n\n{p}")),
+        (s, p) => s.or(p),
+    };
     let rewritten = s
         .post(Stage::ComposeRequest, || {
             ComposePost {

@@ -105,8 +105,16 @@ impl ActParts<'_> {
                 }
             }
         }
-        let envelope = spec.stage.as_ref().and_then(|s| s.allowed.as_ref());
-        let (ran, halted) = self.run_calls(runnable, envelope, cancel).await;
+        // A child started now gets no tool the stage or the turn's
+        // narrowing (a command's allowed-tools, plan mode) leaves out.
+        let stage = spec.stage.as_ref().and_then(|s| s.allowed.as_ref());
+        let envelope = match (stage, &self.turn.tools) {
+            (Some(a), Some(l)) => Some(a.intersection(&l.allowed).cloned().collect()),
+            (Some(a), None) => Some(a.clone()),
+            (None, Some(l)) => Some(l.allowed.clone()),
+            (None, None) => None,
+        };
+        let (ran, halted) = self.run_calls(runnable, envelope.as_ref(), cancel).await;
         for (i, result) in ran {
             results[i] = Some(result);
         }

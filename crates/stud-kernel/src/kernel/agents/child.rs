@@ -124,6 +124,7 @@ impl ActParts<'_> {
             lineage,
             editor: self.editor.cloned(),
             turn: Default::default(),
+            plan: false,
             first_request: Default::default(),
         })
     }

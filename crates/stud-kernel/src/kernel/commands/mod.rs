@@ -174,14 +174,29 @@ impl Commands {
 
     /// The kernel's own commands a component has not taken.
     fn kernel_commands(&self) -> impl Iterator<Item = stud_protocol::events::CommandInfo> + '_ {
-        (!matches!(self.catalogue.resolve(SKILLS_COMMAND), Resolved::One(_)))
-            .then(|| stud_protocol::events::CommandInfo {
-                name: SKILLS_COMMAND.into(),
-                argument_hint: None,
-                description: "List the Agent Skills the model can load, and where each is from."
-                    .into(),
-            })
-            .into_iter()
+        let info = |name: &str, description: &str| stud_protocol::events::CommandInfo {
+            name: name.into(),
+            argument_hint: None,
+            description: description.into(),
+        };
+        // `/copy` and `/plan` are always the kernel's (the front door
+        // answers them); `/skills` unless a component took the name.
+        let skills =
+            (!matches!(self.catalogue.resolve(SKILLS_COMMAND), Resolved::One(_))).then(|| {
+                info(
+                    SKILLS_COMMAND,
+                    "List the Agent Skills the model can load, and where each is from.",
+                )
+            });
+        [
+            info(crate::kernel::front_door::COPY, "Put the last answer on the clipboard (OSC 52)."),
+            info(
+                crate::kernel::plan_mode::PLAN_COMMAND,
+                "Plan mode on or off (Shift-Tab): read-only tools and a plan; leaving it asks whether to carry the plan out.",
+            ),
+        ]
+        .into_iter()
+        .chain(skills)
     }
 
     /// The Markdown commands (prompt templates) of this session.
