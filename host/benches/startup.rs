@@ -165,6 +165,38 @@ fn main() {
         "startup/peak_rss (that session)                                        median {:>7.1} MB",
         median(runs.iter().map(|r| r.max_rss_kib).collect()) as f64 / 1024.0
     );
+    // Issue 37: 100 Agent Skills and 100 Markdown commands on disk, runs
+    // interleaved with a home that has none.
+    let loaded = tempfile::tempdir().expect("tmp");
+    for i in 0..100 {
+        let dir = loaded.path().join("skills").join(format!("skill-{i:03}"));
+        std::fs::create_dir_all(&dir).expect("skill dir");
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: skill-{i:03}\ndescription: Does task number {i} of a realistic length, and says when to use it.\n---\n# Skill {i}\nSteps.\n"),
+        )
+        .expect("skill");
+        let commands = loaded.path().join("commands");
+        std::fs::create_dir_all(&commands).expect("commands dir");
+        std::fs::write(
+            commands.join(format!("cmd-{i:03}.md")),
+            format!("---\ndescription: Command {i}\nargument-hint: [what]\nallowed-tools: Read, Grep\n---\nDo $ARGUMENTS for command {i}.\n"),
+        )
+        .expect("command");
+    }
+    session(loaded.path(), project.path(), cache.path());
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        without.push(session(home.path(), project.path(), cache.path()).first_request);
+        with.push(session(loaded.path(), project.path(), cache.path()).first_request);
+    }
+    let (without, with) = (median(without), median(with));
+    println!(
+        "startup/first_request with 100 skills + 100 Markdown commands          median {:>7.2} ms (without: {:.2} ms, added {:+.2} ms)",
+        ms(with),
+        ms(without),
+        ms(with) - ms(without)
+    );
     let fresh: Vec<Run> = (0..3)
         .map(|_| {
             let empty = tempfile::tempdir().expect("tmp");
