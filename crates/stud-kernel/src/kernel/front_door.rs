@@ -15,6 +15,7 @@ use super::input::{Input, classify};
 use super::launch::{LaunchError, Launched};
 use super::persist::ResumeTarget;
 use super::plan_mode::{CARRY_OUT, PLAN_COMMAND};
+use super::terminal_signals::COPY;
 use super::turn_context::ToolLimit;
 use super::turn_status::TurnOutcome;
 use crate::runtime::domain::CommandArgs;
@@ -280,11 +281,6 @@ enum Prepared {
     Plan,
     Refused(Refusal),
 }
-
-/// The host's own command: the clipboard is written by the host on the
-/// person's request, never by an extension (their output cannot carry
-/// the sequence).
-pub const COPY: &str = "/copy";
 
 /// The last answer's text to the terminal's clipboard (OSC 52).
 fn copy_last_answer(launched: &Launched, owns_terminal: bool) -> Result<String, String> {

@@ -9,6 +9,11 @@ use base64::Engine as _;
 
 use crate::config::NotifyVia;
 
+/// The host's own command: the clipboard is written by the host on the
+/// person's request, never by an extension (their output cannot carry
+/// the sequence).
+pub const COPY: &str = "/copy";
+
 /// The most text `/copy` sends: terminals cap OSC 52 (xterm at 100 000
 /// bytes of base64, some lower).
 pub const CLIPBOARD_MAX_BYTES: usize = 74_000;

@@ -189,7 +189,7 @@ impl Commands {
                 )
             });
         [
-            info(crate::kernel::front_door::COPY, "Put the last answer on the clipboard (OSC 52)."),
+            info(crate::kernel::terminal_signals::COPY, "Put the last answer on the clipboard (OSC 52)."),
             info(
                 crate::kernel::plan_mode::PLAN_COMMAND,
                 "Plan mode on or off (Shift-Tab): read-only tools and a plan; leaving it asks whether to carry the plan out.",
