@@ -349,3 +349,111 @@ fn a_headless_plan_run_writes_nothing() {
     assert!(out.contains("the plan: write x.txt"), "{out}");
     assert!(!env.project.path().join("x.txt").exists());
 }
+
+/// Claude Code's command hooks, in its settings format, run by the
+/// bundled `command-hooks` under the bash tool's confinement.
+fn with_hooks(env: &StudEnv, turns: serde_json::Value, hooks: serde_json::Value, mode: &str) {
+    env.script(
+        turns,
+        json!({"hooks": {"command-hooks": hooks}, "securityMode": {"mode": mode}}),
+    );
+}
+
+fn bash(command: &str) -> serde_json::Value {
+    json!({"text": "", "tool_calls": [call("bash", json!({"command": command}))]})
+}
+
+/// A `PreToolUse` hook that blocks `rm` (exit 2, reason on stderr) stops
+/// the call even in yolo; other calls pass.
+#[test]
+fn a_pre_tool_use_hook_blocks_rm_even_in_yolo() {
+    let env = StudEnv::new();
+    env.file("victim/keep.txt", "still here");
+    let block_rm = r#"input=$(cat); case "$input" in *'"command":"rm '*) echo 'rm is blocked by policy' >&2; exit 2;; esac; exit 0"#;
+    with_hooks(
+        &env,
+        json!([bash("rm -rf victim"), bash("echo fine > ok.txt"), {"text": "R {{tool_results}}"}]),
+        json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": block_rm}]}]}),
+        "yolo",
+    );
+    let out = env.ok(&["run", "-p", "clean up"]);
+    assert!(out.contains("rm is blocked by policy"), "{out}");
+    assert_eq!(env.read("victim/keep.txt"), "still here");
+    assert_eq!(env.read("ok.txt"), "fine\n");
+}
+
+/// `updatedInput` rewrites the call, and the rewritten call goes through
+/// the authority stack: in the ask mode the person is asked about what
+/// will really run (the hook's `allow` approves nothing).
+#[test]
+fn a_rewritten_call_is_approved_again() {
+    let env = StudEnv::new();
+    let rewrite = r#"cat > /dev/null; printf '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": {"command": "echo rewritten > rewritten.txt"}}}'"#;
+    with_hooks(
+        &env,
+        json!([bash("echo original > original.txt"), {"text": "done"}]),
+        json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": rewrite}]}]}),
+        "ask",
+    );
+    let out = env.run(&["run", "go"], "y\n");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The question names what will run (the approval key: a line per
+    // command and per redirection).
+    assert!(
+        all.contains("Allow bash `echo rewritten\n> rewritten.txt`"),
+        "not asked about the rewritten call: {all}"
+    );
+    assert_eq!(env.read("rewritten.txt"), "rewritten\n");
+    assert!(!env.project.path().join("original.txt").exists());
+}
+
+/// A hook that hangs is stopped at its timeout and the call is refused
+/// (what it would have said is unknown); one that floods is cut; the
+/// session goes on either way.
+#[test]
+fn a_hanging_or_flooding_hook_is_contained() {
+    let env = StudEnv::new();
+    with_hooks(
+        &env,
+        json!([bash("echo one > one.txt"), bash("echo two > two.txt"), {"text": "R {{tool_results}}"}]),
+        json!({"PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "case \"$(cat)\" in *one*) sleep 60;; *) head -c 20000000 /dev/zero | tr '\\0' x;; esac", "timeout": 1}]}
+        ]}),
+        "yolo",
+    );
+    let started = std::time::Instant::now();
+    let out = env.ok(&["run", "-p", "go"]);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(out.contains("did not answer within 1 s"), "{out}");
+    assert!(!env.project.path().join("one.txt").exists());
+    assert_eq!(env.read("two.txt"), "two\n");
+}
+
+/// An untrusted project's settings (hooks included) are never read: its
+/// hook command does not run.
+#[test]
+fn an_untrusted_projects_hooks_never_run() {
+    let env = StudEnv::new();
+    env.script(
+        json!([bash("echo hi"), {"text": "done"}]),
+        json!({"securityMode": {"mode": "yolo"}}),
+    );
+    env.file(
+        ".stud/settings.json",
+        &json!({"hooks": {"command-hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "touch hook-ran"}]}]}}}).to_string(),
+    );
+    let out = env.ok(&["run", "-p", "go"]);
+    assert!(out.contains("done"), "{out}");
+    assert!(
+        !env.project.path().join("hook-ran").exists(),
+        "an untrusted project's hook ran"
+    );
+}

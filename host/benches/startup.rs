@@ -51,15 +51,23 @@ fn median<T: Ord + Copy>(mut v: Vec<T>) -> T {
 
 /// Run one session against a fresh pair of replies.
 fn session(home: &Path, project: &Path, cache: &Path) -> Run {
+    session_with(home, project, cache, json!({}))
+}
+
+/// A session with `extra` merged into the settings' top level.
+fn session_with(home: &Path, project: &Path, cache: &Path, extra: serde_json::Value) -> Run {
     // Whole bodies in one write: a server answering at once.
     let sse = |name: &str| {
         Reply::new(200, stream(name).into_bytes()).header("content-type", "text/event-stream")
     };
     let server = TestServer::start(vec![sse("openai-tool.sse"), sse("openai-text.sse")]);
-    let settings = json!({
+    let mut settings = json!({
         "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
         "providers": {"openai-compatible": {"baseUrl": format!("{}/v1", server.url())}}
     });
+    if let (Some(s), Some(e)) = (settings.as_object_mut(), extra.as_object()) {
+        s.extend(e.clone());
+    }
     std::fs::write(home.join("settings.json"), settings.to_string()).expect("settings");
     let started = Instant::now();
     let mut child = Command::new(stud_binary())
@@ -199,6 +207,55 @@ fn main() {
         ms(with),
         ms(without),
         ms(with) - ms(without)
+    );
+    // Issue 37: a `PreToolUse` command hook on the session's one `read`
+    // call. Its overhead is the session's extra wall time less what the
+    // same command costs run straight from here.
+    const HOOK: &str = "cat > /dev/null";
+    let hooks = json!({"hooks": {"command-hooks": {"PreToolUse": [
+        {"matcher": "Read", "hooks": [{"type": "command", "command": HOOK}]}
+    ]}}});
+    let hooked_cache = tempfile::tempdir().expect("tmp");
+    let hooked = tempfile::tempdir().expect("tmp");
+    session_with(
+        hooked.path(),
+        project.path(),
+        hooked_cache.path(),
+        hooks.clone(),
+    );
+    let (mut plain, mut with_hook, mut direct) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        plain.push(session(home.path(), project.path(), cache.path()).wall);
+        with_hook.push(
+            session_with(
+                hooked.path(),
+                project.path(),
+                hooked_cache.path(),
+                hooks.clone(),
+            )
+            .wall,
+        );
+        let started = Instant::now();
+        let mut child = Command::new("sh")
+            .args(["-c", HOOK])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("sh");
+        if let Some(mut stdin) = child.stdin.take() {
+            use std::io::Write as _;
+            let _ = stdin.write_all(b"{\"hook_event_name\": \"PreToolUse\"}");
+        }
+        child.wait().expect("wait");
+        direct.push(started.elapsed());
+    }
+    let (plain, with_hook, direct) = (median(plain), median(with_hook), median(direct));
+    println!(
+        "startup/command hook on one call: session {:.2} ms vs {:.2} ms without; the command alone {:.2} ms; overhead beyond it {:+.2} ms",
+        ms(with_hook),
+        ms(plain),
+        ms(direct),
+        ms(with_hook) - ms(plain) - ms(direct)
     );
     let fresh: Vec<Run> = (0..3)
         .map(|_| {

@@ -19,7 +19,9 @@ const MAX_SECRET_LEN: usize = 128;
 /// Only these kinds talk to the network (model APIs, web tools).
 pub const NETWORK_KINDS: &[Kind] = &[Kind::Provider, Kind::Tool];
 /// Only tools run processes, and only when the person allows the call.
-pub const EXEC_KINDS: &[Kind] = &[Kind::Tool];
+/// Hooks since contract 0.1.3: `command-hooks` runs the person's hook
+/// commands (as the bash tool runs commands, under the same confinement).
+pub const EXEC_KINDS: &[Kind] = &[Kind::Tool, Kind::Hook];
 /// Only providers hold API keys.
 pub const SECRETS_KINDS: &[Kind] = &[Kind::Provider];
 

@@ -58,10 +58,13 @@ impl Transformed {
 /// call, a withheld result), and a transform's error may quote the very
 /// payload it failed to clean.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("transform `{by}` failed at {slot}")]
+#[error("transform `{by}` {} at {slot}", refused.as_ref().map_or("failed".to_string(), |r| format!("refused it ({r})")))]
 pub struct TransformFailed {
     pub by: ExtensionId,
     pub slot: HookSlot,
+    /// The transform's own reason, when it refused on purpose (a command
+    /// hook's block) rather than failed.
+    pub refused: Option<String>,
 }
 
 impl TransformFailed {
@@ -342,6 +345,7 @@ impl HookRunner {
         for transform in &hooks.transforms {
             let started = Instant::now();
             let span = tracing::debug_span!("hook", ext = %transform.id(), slot = %slot, kind = "transform");
+            let mut refused = None;
             let failure = match tracing::Instrument::instrument(
                 transform.hook_run(wit_slot(slot), &out.payload.to_string()),
                 span,
@@ -357,8 +361,11 @@ impl HookRunner {
                     _ => Some("its output is not a JSON object".to_string()),
                 },
                 Ok(HookOutcome::Allow | HookOutcome::Observed) => None,
+                // A transform may refuse what it cannot rewrite into
+                // something allowed (a command hook's block).
                 Ok(HookOutcome::Deny(e)) => {
-                    Some(format!("a transform cannot deny (it said: {})", e.message))
+                    refused = Some(e.message.clone());
+                    Some(e.message)
                 }
                 Err(e) => Some(e.to_string()),
             };
@@ -377,6 +384,7 @@ impl HookRunner {
             return Err(TransformFailed {
                 by: transform.id().clone(),
                 slot,
+                refused,
             });
         }
         Ok(out)

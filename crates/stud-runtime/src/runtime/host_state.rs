@@ -327,6 +327,12 @@ impl HostState {
         if EFFECTFUL_EXPORTS.contains(&self.serving) {
             return Ok(());
         }
+        // A hook granted `exec` runs its commands at the slot it is called
+        // for (a `PreToolUse` command runs before the call is decided, as
+        // the person who wrote it meant).
+        if self.ext.kind == crate::manifest::Kind::Hook && self.serving == "run" {
+            return Ok(());
+        }
         Err(format!(
             "extension `{}` called `{what}` from `{}`; processes and network requests are only allowed while it serves an approved call or a model request ({})",
             self.ext.id,

@@ -86,7 +86,8 @@ impl HostInterface {
             Terminal => kind == Kind::Ui,
             Secrets => kind == Kind::Provider,
             Http => matches!(kind, Kind::Provider | Kind::Tool),
-            Process | Files => kind == Kind::Tool,
+            Process => matches!(kind, Kind::Tool | Kind::Hook),
+            Files => kind == Kind::Tool,
             Session => kind == Kind::Command,
         };
         if !in_world {
