@@ -457,3 +457,61 @@ fn an_untrusted_projects_hooks_never_run() {
         "an untrusted project's hook ran"
     );
 }
+
+/// A project's Claude Code hooks (`.claude/settings.json`) run only when
+/// the user's settings read them (`claudeSettings`, global only), in a
+/// trusted project whose review, which shows each command line, was
+/// accepted; a changed command waits for a new acceptance.
+#[test]
+fn a_projects_claude_code_hooks_run_only_when_opted_in_and_reviewed() {
+    let env = StudEnv::new();
+    let claude_hooks = |command: &str| {
+        json!({"hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": "true"}]}]
+        }})
+        .to_string()
+    };
+    env.file(
+        ".claude/settings.json",
+        &claude_hooks("touch hook-ran; exit 2"),
+    );
+    std::fs::create_dir_all(env.project.path().join(".stud")).expect("mkdir");
+    let review = env.ok(&["trust", "grant"]);
+    assert!(
+        review.contains("runs the command `touch hook-ran; exit 2` at PreToolUse (command-hooks, from .claude/settings.json)"),
+        "{review}"
+    );
+    let turns = json!([bash("echo hi > said.txt"), {"text": "R {{tool_results}}"}]);
+    // Not opted in: the file is not read.
+    env.script(turns.clone(), json!({"securityMode": {"mode": "yolo"}}));
+    env.ok(&["run", "-p", "go"]);
+    assert!(!env.project.path().join("hook-ran").exists());
+    assert_eq!(env.read("said.txt"), "hi\n");
+    std::fs::remove_file(env.project.path().join("said.txt")).expect("rm");
+    // Opted in: it runs and blocks.
+    let opted = json!({"securityMode": {"mode": "yolo"}, "hooks": {"command-hooks": {"claudeSettings": true}}});
+    env.script(turns.clone(), opted.clone());
+    let out = env.run(&["run", "-p", "go"], "");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        env.project.path().join("hook-ran").exists(),
+        "{stdout}{stderr}"
+    );
+    assert!(!env.project.path().join("said.txt").exists());
+    assert!(
+        stderr.contains("`Stop` hooks are not run by stud"),
+        "{stderr}"
+    );
+    // A changed command waits until the review is accepted again.
+    std::fs::remove_file(env.project.path().join("hook-ran")).expect("rm");
+    env.file(
+        ".claude/settings.json",
+        &claude_hooks("touch changed-ran; exit 2"),
+    );
+    env.script(turns, opted);
+    env.ok(&["run", "-p", "go"]);
+    assert!(!env.project.path().join("changed-ran").exists());
+    assert_eq!(env.read("said.txt"), "hi\n");
+}

@@ -19,7 +19,7 @@ fn stud(home: &Path, cwd: &Path, args: &[&str]) -> Output {
 }
 
 /// `stud` on the compile cache the other end-to-end tests share, for tests
-/// that are not about the cache (compiling 41 components again per test
+/// that are not about the cache (compiling 43 components again per test
 /// costs seconds each).
 fn stud_shared(home: &Path, cwd: &Path, args: &[&str]) -> Output {
     common::share_cache_key(home);
@@ -43,11 +43,12 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 42] = [
+const BUNDLED: [&str; 43] = [
     "anthropic",
     "ask-user",
     "bash",
     "clear",
+    "command-hooks",
     "compact",
     "console",
     "cost",

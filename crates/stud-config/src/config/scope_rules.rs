@@ -127,6 +127,8 @@ pub const RULES: &[(&str, ScopeRule)] = {
         ("providers.*.baseUrl", Reviewed),
         ("tools.*", Free),
         ("hooks.*", Reviewed),
+        // Reading a project's .claude/settings.json hooks is the user's call.
+        ("hooks.command-hooks.claudeSettings", GlobalOnly),
         ("ui.*", Free),
         ("loggers.*", Reviewed),
         ("contextProviders.*", Reviewed),

@@ -45,6 +45,14 @@ pub enum ReviewItem {
     Disables { extension: String, kind: String },
     /// The project changes a hook's settings (a guard's patterns, say).
     HookConfig { extension: String },
+    /// A command `command-hooks` would run (from the project's
+    /// `.stud/settings.json`, or its Claude Code `.claude/settings.json`
+    /// when the user's settings read those): shown line by line.
+    HookCommand {
+        event: String,
+        command: String,
+        file: String,
+    },
     /// The project configures a context provider: what it puts into every
     /// prompt (a file named in its config, say).
     ContextConfig { extension: String, config: String },
@@ -128,6 +136,13 @@ impl ReviewItem {
             ReviewItem::HookConfig { extension } => {
                 vec![format!("changes the settings of hook `{extension}`")]
             }
+            ReviewItem::HookCommand {
+                event,
+                command,
+                file,
+            } => vec![format!(
+                "runs the command `{command}` at {event} (command-hooks, from {file})"
+            )],
             ReviewItem::ContextConfig { extension, config } => vec![format!(
                 "changes what context provider `{extension}` puts into every prompt: {config}"
             )],
@@ -206,6 +221,16 @@ impl ProjectReview {
         }
         redirect_items(&project, &global, lower, &mut items);
         hook_items(&project, lower, &mut items);
+        let claude = stud_dir
+            .parent()
+            .map(|p| read_json(&p.join(".claude").join("settings.json")))
+            .unwrap_or(Value::Null);
+        hook_commands(
+            project.pointer("/hooks/command-hooks"),
+            ".stud/settings.json",
+            &mut items,
+        );
+        hook_commands(claude.get("hooks"), ".claude/settings.json", &mut items);
         let (found, problems) = project_extensions(stud_dir);
         for d in found {
             items.push(extension_item(&d, lower));
@@ -354,6 +379,29 @@ fn redirect_items(
 
 fn escape_pointer(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The commands in a Claude Code `hooks` object, event by event.
+fn hook_commands(hooks: Option<&Value>, file: &str, items: &mut Vec<ReviewItem>) {
+    let Some(map) = hooks.and_then(Value::as_object) else {
+        return;
+    };
+    for (event, groups) in map {
+        let commands = groups
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|h| h.get("command").and_then(Value::as_str));
+        for command in commands {
+            items.push(ReviewItem::HookCommand {
+                event: event.clone(),
+                command: command.to_string(),
+                file: file.to_string(),
+            });
+        }
+    }
 }
 
 fn hook_items(project: &Value, lower: &[Discovered], items: &mut Vec<ReviewItem>) {

@@ -61,9 +61,15 @@ pub(super) async fn discover(
         home: opts.home.clone(),
         project_dir: project_dir(&opts.cwd),
         services: services.clone(),
-        configs: crate::extensions::grants::with_guard_grants(
-            settings.extension_configs(),
-            &settings.protected_paths.allow,
+        configs: crate::kernel::claude_hooks::with_claude_hooks(
+            crate::extensions::grants::with_guard_grants(
+                settings.extension_configs(),
+                &settings.protected_paths.allow,
+            ),
+            &configured.global_configs,
+            &opts.project,
+            &project_dir(&opts.cwd),
+            warnings,
         ),
         fallback_configs: configured.global_configs.clone(),
         grants: grants.clone(),
