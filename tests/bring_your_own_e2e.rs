@@ -476,14 +476,18 @@ fn a_projects_claude_code_hooks_run_only_when_opted_in_and_reviewed() {
         ".claude/settings.json",
         &claude_hooks("touch hook-ran; exit 2"),
     );
-    std::fs::create_dir_all(env.project.path().join(".stud")).expect("mkdir");
+    // The project cannot opt in for the person.
+    env.file(
+        ".stud/settings.json",
+        &json!({"hooks": {"command-hooks": {"claudeSettings": true}}}).to_string(),
+    );
     let review = env.ok(&["trust", "grant"]);
     assert!(
         review.contains("runs the command `touch hook-ran; exit 2` at PreToolUse (command-hooks, from .claude/settings.json)"),
         "{review}"
     );
     let turns = json!([bash("echo hi > said.txt"), {"text": "R {{tool_results}}"}]);
-    // Not opted in: the file is not read.
+    // Not opted in (the project's own opt-in is ignored): not read.
     env.script(turns.clone(), json!({"securityMode": {"mode": "yolo"}}));
     env.ok(&["run", "-p", "go"]);
     assert!(!env.project.path().join("hook-ran").exists());

@@ -128,7 +128,7 @@ pub const RULES: &[(&str, ScopeRule)] = {
         ("tools.*", Free),
         ("hooks.*", Reviewed),
         // Reading a project's .claude/settings.json hooks is the user's call.
-        ("hooks.command-hooks.claudeSettings", GlobalOnly),
+        ("hooks.*.claudeSettings", GlobalOnly),
         ("ui.*", Free),
         ("loggers.*", Reviewed),
         ("contextProviders.*", Reviewed),
