@@ -7,6 +7,7 @@ pub mod agent_catalog;
 pub mod agents;
 pub mod authority;
 pub mod capabilities;
+pub mod checkpoints;
 pub mod claude_hooks;
 pub mod commands;
 pub mod compaction;

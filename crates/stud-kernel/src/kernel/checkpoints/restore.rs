@@ -1,0 +1,160 @@
+//! Putting a snapshot back: what differs from the tree now (contents,
+//! modes, files made since, files gone since), then each file written
+//! through a temporary file beside it and a rename, so a crash at any
+//! point leaves every file either as it was or as restored.
+
+use std::io::Write as _;
+use std::path::{Component, Path};
+
+use super::objects::Objects;
+use super::snapshot::Snapshot;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Put this content and mode back (changed or removed since).
+    Write {
+        path: String,
+        digest: String,
+        mode: u32,
+    },
+    /// Remove a file made since.
+    Remove { path: String },
+    /// It changed, but its old content was not kept (too large).
+    Unkept { path: String },
+}
+
+/// What restoring `then` over the tree as it is `now` changes.
+pub fn plan(then: &Snapshot, now: &Snapshot) -> Vec<Change> {
+    let mut out = Vec::new();
+    for (path, old) in &then.files {
+        let same = now.files.get(path).is_some_and(|cur| {
+            cur.digest.is_some() && cur.digest == old.digest && cur.mode == old.mode
+        });
+        if same {
+            continue;
+        }
+        match &old.digest {
+            Some(d) => out.push(Change::Write {
+                path: path.clone(),
+                digest: d.clone(),
+                mode: old.mode,
+            }),
+            None => out.push(Change::Unkept { path: path.clone() }),
+        }
+    }
+    for path in now.files.keys() {
+        if !then.files.contains_key(path) {
+            out.push(Change::Remove { path: path.clone() });
+        }
+    }
+    out
+}
+
+/// Carry out `changes` under `root`.
+pub fn restore(root: &Path, objects: &Objects, changes: &[Change]) -> std::io::Result<()> {
+    for change in changes {
+        match change {
+            Change::Write { path, digest, mode } => {
+                let target = inside(root, path)?;
+                let bytes = objects.get(digest)?;
+                let dir = target.parent().unwrap_or(root);
+                std::fs::create_dir_all(dir)?;
+                let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+                tmp.write_all(&bytes)?;
+                set_mode(tmp.as_file(), *mode)?;
+                tmp.as_file().sync_all()?;
+                tmp.persist(&target).map_err(|e| e.error)?;
+            }
+            Change::Remove { path } => {
+                let target = inside(root, path)?;
+                match std::fs::remove_file(&target) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
+            }
+            Change::Unkept { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+/// `root/path`, refusing a path that would leave it (a snapshot is data
+/// read back from disk: it is checked like any).
+fn inside(root: &Path, path: &str) -> std::io::Result<std::path::PathBuf> {
+    let rel = Path::new(path);
+    if rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        Ok(root.join(rel))
+    } else {
+        Err(std::io::Error::other(format!(
+            "checkpoint path `{path}` leaves the project; not restored"
+        )))
+    }
+}
+
+#[cfg(unix)]
+fn set_mode(file: &std::fs::File, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    file.set_permissions(std::fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_file: &std::fs::File, _mode: u32) -> std::io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::snapshot::{Limits, take};
+    use super::*;
+
+    #[test]
+    fn a_turns_changes_are_undone_to_the_byte_and_the_mode() {
+        let project = tempfile::tempdir().expect("p");
+        let store = tempfile::tempdir().expect("s");
+        let objects = Objects::at(store.path());
+        let p = project.path();
+        std::fs::write(p.join("edited.txt"), "before\n").expect("w");
+        std::fs::write(p.join("removed.txt"), "keep me").expect("w");
+        std::fs::write(p.join("renamed.txt"), "moving").expect("w");
+        std::fs::write(p.join("script.sh"), "echo hi").expect("w");
+        let then = take(p, &objects, None, Limits::default()).expect("take");
+        // The turn: sed -i, rm, a new file, a rename, chmod +x.
+        std::fs::write(p.join("edited.txt"), "after\n").expect("w");
+        std::fs::remove_file(p.join("removed.txt")).expect("rm");
+        std::fs::write(p.join("new.txt"), "new").expect("w");
+        std::fs::rename(p.join("renamed.txt"), p.join("moved.txt")).expect("mv");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(p.join("script.sh"), std::fs::Permissions::from_mode(0o755))
+                .expect("chmod");
+        }
+        let now = take(p, &objects, Some(&then), Limits::default()).expect("take");
+        let changes = plan(&then, &now);
+        restore(p, &objects, &changes).expect("restore");
+        let after = take(p, &objects, None, Limits::default()).expect("take");
+        let digests = |s: &Snapshot| {
+            s.files
+                .iter()
+                .map(|(k, e)| (k.clone(), e.digest.clone(), e.mode))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(digests(&after), digests(&then));
+        assert!(plan(&then, &after).is_empty());
+    }
+
+    #[test]
+    fn a_snapshot_cannot_write_outside_the_project() {
+        let project = tempfile::tempdir().expect("p");
+        let store = tempfile::tempdir().expect("s");
+        let objects = Objects::at(store.path());
+        let digest = objects.put(b"owned").expect("put");
+        let evil = [Change::Write {
+            path: "../escaped.txt".into(),
+            digest,
+            mode: 0o644,
+        }];
+        assert!(restore(project.path(), &objects, &evil).is_err());
+        assert!(!project.path().join("../escaped.txt").exists());
+    }
+}

@@ -1,0 +1,183 @@
+//! Taking a snapshot: walk the project as `grep` does (`.gitignore`
+//! respected, hidden files kept, `.git` never), stat every file, and read
+//! only those whose size or mtime changed since the previous snapshot.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::objects::Objects;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub mode: u32,
+    pub size: u64,
+    pub mtime_ns: i128,
+    /// `None`: too large to keep (said in `Snapshot::skipped`).
+    pub digest: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Project-relative paths with `/`.
+    pub files: BTreeMap<String, Entry>,
+    /// Files not kept, and why (too large, over the snapshot's bound).
+    pub skipped: Vec<String>,
+}
+
+/// Bounds on what one snapshot keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_file_bytes: u64,
+    /// New content read by one snapshot (what changed since the last).
+    pub max_new_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: 8 * 1024 * 1024,
+            max_new_bytes: 256 * 1024 * 1024,
+        }
+    }
+}
+
+/// The project's state now; `previous` spares reading what did not change.
+pub fn take(
+    root: &Path,
+    objects: &Objects,
+    previous: Option<&Snapshot>,
+    limits: Limits,
+) -> std::io::Result<Snapshot> {
+    let mut out = Snapshot::default();
+    let mut new_bytes = 0u64;
+    let walk = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .require_git(false)
+        .follow_links(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    for entry in walk.filter_map(Result::ok) {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Some(rel) = entry
+            .path()
+            .strip_prefix(root)
+            .ok()
+            .and_then(|p| p.to_str())
+            .map(|p| p.replace('\\', "/"))
+        else {
+            continue;
+        };
+        let meta = entry.metadata().map_err(std::io::Error::other)?;
+        let (mode, mtime_ns) = stat_parts(&meta);
+        let size = meta.len();
+        if let Some(prev) = previous.and_then(|p| p.files.get(&rel))
+            && prev.size == size
+            && prev.mtime_ns == mtime_ns
+            && prev.mode == mode
+            && prev.digest.as_ref().is_some_and(|d| objects.has(d))
+        {
+            out.files.insert(rel, prev.clone());
+            continue;
+        }
+        let digest = if size > limits.max_file_bytes {
+            out.skipped.push(format!(
+                "{rel}: {size} bytes, over {} per file",
+                limits.max_file_bytes
+            ));
+            None
+        } else if new_bytes + size > limits.max_new_bytes {
+            out.skipped.push(format!(
+                "{rel}: the snapshot's bound of {} new bytes was reached",
+                limits.max_new_bytes
+            ));
+            None
+        } else {
+            new_bytes += size;
+            Some(objects.put(&std::fs::read(entry.path())?)?)
+        };
+        out.files.insert(
+            rel,
+            Entry {
+                mode,
+                size,
+                mtime_ns,
+                digest,
+            },
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(unix)]
+fn stat_parts(meta: &std::fs::Metadata) -> (u32, i128) {
+    use std::os::unix::fs::MetadataExt as _;
+    (
+        meta.mode() & 0o7777,
+        i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+    )
+}
+
+#[cfg(not(unix))]
+fn stat_parts(meta: &std::fs::Metadata) -> (u32, i128) {
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128);
+    (
+        if meta.permissions().readonly() {
+            0o444
+        } else {
+            0o644
+        },
+        mtime,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unchanged_files_are_not_read_again_and_ignored_ones_not_kept() {
+        let project = tempfile::tempdir().expect("p");
+        let store = tempfile::tempdir().expect("s");
+        let objects = Objects::at(store.path());
+        std::fs::write(project.path().join(".gitignore"), "target/\n").expect("w");
+        std::fs::create_dir_all(project.path().join("target")).expect("mkdir");
+        std::fs::write(project.path().join("target/big.o"), "x").expect("w");
+        std::fs::write(project.path().join("a.txt"), "one").expect("w");
+        let first = take(project.path(), &objects, None, Limits::default()).expect("take");
+        assert!(first.files.contains_key("a.txt") && first.files.contains_key(".gitignore"));
+        assert!(!first.files.keys().any(|k| k.starts_with("target")));
+        // A second snapshot keeps an unchanged file's digest (a stat, no
+        // read).
+        let digest = first.files["a.txt"].digest.clone().expect("kept");
+        let again = take(project.path(), &objects, Some(&first), Limits::default()).expect("take");
+        assert_eq!(
+            again.files["a.txt"].digest.as_deref(),
+            Some(digest.as_str())
+        );
+        let tight = Limits {
+            max_file_bytes: 2,
+            max_new_bytes: 1024,
+        };
+        let small = take(
+            project.path(),
+            &Objects::at(store.path().join("other")),
+            None,
+            tight,
+        )
+        .expect("take");
+        assert_eq!(small.files["a.txt"].digest, None);
+        assert!(
+            small.skipped.iter().any(|s| s.starts_with("a.txt")),
+            "{:?}",
+            small.skipped
+        );
+    }
+}
