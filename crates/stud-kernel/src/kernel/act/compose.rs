@@ -34,28 +34,22 @@ pub(crate) async fn compose_request<L: Lane>(
         .and_then(messages_from)
         .unwrap_or_else(|| history.to_vec());
     let tools = offered_tools(lane, spec);
-    let base_system = match (spec.system.clone(), s.context_fragments(iteration).await) {
-        (Some(s), Some(f)) => Some(format!("{s}\n\n{f}")),
-        (s, f) => s.or(f),
-    };
+    let fragments = s.context_fragments(iteration).await;
     // What each skill is for, while the model can load them.
     let catalogue = tools
         .iter()
         .any(|t| t.name == crate::kernel::skills::SKILL_TOOL)
         .then(|| s.config.skills.catalogue())
         .flatten();
-    let base_system = match (base_system, catalogue) {
-        (Some(s), Some(c)) => Some(format!("{s}\n\n{c}")),
-        (s, c) => s.or(c),
-    };
-    let plan = s
-        .turn
-        .plan
-        .then_some(crate::kernel::plan_mode::PLAN_PROMPT.to_string());
-    let base_system = match (base_system, plan) {
-        (Some(s), Some(p)) => Some(format!("{s}\n\n{p}")),
-        (s, p) => s.or(p),
-    };
+    let plan = s.turn.plan.then_some(crate::kernel::plan_mode::PLAN_PROMPT);
+    let parts = [
+        spec.system.as_deref(),
+        fragments.as_deref(),
+        catalogue,
+        plan,
+    ];
+    let parts: Vec<&str> = parts.into_iter().flatten().collect();
+    let base_system = (!parts.is_empty()).then(|| parts.join("\n\n"));
     let rewritten = s
         .post(Stage::ComposeRequest, || {
             ComposePost {

@@ -35,6 +35,8 @@ const MAX_SKILLS: usize = 500;
 #[derive(Debug, Default, Clone)]
 pub struct SkillCatalog {
     skills: BTreeMap<String, Skill>,
+    /// The system prompt's part, made once: it goes into every request.
+    catalogue: Option<String>,
 }
 
 impl SkillCatalog {
@@ -80,6 +82,7 @@ impl SkillCatalog {
                 }
             }
         }
+        catalog.catalogue = catalog.compose_catalogue();
         (catalog, warnings)
     }
 
@@ -97,7 +100,11 @@ impl SkillCatalog {
 
     /// The system prompt's part: what each skill is for, within the
     /// budget.
-    pub fn catalogue(&self) -> Option<String> {
+    pub fn catalogue(&self) -> Option<&str> {
+        self.catalogue.as_deref()
+    }
+
+    fn compose_catalogue(&self) -> Option<String> {
         if self.skills.is_empty() {
             return None;
         }
