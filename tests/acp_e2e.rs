@@ -637,3 +637,64 @@ fn prompt_images_reach_a_model_with_vision() {
         format!("saw image/png ({} base64 chars)", png.len())
     );
 }
+
+/// A turn that changed files shows, on `session/load`, as a finished
+/// `edit` tool call after its messages whose locations are those files
+/// (what editors show for "these files changed"; `/undo` takes them back).
+#[test]
+fn a_loaded_session_marks_the_files_each_turn_changed() {
+    let env = StudEnv::new();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [tool("b1", "bash", json!({"command": "echo made > made.txt && rm gone.txt"}))]},
+            {"text": "changed them"},
+            {"text": "still here"}
+        ]),
+        json!({}),
+    );
+    env.file("gone.txt", "bye\n");
+    let out = env.on_terminal("run --yolo", "change things\n");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("changed them"));
+    let list: Value = serde_json::from_str(&env.ok(&["session", "list", "--json"])).expect("json");
+    let id = list[0]["session_id"].as_str().expect("id").to_string();
+    let log = editor_loading(&env, Some(&id), &["and then?"]);
+    let loaded = position(&log, |m| m["type"] == "loaded");
+    let updates: Vec<&Value> = log[..loaded]
+        .iter()
+        .filter(|m| m["type"] == "update")
+        .map(|m| &m["update"])
+        .collect();
+    let kinds: Vec<&str> = updates
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk",
+            "tool_call"
+        ],
+        "{log:#?}"
+    );
+    let mark = updates[4];
+    assert_eq!(mark["kind"], "edit");
+    assert_eq!(mark["status"], "completed");
+    let project = env.project.path().canonicalize().expect("canonical");
+    let paths: Vec<&str> = mark["locations"]
+        .as_array()
+        .expect("locations")
+        .iter()
+        .map(|l| l["path"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            project.join("gone.txt").display().to_string(),
+            project.join("made.txt").display().to_string()
+        ],
+        "{mark:#}"
+    );
+}

@@ -7,10 +7,21 @@ use super::updates::{text, title, tool_kind};
 /// A kept conversation as the updates that show it again
 /// (`session/load`): the person's and the model's text, thoughts, and
 /// every tool call with its result.
-pub fn replay(history: &[crate::runtime::domain::Message]) -> Vec<Value> {
+pub fn replay(
+    history: &[crate::runtime::domain::Message],
+    checkpoints: &[crate::kernel::checkpoints::Record],
+    project: &std::path::Path,
+) -> Vec<Value> {
     use crate::runtime::domain::{ContentPart, Role};
+    let marks = file_marks(history, checkpoints, project);
     let mut out = Vec::new();
-    for m in history {
+    for (i, m) in history.iter().enumerate() {
+        out.extend(
+            marks
+                .iter()
+                .filter(|(at, _)| *at == i)
+                .map(|(_, u)| u.clone()),
+        );
         for part in &m.content {
             match part {
                 ContentPart::Text(t) => out.push(json!({
@@ -41,5 +52,60 @@ pub fn replay(history: &[crate::runtime::domain::Message]) -> Vec<Value> {
             }
         }
     }
+    out.extend(
+        marks
+            .iter()
+            .filter(|(at, _)| *at >= history.len())
+            .map(|(_, u)| u.clone()),
+    );
     out
+}
+
+/// Each turn that changed files, as a finished `edit` tool call whose
+/// locations are those files, placed after the turn's messages: ACP has
+/// no update for "a turn changed these files", and a tool call with
+/// locations is what editors already show as such. A turn whose messages
+/// no longer line up (compacted since) is marked at the end.
+fn file_marks(
+    history: &[crate::runtime::domain::Message],
+    records: &[crate::kernel::checkpoints::Record],
+    project: &std::path::Path,
+) -> Vec<(usize, Value)> {
+    use crate::kernel::checkpoints::{Kind, message_digest};
+    let turns: Vec<_> = records.iter().filter(|r| r.kind == Kind::Turn).collect();
+    let mut marks = Vec::new();
+    for (k, r) in turns.iter().enumerate() {
+        if r.changed.is_empty() {
+            continue;
+        }
+        let lines_up = |at: usize, digest: &Option<String>| {
+            digest
+                .as_ref()
+                .is_some_and(|d| history.get(at).is_some_and(|m| message_digest(m) == *d))
+        };
+        let at = match turns.get(k + 1) {
+            _ if !lines_up(r.history_len, &r.first_message) => usize::MAX,
+            Some(next) if lines_up(next.history_len, &next.first_message) => next.history_len,
+            Some(_) => usize::MAX,
+            None => history.len(),
+        };
+        let locations: Vec<Value> = r
+            .changed
+            .iter()
+            .map(|p| json!({"path": project.join(p).display().to_string()}))
+            .collect();
+        marks.push((
+            at,
+            json!({
+                "sessionUpdate": "tool_call",
+                "toolCallId": format!("checkpoint-{}", r.seq),
+                "title": format!("Turn {} changed {} file(s) (/undo, /rewind)", r.turn, r.changed.len()),
+                "kind": "edit",
+                "status": "completed",
+                "locations": locations,
+                "rawInput": {"turn": r.turn, "files": r.changed},
+            }),
+        ));
+    }
+    marks
 }

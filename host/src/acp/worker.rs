@@ -251,7 +251,11 @@ async fn start(
     if let Some(f) = &files {
         let _ = f.session.set(id.clone());
     }
-    for update in replay(launched.session.history()) {
+    let (records, project) = match launched.session.checkpoints() {
+        Some(c) => (c.records(), c.project().to_path_buf()),
+        None => (Vec::new(), std::path::PathBuf::new()),
+    };
+    for update in replay(launched.session.history(), &records, &project) {
         send_update(conn, &id, update);
     }
     // Attached while the session started, before anyone listened; shown

@@ -32,6 +32,25 @@ pub enum SessionCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Go back to before a turn: its files (every change since, shell commands' too), its conversation, or both.
+    /// Says what it would restore unless --yes.
+    Rewind {
+        id: String,
+        /// The turn to go back to before (`stud session show` numbers them).
+        turn: u64,
+        /// Only the files.
+        #[arg(long, conflicts_with = "conversation")]
+        files: bool,
+        /// Only the conversation.
+        #[arg(long)]
+        conversation: bool,
+        /// Do it (without it, only say what it would do).
+        #[arg(long)]
+        yes: bool,
+        /// Also overwrite files changed since the turn (else they are kept and named).
+        #[arg(long)]
+        overwrite: bool,
+    },
     /// Delete a session for good.
     Delete { id: String },
 }
@@ -115,12 +134,42 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
                     for line in super::session_show::readable(&manifest, &data.records) {
                         outln!("{line}");
                     }
+                    let home = StudHome::resolve()?;
+                    let project = manifest["project_root"].as_str().unwrap_or_default();
+                    let journal = crate::kernel::checkpoints::journal_of(home.root(), std::path::Path::new(project), &id);
+                    for line in super::session_show::checkpoint_lines(&journal.read()) {
+                        outln!("{line}");
+                    }
                     for line in agent_tree(&store, &id).await? {
                         outln!("{line}");
                     }
                 }
             }
+            SessionCommand::Rewind { id, turn, files, conversation, yes, overwrite } => {
+                use crate::kernel::rewind::{Scope, StoredRewind, rewind_stored};
+                let scope = match (files, conversation) {
+                    (true, _) => Scope::Files,
+                    (_, true) => Scope::Conversation,
+                    _ => Scope::Both,
+                };
+                let home = StudHome::resolve()?;
+                let lines = rewind_stored(StoredRewind { store: &store, home: home.root(), id: &id, turn, scope, yes, overwrite })
+                    .await
+                    .map_err(|e| anyhow::anyhow!(e))?;
+                for line in lines {
+                    outln!("{line}");
+                }
+            }
             SessionCommand::Delete { id } => {
+                if let Ok(data) = store.store_read(&id).await
+                    && let Ok(manifest) = serde_json::from_str::<Value>(&data.manifest)
+                    && let Some(project) = manifest["project_root"].as_str()
+                {
+                    // Its checkpoints go with it (their contents at the next prune).
+                    let home = StudHome::resolve()?;
+                    let journal = crate::kernel::checkpoints::journal_of(home.root(), std::path::Path::new(project), &id);
+                    let _ = std::fs::remove_file(journal.path());
+                }
                 store.store_delete(&id).await?;
                 outln!("deleted {id}");
             }

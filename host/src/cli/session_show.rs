@@ -9,6 +9,31 @@ use crate::kernel::payloads::{message_from, result_text, role_str};
 use crate::runtime::domain::{ContentPart, Message};
 use stud_protocol::session_records::SessionRecord;
 
+/// The turns that changed files, and the restores, from the session's
+/// checkpoint journal (`/undo` and `/rewind` work on these).
+pub fn checkpoint_lines(records: &[crate::kernel::checkpoints::Record]) -> Vec<String> {
+    use crate::kernel::checkpoints::{Kind, describe, standing};
+    let stand: Vec<u64> = standing(records).iter().map(|r| r.seq).collect();
+    let mut out = Vec::new();
+    for r in records.iter().filter(|r| !r.changed.is_empty()) {
+        if out.is_empty() {
+            out.push(String::new());
+            out.push("files changed:".into());
+        }
+        let undone = if stand.contains(&r.seq) {
+            ""
+        } else {
+            " [undone]"
+        };
+        let what = match r.kind {
+            Kind::Turn => describe(r),
+            Kind::Restore { .. } => format!("restore ({})", r.prompt),
+        };
+        out.push(format!("  {what}{undone}: {}", r.changed.join(", ")));
+    }
+    out
+}
+
 /// Longest line of a tool result summary or a call's arguments.
 const SUMMARY_CHARS: usize = 160;
 

@@ -85,6 +85,8 @@ struct Tui {
     path_choices: Vec<String>,
     /// An open Ctrl-R search.
     search: Option<Search>,
+    /// Esc was pressed between turns: another opens `/rewind`.
+    esc_armed: bool,
 }
 
 impl Tui {
@@ -200,6 +202,9 @@ impl Tui {
         if !matches!(k.code, KeyCode::Tab) {
             self.path_choices.clear();
         }
+        if !matches!(k.code, KeyCode::Esc) {
+            self.esc_armed = false;
+        }
         match k.code {
             KeyCode::Char('c') if ctrl => {
                 if self.running.is_some() {
@@ -224,6 +229,13 @@ impl Tui {
                     self.notice("interrupted", Color::Yellow);
                     return vec![UiAction::Interrupt];
                 }
+                // Esc Esc between turns: the kernel's `/rewind`.
+                if std::mem::take(&mut self.esc_armed) {
+                    return vec![UiAction::Submit("/rewind".into())];
+                }
+                self.esc_armed = true;
+                self.dirty = true;
+                return Vec::new();
             }
             KeyCode::Enter if alt => self.input.insert_newline(),
             KeyCode::Char('j') if ctrl => self.input.insert_newline(),

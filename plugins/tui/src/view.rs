@@ -157,6 +157,11 @@ fn activity_line(tui: &Tui, now_ms: u64) -> Line<'static> {
             ),
             Style::default().fg(Color::Yellow),
         ));
+    } else if tui.esc_armed {
+        spans.push(Span::styled(
+            "Esc again to rewind to an earlier turn",
+            Style::default().fg(Color::DarkGray),
+        ));
     }
     if !tui.queued.is_empty() {
         spans.push(Span::styled(

@@ -219,6 +219,25 @@ catalogue! {
     },
     MessagePersisted = "message.persisted" { session_id: String, index: u64, store: String },
     HistoryCleared = "history.cleared" { session_id: String },
+    /// A turn changed files (its checkpoint can take them back: `/undo`).
+    CheckpointRecorded = "checkpoint.recorded" {
+        turn_id: String,
+        changed: Vec<String>,
+        /// Files the snapshot could not keep (too large), and why.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skipped: Vec<String>,
+    },
+    /// `/undo` or `/rewind` put files back (or the conversation).
+    CheckpointRestored = "checkpoint.restored" {
+        what: String,
+        restored: Vec<String>,
+        /// Files changed since the turn, left as they were.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        kept: Vec<String>,
+        /// Messages the conversation was cut back to, when it was.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        history_len: Option<u64>,
+    },
     /// The final text of a turn, as rendered.
     Render = "render" { text: String },
     ProviderRequestStarted = "provider.request.started" { provider: String, model: String, iteration: u64 },

@@ -160,6 +160,13 @@ pub const RULES: &[(&str, ScopeRule)] = {
         // A cloned project does not make the person's terminal ring.
         ("notifications.via", GlobalOnly),
         ("notifications.afterSeconds", GlobalOnly),
+        // Undo is the person's safety net: a cloned project cannot take
+        // it away or make every snapshot huge.
+        ("checkpoints.enabled", GlobalOnly),
+        ("checkpoints.includeIgnored", GlobalOnly),
+        ("checkpoints.maxFileMiB", GlobalOnly),
+        ("checkpoints.maxSnapshotMiB", GlobalOnly),
+        ("checkpoints.keepDays", GlobalOnly),
         ("mcpServers.*", AskedBeforeUse),
         ("profiles", GlobalOnly),
         ("protectedPaths.patterns", Tighten(Added)),

@@ -95,6 +95,9 @@ pub struct Settings {
     /// the person (off unless asked for).
     #[serde(default)]
     pub notifications: Notifications,
+    /// Snapshots before a turn's changes, for `/undo` and `/rewind`.
+    #[serde(default)]
+    pub checkpoints: Checkpoints,
     /// MCP servers by id (`mcp::config` reads and checks the entries).
     #[serde(default)]
     pub mcp_servers: HashMap<String, Value>,
@@ -210,6 +213,25 @@ pub struct Notifications {
     pub via: NotifyVia,
     /// Only a turn that has run at least this long notifies (10).
     pub after_seconds: Option<u64>,
+}
+
+/// `checkpoints`: what `/undo` and `/rewind` can put back (all global
+/// only: a cloned project cannot turn off the person's undo).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Checkpoints {
+    /// Take snapshots at all (true).
+    pub enabled: Option<bool>,
+    /// Keep files the ignore rules leave out, `node_modules` say (false).
+    pub include_ignored: Option<bool>,
+    /// A file larger than this is not kept (8).
+    #[serde(rename = "maxFileMiB")]
+    pub max_file_mib: Option<u64>,
+    /// New content one snapshot may keep (256).
+    #[serde(rename = "maxSnapshotMiB")]
+    pub max_snapshot_mib: Option<u64>,
+    /// Journals untouched for this many days are pruned (30).
+    pub keep_days: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]

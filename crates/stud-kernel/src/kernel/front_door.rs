@@ -15,7 +15,12 @@ use super::input::{Input, classify};
 use super::launch::{LaunchError, Launched};
 use super::persist::ResumeTarget;
 use super::plan_mode::{CARRY_OUT, PLAN_COMMAND};
+use super::rewind::{REWIND, UNDO};
 use super::terminal_signals::COPY;
+
+/// The commands the door answers itself: they act on the session, so
+/// while a turn runs they wait for its end.
+const KERNEL_COMMANDS: [&str; 4] = [COPY, PLAN_COMMAND, UNDO, REWIND];
 use super::turn_context::ToolLimit;
 use super::turn_status::TurnOutcome;
 use crate::runtime::domain::CommandArgs;
@@ -220,6 +225,18 @@ pub async fn serve<F: FrontEnd>(
                     return Ok(launched);
                 }
             }
+            Prepared::Undo => {
+                let said = super::rewind::undo(&mut launched.session).await;
+                if front.answered(&launched, Answer::Said(said)).await == Flow::Stop {
+                    return Ok(launched);
+                }
+            }
+            Prepared::Rewind(arg) => {
+                let said = super::rewind::rewind(&mut launched.session, &arg).await;
+                if front.answered(&launched, Answer::Said(said)).await == Flow::Stop {
+                    return Ok(launched);
+                }
+            }
             Prepared::Plan => {
                 let (said, carry_out) = toggle_plan(&mut launched).await;
                 if front.answered(&launched, Answer::Said(said)).await == Flow::Stop {
@@ -279,6 +296,8 @@ enum Prepared {
     Shell(String),
     Copy,
     Plan,
+    Undo,
+    Rewind(String),
     Refused(Refusal),
 }
 
@@ -365,6 +384,8 @@ async fn prepare(launched: &mut Launched, text: &str, images: Vec<Image>) -> Pre
         Input::Shell(command) => Prepared::Shell(command),
         Input::Command { name, .. } if name == COPY => Prepared::Copy,
         Input::Command { name, .. } if name == PLAN_COMMAND => Prepared::Plan,
+        Input::Command { name, .. } if name == UNDO => Prepared::Undo,
+        Input::Command { name, args } if name == REWIND => Prepared::Rewind(args.raw),
         Input::Command { name, args } => {
             match launched.commands.markdown().expand(&name, &args.raw) {
                 Some(e) => {
@@ -505,7 +526,7 @@ async fn run_turn<F: FrontEnd>(
                 Some(Submission::Line { text, images }) => match classify(&text) {
                     // The kernel's own (`/plan`, `/copy`) wait for the
                     // turn's end: they act on the session the turn holds.
-                    Input::Command { name, .. } if name == PLAN_COMMAND || name == COPY => {
+                    Input::Command { name, .. } if KERNEL_COMMANDS.contains(&name.as_str()) => {
                         follow_ups.push_back(Submission::Line { text, images })
                     }
                     Input::Command { name, args } => waiting.push_back((name, args)),

@@ -41,6 +41,7 @@ pub mod redact;
 pub mod reload;
 pub mod response_limits;
 pub mod retry;
+pub mod rewind;
 pub mod roster;
 mod scope_defaults;
 pub mod screen_ui;

@@ -82,6 +82,30 @@ pub struct Resumed {
     pub extension_set: Option<super::extension_set::ExtensionSet>,
 }
 
+/// The conversation a session's records leave: its messages, from the
+/// last compaction (or rewind) on.
+pub fn history_of(records: &[String]) -> Vec<Message> {
+    let mut history = Vec::new();
+    for r in records {
+        match SessionRecord::parse(r) {
+            Some(SessionRecord::Message { message }) => {
+                if let Some(m) = message_from(&message) {
+                    history.push(m);
+                }
+            }
+            // The history as compaction left it: later records follow it,
+            // and a resumed session does not compact the same turns again.
+            Some(SessionRecord::Compaction {
+                history: compacted, ..
+            }) => {
+                history = compacted.iter().filter_map(message_from).collect();
+            }
+            Some(SessionRecord::Workflow { .. }) | None => {}
+        }
+    }
+    history
+}
+
 pub fn now_ms() -> u64 {
     super::events::now_ms()
 }
@@ -198,24 +222,7 @@ pub async fn read(
             here: project_root.to_string(),
         });
     }
-    let mut history = Vec::new();
-    for r in &data.records {
-        match SessionRecord::parse(r) {
-            Some(SessionRecord::Message { message }) => {
-                if let Some(m) = message_from(&message) {
-                    history.push(m);
-                }
-            }
-            // The history as compaction left it: later records follow it,
-            // and a resumed session does not compact the same turns again.
-            Some(SessionRecord::Compaction {
-                history: compacted, ..
-            }) => {
-                history = compacted.iter().filter_map(message_from).collect();
-            }
-            Some(SessionRecord::Workflow { .. }) | None => {}
-        }
-    }
+    let mut history = history_of(&data.records);
     let repaired = repair(&mut history);
     let mut drift = Vec::new();
     for e in &manifest.extensions {

@@ -90,6 +90,15 @@ pub struct SessionParts {
     pub reloader: Option<Arc<Reloader>>,
     /// Where the session is written.
     pub persistence: Option<super::persist::Persistence>,
+    /// Where its checkpoints go (`None`: `checkpoints.enabled` is false).
+    pub checkpoints: Option<CheckpointPlace>,
+}
+
+/// What a session's checkpoints are made from once its id is known.
+pub struct CheckpointPlace {
+    pub home: std::path::PathBuf,
+    pub project: std::path::PathBuf,
+    pub settings: super::checkpoints::CheckpointSettings,
 }
 
 /// A session is its owned parts (the extension roster, the
@@ -131,6 +140,9 @@ pub struct Session {
     pub(crate) plan: bool,
     /// Opened once its first provider request is out.
     pub(crate) first_request: super::first_request::FirstRequest,
+    /// Snapshots before its turns' changes (a child's changes belong to
+    /// its parent's turn: a child has none).
+    pub(crate) checkpoints: Option<Arc<super::checkpoints::Checkpoints>>,
 }
 
 impl Session {
@@ -185,6 +197,7 @@ impl Session {
             mcp_tools,
             reloader,
             persistence,
+            checkpoints,
         } = parts;
         let choice = RosterChoice {
             provider: &config.provider,
@@ -196,8 +209,14 @@ impl Session {
         let (roster, mut warnings) = Roster::arrange(exts, choice, bus.clone()).await?;
         let mut conversation = Conversation::new(bus.clone());
         conversation.log = persistence;
+        let id = id.unwrap_or_else(session_id);
+        let checkpoints = checkpoints.map(|c| {
+            let c = super::checkpoints::Checkpoints::open(&c.home, &c.project, &id, &c.settings);
+            c.prune_in_background();
+            Arc::new(c)
+        });
         let mut session = Session {
-            id: id.unwrap_or_else(session_id),
+            id,
             roster,
             conversation,
             ledger: UsageLedger::new(config.pricing.clone(), config.max_cost_usd),
@@ -218,6 +237,7 @@ impl Session {
             turn: Default::default(),
             plan: false,
             first_request,
+            checkpoints,
         };
         if offer_task
             && let Err(e) = session.roster.tools.add_kernel_tool(
@@ -313,6 +333,48 @@ impl Session {
     /// Forget the conversation (the next turn starts a fresh one).
     pub fn clear_history(&mut self) {
         self.conversation.clear(&self.id);
+    }
+
+    /// Cut the conversation back to its first `keep` messages (a rewind),
+    /// in the store too: a resume starts from what is left. `first` is
+    /// the digest the first dropped message must have; a history that no
+    /// longer lines up (compacted or cleared since) is refused.
+    pub async fn rewind_conversation(
+        &mut self,
+        keep: usize,
+        first: Option<&str>,
+    ) -> Result<(), String> {
+        let moved = "the conversation changed since that turn (compacted or cleared); only its files can be rewound";
+        let messages = &self.conversation.messages;
+        let lines_up = match first {
+            Some(d) => messages
+                .get(keep)
+                .is_some_and(|m| super::checkpoints::message_digest(m) == d),
+            None => keep <= messages.len(),
+        };
+        if !lines_up {
+            return Err(moved.into());
+        }
+        self.conversation.messages.truncate(keep);
+        let record = stud_protocol::session_records::SessionRecord::Compaction {
+            tier: 0,
+            removed: "rewound by the person".into(),
+            history: self
+                .conversation
+                .messages
+                .iter()
+                .map(super::payloads::message_json)
+                .collect(),
+        };
+        self.conversation
+            .append_record(&self.id, record.to_line())
+            .await;
+        Ok(())
+    }
+
+    /// The session's checkpoints (`None` in a child, or when they are off).
+    pub fn checkpoints(&self) -> Option<&Arc<super::checkpoints::Checkpoints>> {
+        self.checkpoints.as_ref()
     }
 
     /// The extension serving tool `name`.

@@ -40,6 +40,9 @@ impl Session {
         self.apply_reloads("between-turns").await;
         self.ledger.turns += 1;
         let turn_id = format!("{}-t{}", self.id, self.ledger.turns);
+        if let Some(c) = &self.checkpoints {
+            c.turn_opened(self.ledger.turns, input, self.conversation.messages.len());
+        }
         self.bus.set_turn(Some(turn_id.clone()));
         let (stage_id, stage_ids, join) = match stages {
             TurnStages::None => (None, None, None),
@@ -95,6 +98,7 @@ impl Session {
             cost_usd: turn_cost,
             session_cost_usd: self.ledger.cost_usd,
         });
+        self.close_checkpoint(&turn_id).await;
         self.bus.set_turn(None);
         self.save_manifest().await;
         TurnOutcome {
@@ -103,6 +107,34 @@ impl Session {
             text,
             iterations,
             usage,
+        }
+    }
+
+    /// The turn's journal entry (with the tree after it, when it may have
+    /// changed files).
+    async fn close_checkpoint(&self, turn_id: &str) {
+        let Some(c) = self.checkpoints.clone() else {
+            return;
+        };
+        let first = c
+            .open_history_len()
+            .and_then(|n| self.conversation.messages.get(n))
+            .map(super::checkpoints::message_digest);
+        let closed = tokio::task::spawn_blocking(move || c.turn_closed(first)).await;
+        match closed {
+            Ok(Ok(r)) if !r.changed.is_empty() || !r.skipped.is_empty() => {
+                self.bus.record(KernelEvent::CheckpointRecorded {
+                    turn_id: turn_id.to_string(),
+                    changed: r.changed,
+                    skipped: r.skipped,
+                });
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => self.bus.publish(KernelEvent::Diagnostic {
+                level: stud_protocol::events::Level::Warn,
+                message: format!("{e}; this turn cannot be undone with /undo"),
+            }),
+            Err(e) => tracing::warn!("checkpoint: {e}"),
         }
     }
 

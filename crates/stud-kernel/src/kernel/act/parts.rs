@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::kernel::Authority;
 use crate::kernel::agent_catalog::{AgentCatalog, Lineage};
+use crate::kernel::checkpoints::Checkpoints;
 use crate::kernel::editor_files::EditorRoute;
 use crate::kernel::events::Bus;
 use crate::kernel::first_request::FirstRequest;
@@ -39,6 +40,8 @@ pub(crate) struct ActParts<'a> {
     pub ledger: &'a UsageLedger,
     /// Where the session is kept (a child session is kept beside it).
     pub persistence: Option<&'a Persistence>,
+    /// Snapshots before the turn's changes (none in a child).
+    pub checkpoints: Option<&'a Arc<Checkpoints>>,
 }
 
 impl Session {
@@ -58,6 +61,7 @@ impl Session {
             turn: &self.turn,
             ledger: &self.ledger,
             persistence: self.conversation.log.as_ref(),
+            checkpoints: self.checkpoints.as_ref(),
         }
     }
 }
@@ -76,6 +80,25 @@ impl ActParts<'_> {
 
     pub(crate) fn provider_id(&self) -> &str {
         self.roster.provider_id()
+    }
+
+    /// Before a call that may write: the tree's snapshot, once a turn. A
+    /// snapshot that fails does not stop the turn; it says the turn cannot
+    /// be undone.
+    pub(crate) async fn checkpoint(&self) {
+        let Some(c) = self.checkpoints.cloned() else {
+            return;
+        };
+        let taken = tokio::task::spawn_blocking(move || c.before_change()).await;
+        let error = match taken {
+            Ok(Ok(_)) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        };
+        self.bus.publish(KernelEvent::Diagnostic {
+            level: stud_protocol::events::Level::Warn,
+            message: format!("{error}; this turn's changes cannot be undone with /undo"),
+        });
     }
 
     /// `budget-exceeded` once the session (with this turn's `usage`) has

@@ -82,6 +82,7 @@ impl ActParts<'_> {
             None => None,
         };
         let mut runnable: Vec<Runnable> = Vec::new();
+        let mut may_write = false;
         for (i, call) in calls.iter().enumerate() {
             if results[i].is_some() {
                 continue;
@@ -95,7 +96,10 @@ impl ActParts<'_> {
                 continue;
             }
             match self.admit(call, spec.stage.as_ref()).await {
-                Admit::Run(entry, call) => runnable.push((i, entry.runner.clone(), call)),
+                Admit::Run(entry, call) => {
+                    may_write |= !entry.spec.read_only;
+                    runnable.push((i, entry.runner.clone(), call))
+                }
                 Admit::Refuse(result) => results[i] = Some(result),
                 Admit::Halt(key) => {
                     return Err(TurnStatus::Halted {
@@ -114,6 +118,9 @@ impl ActParts<'_> {
             (None, Some(l)) => Some(l.allowed.clone()),
             (None, None) => None,
         };
+        if may_write {
+            self.checkpoint().await;
+        }
         let (ran, halted) = self.run_calls(runnable, envelope.as_ref(), cancel).await;
         for (i, result) in ran {
             results[i] = Some(result);

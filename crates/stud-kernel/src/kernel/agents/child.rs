@@ -126,6 +126,9 @@ impl ActParts<'_> {
             turn: Default::default(),
             plan: false,
             first_request: Default::default(),
+            // Its changes belong to the parent's turn, whose snapshot was
+            // taken before the `task` call.
+            checkpoints: None,
         })
     }
 

@@ -36,8 +36,10 @@ impl Objects {
         let dir = path.parent().unwrap_or(&self.root);
         std::fs::create_dir_all(dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        // Not synced: an object lost to a crash is found damaged or
+        // missing when read (its digest is checked), never taken for
+        // another; the project's own files are synced when restored.
         tmp.write_all(bytes)?;
-        tmp.as_file().sync_all()?;
         tmp.persist(&path).map_err(|e| e.error)?;
         Ok(digest)
     }

@@ -6,8 +6,12 @@
 use std::io::Write as _;
 use std::path::{Component, Path};
 
+use super::capture::Snapshot;
 use super::objects::Objects;
-use super::snapshot::Snapshot;
+
+/// What a restore's temporary files are called: a snapshot never keeps
+/// one (a crash mid-restore can leave one behind).
+pub const TEMP_PREFIX: &str = ".stud-restore-";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -59,7 +63,9 @@ pub fn restore(root: &Path, objects: &Objects, changes: &[Change]) -> std::io::R
                 let bytes = objects.get(digest)?;
                 let dir = target.parent().unwrap_or(root);
                 std::fs::create_dir_all(dir)?;
-                let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+                let mut tmp = tempfile::Builder::new()
+                    .prefix(TEMP_PREFIX)
+                    .tempfile_in(dir)?;
                 tmp.write_all(&bytes)?;
                 set_mode(tmp.as_file(), *mode)?;
                 tmp.as_file().sync_all()?;
@@ -104,7 +110,7 @@ fn set_mode(_file: &std::fs::File, _mode: u32) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot::{Limits, take};
+    use super::super::capture::{Limits, take};
     use super::*;
 
     #[test]

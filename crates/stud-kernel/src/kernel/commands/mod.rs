@@ -191,6 +191,14 @@ impl Commands {
         [
             info(crate::kernel::terminal_signals::COPY, "Put the last answer on the clipboard (OSC 52)."),
             info(
+                crate::kernel::rewind::UNDO,
+                "Take back the files the last turn changed (shell commands' changes too); asks first.",
+            ),
+            info(
+                crate::kernel::rewind::REWIND,
+                "Go back to before a turn (Esc Esc): its files, the conversation, or both.",
+            ),
+            info(
                 crate::kernel::plan_mode::PLAN_COMMAND,
                 "Plan mode on or off (Shift-Tab): read-only tools and a plan; leaving it asks whether to carry the plan out.",
             ),

@@ -43,6 +43,15 @@ impl Default for Limits {
     }
 }
 
+/// Which files a snapshot covers besides the bounds.
+#[derive(Debug, Clone, Default)]
+pub struct Coverage {
+    /// Keep files the ignore rules leave out (`checkpoints.includeIgnored`).
+    pub include_ignored: bool,
+    /// A folder never kept (the stud home, when it lies in the project).
+    pub exclude: Option<std::path::PathBuf>,
+}
+
 /// The project's state now; `previous` spares reading what did not change.
 pub fn take(
     root: &Path,
@@ -50,16 +59,36 @@ pub fn take(
     previous: Option<&Snapshot>,
     limits: Limits,
 ) -> std::io::Result<Snapshot> {
+    take_covering(root, objects, previous, limits, &Coverage::default())
+}
+
+/// [`take`] with a chosen coverage.
+pub fn take_covering(
+    root: &Path,
+    objects: &Objects,
+    previous: Option<&Snapshot>,
+    limits: Limits,
+    coverage: &Coverage,
+) -> std::io::Result<Snapshot> {
     let mut out = Snapshot::default();
     let mut new_bytes = 0u64;
+    let exclude = coverage.exclude.clone();
     let walk = ignore::WalkBuilder::new(root)
-        .hidden(false)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(|e| e.file_name() != ".git")
+        .standard_filters(!coverage.include_ignored)
+        .hidden(false)
+        .filter_entry(move |e| {
+            e.file_name() != ".git" && exclude.as_deref().is_none_or(|x| e.path() != x)
+        })
         .build();
     for entry in walk.filter_map(Result::ok) {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
+        if !entry.file_type().is_some_and(|t| t.is_file())
+            || entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(super::restore::TEMP_PREFIX))
+        {
             continue;
         }
         let Some(rel) = entry

@@ -1,0 +1,145 @@
+//! `checkpoints.keepDays`: journals not written for that long go, then
+//! the contents no remaining journal needs. An object younger than a day
+//! is never swept, so one a running session has just written (and not yet
+//! named in its journal) stays. Runs at most once a day per project.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use super::capture::Snapshot;
+use super::journal::Journal;
+use super::objects::Objects;
+
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
+/// What a prune removed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub journals: usize,
+    pub objects: usize,
+}
+
+/// Prune the project checkpoint folder `dir`; `keep` is the running
+/// session's journal (never removed). `force` skips the once-a-day check.
+pub fn prune(dir: &Path, keep_days: u64, keep: &Path, force: bool) -> std::io::Result<Pruned> {
+    let marker = dir.join(".pruned");
+    let recent = |p: &Path, within: Duration| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .is_some_and(|age| age < within)
+    };
+    if !force && recent(&marker, DAY) {
+        return Ok(Pruned::default());
+    }
+    let mut pruned = Pruned::default();
+    let keep_for = Duration::from_secs(keep_days.saturating_mul(24 * 3600));
+    let mut live: HashSet<String> = HashSet::new();
+    let objects = Objects::at(dir.join("objects"));
+    for entry in std::fs::read_dir(dir.join("sessions"))?.filter_map(Result::ok) {
+        let path = entry.path();
+        if path != keep && !recent(&path, keep_for) {
+            std::fs::remove_file(&path)?;
+            pruned.journals += 1;
+            continue;
+        }
+        for r in Journal::at(&path).read() {
+            for digest in [r.before, r.after].into_iter().flatten() {
+                if !live.insert(digest.clone()) {
+                    continue;
+                }
+                if let Some(snap) = objects
+                    .get(&digest)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok())
+                {
+                    live.extend(snap.files.into_values().filter_map(|e| e.digest));
+                }
+            }
+        }
+    }
+    for shard in std::fs::read_dir(objects.root())?.filter_map(Result::ok) {
+        let Ok(files) = std::fs::read_dir(shard.path()) else {
+            continue;
+        };
+        let prefix = shard.file_name().to_string_lossy().to_string();
+        for f in files.filter_map(Result::ok) {
+            let digest = format!("{prefix}{}", f.file_name().to_string_lossy());
+            if !live.contains(&digest) && !recent(&f.path(), DAY) {
+                std::fs::remove_file(f.path())?;
+                pruned.objects += 1;
+            }
+        }
+    }
+    std::fs::write(&marker, b"")?;
+    Ok(pruned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::capture::{Limits, take};
+    use super::super::journal::{Kind, Record};
+    use super::*;
+
+    fn age(path: &Path, days: u64) {
+        let t = SystemTime::now() - Duration::from_secs(days * 24 * 3600);
+        let f = std::fs::File::options()
+            .write(true)
+            .open(path)
+            .expect("open");
+        f.set_modified(t).expect("mtime");
+    }
+
+    #[test]
+    fn old_journals_and_the_contents_only_they_kept_are_pruned() {
+        let home = tempfile::tempdir().expect("h");
+        let project = tempfile::tempdir().expect("p");
+        let dir = home.path();
+        let objects = Objects::at(dir.join("objects"));
+        let mut journals = Vec::new();
+        for (name, content) in [("old", "gone"), ("new", "kept")] {
+            std::fs::write(project.path().join("f.txt"), content).expect("w");
+            let snap = take(project.path(), &objects, None, Limits::default()).expect("take");
+            let digest = objects
+                .put(&serde_json::to_vec(&snap).expect("json"))
+                .expect("put");
+            let j = Journal::at(dir.join("sessions").join(format!("{name}.jsonl")));
+            j.append(&Record {
+                seq: 1,
+                kind: Kind::Turn,
+                turn: 1,
+                prompt: String::new(),
+                history_len: 0,
+                first_message: None,
+                at_ms: 0,
+                before: Some(digest.clone()),
+                after: Some(digest),
+                changed: vec![],
+                skipped: vec![],
+            })
+            .expect("append");
+            journals.push((j, snap));
+        }
+        age(journals[0].0.path(), 40);
+        // Every object is older than a day.
+        for shard in std::fs::read_dir(objects.root()).expect("dir") {
+            for f in std::fs::read_dir(shard.expect("e").path()).expect("dir") {
+                age(&f.expect("e").path(), 2);
+            }
+        }
+        let kept_digest = journals[1].1.files["f.txt"].digest.clone().expect("d");
+        let gone_digest = journals[0].1.files["f.txt"].digest.clone().expect("d");
+        let pruned = prune(dir, 30, Path::new("/none"), false).expect("prune");
+        assert_eq!(pruned.journals, 1);
+        assert_eq!(pruned.objects, 2, "the old content and its snapshot");
+        assert!(objects.has(&kept_digest) && !objects.has(&gone_digest));
+        // Once a day.
+        age(journals[1].0.path(), 40);
+        assert_eq!(
+            prune(dir, 30, Path::new("/none"), false).expect("prune"),
+            Pruned::default()
+        );
+    }
+}

@@ -1,0 +1,330 @@
+//! Checkpoints as a person meets them: a turn that changes files with
+//! `edit` and through `bash` (`sed -i`, `rm`, a new file, a rename, a
+//! `chmod +x`), taken back with `/undo` to the byte and the mode, in a git
+//! repository (whose index, HEAD, branches and stash snapshots never
+//! touch) and in a plain folder; a file the person edited after the turn
+//! is not clobbered; the conversation rewound alone; `stud session
+//! rewind` headless; a kill -9 mid-restore leaves no torn file.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::process::Command;
+
+use crate::common;
+
+use common::{StudEnv, call};
+use serde_json::{Value, json};
+
+/// What the turn does: one `edit`, then one shell line with every kind
+/// of change.
+const SHELL: &str = "sed -i 's/alpha/ALPHA/' sed.txt && rm gone.txt && echo made > new.txt && mv old-name.txt new-name.txt && chmod +x run.sh";
+
+fn seed(env: &StudEnv) {
+    env.file("edited.txt", "line one\nline two\n");
+    env.file("sed.txt", "alpha beta\n");
+    env.file("gone.txt", "keep me\n");
+    env.file("old-name.txt", "moving\n");
+    env.file("run.sh", "echo hi\n");
+    env.file("bin.dat", "\u{0}\u{1}\u{2}binary");
+}
+
+/// Every file of the project (but `.git`): path, bytes, mode.
+fn tree(root: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
+    let mut out = BTreeMap::new();
+    common::walk(root, &mut |p| {
+        let rel = p
+            .strip_prefix(root)
+            .expect("inside")
+            .to_string_lossy()
+            .to_string();
+        if rel.starts_with(".git/") || !p.is_file() {
+            return;
+        }
+        let mode = std::fs::metadata(p).expect("stat").permissions().mode() & 0o7777;
+        out.insert(rel, (std::fs::read(p).expect("read"), mode));
+    });
+    out
+}
+
+fn script_turn(env: &StudEnv, extra: Vec<Value>) {
+    let mut turns = vec![
+        json!({"text": "", "tool_calls": [call("edit", json!({"path": "edited.txt", "old_string": "line two", "new_string": "line 2"}))]}),
+        json!({"text": "", "tool_calls": [call("bash", json!({"command": SHELL}))]}),
+        json!({"text": "changed things"}),
+    ];
+    turns.extend(extra);
+    env.script(Value::Array(turns), json!({}));
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// Every byte under `.git`, by path.
+fn git_dir(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let git = root.join(".git");
+    common::walk(&git, &mut |p| {
+        if p.is_file() {
+            let rel = p
+                .strip_prefix(&git)
+                .expect("inside")
+                .to_string_lossy()
+                .to_string();
+            out.insert(rel, std::fs::read(p).expect("read"));
+        }
+    });
+    out
+}
+
+fn undo_a_turn(env: &StudEnv) {
+    let before = tree(env.project.path());
+    let out = env.on_terminal("run --yolo", "change things\n/undo\ny\n");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("changed things"), "{screen}");
+    // The question names every file with what happens to it.
+    for line in [
+        "edited.txt: put back (+1 -1 lines)",
+        "sed.txt: put back (+1 -1 lines)",
+        "gone.txt: put back (it was removed since)",
+        "new.txt: removed (it was made since)",
+        "new-name.txt: removed (it was made since)",
+        "old-name.txt: put back (it was removed since)",
+        "run.sh: mode back to 644",
+    ] {
+        assert!(screen.contains(line), "missing `{line}` in:\n{screen}");
+    }
+    assert!(screen.contains("restored "), "{screen}");
+    assert_eq!(tree(env.project.path()), before, "{screen}");
+}
+
+#[test]
+fn a_turn_of_edits_and_shell_commands_is_undone_in_a_plain_folder() {
+    let env = StudEnv::new();
+    seed(&env);
+    script_turn(&env, vec![]);
+    undo_a_turn(&env);
+}
+
+#[test]
+fn in_a_git_repository_undo_restores_and_git_is_never_touched() {
+    let env = StudEnv::new();
+    seed(&env);
+    let p = env.project.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    env.file(".gitignore", "build/\n");
+    env.file("build/out.o", "ignored build output");
+    git(p, &["add", "-A"]);
+    git(p, &["commit", "-qm", "first"]);
+    // A stash, and a staged change the person is in the middle of.
+    env.file("edited.txt", "line one\nline two\nstashed\n");
+    git(p, &["stash", "-q"]);
+    env.file("staged.txt", "staged by the person\n");
+    git(p, &["add", "staged.txt"]);
+    script_turn(&env, vec![]);
+    let status = git(p, &["status", "--porcelain"]);
+    let dot_git = git_dir(p);
+    undo_a_turn(&env);
+    // Not one byte under .git changed: no index, ref, stash or object.
+    assert_eq!(git_dir(p), dot_git);
+    assert_eq!(git(p, &["status", "--porcelain"]), status);
+    assert_eq!(git(p, &["stash", "list"]).lines().count(), 1);
+    assert_eq!(
+        std::fs::read_to_string(p.join("build/out.o")).expect("ignored file"),
+        "ignored build output"
+    );
+}
+
+#[test]
+fn undo_is_undoable_across_a_resume() {
+    let env = StudEnv::new();
+    seed(&env);
+    script_turn(&env, vec![]);
+    let before = tree(env.project.path());
+    let out = env.on_terminal("run --yolo", "change things\n");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("changed things"));
+    let after = tree(env.project.path());
+    assert_ne!(after, before);
+    let out = env.on_terminal("-c", "/undo\ny\n");
+    assert_eq!(
+        tree(env.project.path()),
+        before,
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The undo is undone: the turn's changes are back.
+    let out = env.on_terminal("-c", "/undo\ny\n");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("Undo the restore"), "{screen}");
+    assert_eq!(tree(env.project.path()), after, "{screen}");
+    // `session show` marks what each turn changed, and the undone one.
+    let id = session_id(&env);
+    let shown = env.ok(&["session", "show", &id]);
+    assert!(shown.contains("files changed:"), "{shown}");
+    assert!(
+        shown.contains("turn 1 (“change things”): edited.txt, gone.txt, new-name.txt, new.txt, old-name.txt, run.sh, sed.txt"),
+        "{shown}"
+    );
+    assert!(shown.contains("[undone]"), "{shown}");
+}
+
+#[test]
+fn a_file_the_person_edited_after_the_turn_is_not_clobbered() {
+    let env = StudEnv::new();
+    seed(&env);
+    script_turn(&env, vec![]);
+    env.on_terminal("run --yolo", "change things\n");
+    // The person edits a file the turn changed.
+    env.file("edited.txt", "my own words\n");
+    // Option 1: restore the rest, keep the person's file.
+    let out = env.on_terminal("-c", "/undo\n1\n");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains("Changed since (by you or another program): edited.txt"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("kept edited.txt (changed since)"),
+        "{screen}"
+    );
+    assert_eq!(env.read("edited.txt"), "my own words\n");
+    assert_eq!(env.read("sed.txt"), "alpha beta\n");
+    assert!(!env.project.path().join("new.txt").exists());
+}
+
+#[test]
+fn the_conversation_alone_is_rewound() {
+    let env = StudEnv::new();
+    env.file("notes.txt", "mine\n");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("write", json!({"path": "notes.txt", "content": "the model's\n"}))]},
+            {"text": "first answer, {{messages}} messages"},
+            {"text": "second answer, {{messages}} messages"},
+            {"text": "third answer, {{messages}} messages"}
+        ]),
+        json!({}),
+    );
+    // Turn 1 (3 messages in its last request), turn 2 (5), then back to
+    // before turn 2, conversation only: the next request has 5 again, not 7.
+    let out = env.on_terminal("run --yolo", "one\ntwo\n/rewind 2\n3\nthree\n");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("first answer, 3 messages"), "{screen}");
+    assert!(screen.contains("second answer, 5 messages"), "{screen}");
+    assert!(
+        screen.contains("conversation rewound to 4 message(s)"),
+        "{screen}"
+    );
+    assert!(screen.contains("third answer, 5 messages"), "{screen}");
+    // Files untouched.
+    assert_eq!(env.read("notes.txt"), "the model's\n");
+}
+
+fn session_id(env: &StudEnv) -> String {
+    let list: Value = serde_json::from_str(&env.ok(&["session", "list", "--json"])).expect("json");
+    list[0]["session_id"].as_str().expect("id").to_string()
+}
+
+#[test]
+fn a_headless_rewind_says_what_it_would_do_until_told_yes() {
+    let env = StudEnv::new();
+    seed(&env);
+    script_turn(&env, vec![]);
+    let before = tree(env.project.path());
+    env.on_terminal("run --yolo", "change things\n");
+    let changed = tree(env.project.path());
+    let id = session_id(&env);
+    let dry = env.ok(&["session", "rewind", &id, "1"]);
+    assert!(
+        dry.contains("new.txt: removed (it was made since)"),
+        "{dry}"
+    );
+    assert!(dry.contains("run again with --yes"), "{dry}");
+    assert_eq!(tree(env.project.path()), changed);
+    let done = env.ok(&["session", "rewind", &id, "1", "--files", "--yes"]);
+    assert!(done.contains("restored 7 file(s)"), "{done}");
+    assert_eq!(tree(env.project.path()), before);
+    // A turn that does not exist is named.
+    let out = env.run(&["session", "rewind", &id, "9", "--yes"], "");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("has no turn 9"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// kill -9 while a rewind writes 400 files: every file is whole, either
+/// as the turn left it or as restored, never torn.
+#[test]
+fn a_kill_during_a_restore_leaves_no_torn_file() {
+    let env = StudEnv::new();
+    let old = |i: usize| format!("{i:04} old ").repeat(16 * 1024);
+    let new = |i: usize| format!("{i:04} new ").repeat(16 * 1024);
+    for i in 0..400 {
+        env.file(&format!("data/f{i:03}.txt"), &old(i));
+    }
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("bash", json!({"command": "for f in data/*.txt; do sed -i 's/ old / new /g' $f; done"}))]},
+            {"text": "rewrote them"}
+        ]),
+        json!({}),
+    );
+    env.on_terminal("run --yolo", "rewrite\n");
+    assert_eq!(env.read("data/f007.txt"), new(7));
+    let id = session_id(&env);
+    let mut child = env
+        .command(&["session", "rewind", &id, "1", "--files", "--yes"])
+        .spawn()
+        .expect("start");
+    // Wait until the restore has started writing, then kill it.
+    let started = std::time::Instant::now();
+    loop {
+        let any_back = (0..400).any(|i| {
+            std::fs::read_to_string(env.project.path().join(format!("data/f{i:03}.txt")))
+                .is_ok_and(|t| t == old(i))
+        });
+        if any_back || started.elapsed() > std::time::Duration::from_secs(30) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    common::signal(&child, "KILL");
+    let _ = child.wait();
+    let (mut olds, mut news) = (0, 0);
+    for i in 0..400 {
+        let text = env.read(&format!("data/f{i:03}.txt"));
+        if text == old(i) {
+            olds += 1;
+        } else if text == new(i) {
+            news += 1;
+        } else {
+            panic!("data/f{i:03}.txt is torn ({} bytes)", text.len());
+        }
+    }
+    eprintln!("after kill -9: {olds} restored, {news} not yet");
+    assert_eq!(olds + news, 400);
+    assert!(olds > 0, "the restore had started");
+    // The rewind can be run again and finishes the job.
+    let done = env.ok(&["session", "rewind", &id, "1", "--files", "--yes"]);
+    assert!(done.contains("restored"), "{done}");
+    for i in 0..400 {
+        assert_eq!(env.read(&format!("data/f{i:03}.txt")), old(i));
+    }
+}
