@@ -97,8 +97,9 @@ fn delegate_once(env: &StudEnv, agent: &str, call: Value) -> (Vec<Value>, Value)
     let (out, evs, res) = run(env, &["--yolo"]);
     assert!(
         out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
     );
     (evs, res)
 }
@@ -698,4 +699,53 @@ fn agents_list_shows_every_scope_and_names_a_bad_file() {
         stderr.contains("broken.md") && stderr.contains("front matter"),
         "{stderr}"
     );
+}
+
+/// A child's changes belong to its parent's turn: the parent's snapshot
+/// is taken before the `task` call, the turn's checkpoint names the
+/// child's file, and rewinding the parent's turn takes it back. The child
+/// keeps no checkpoints of its own.
+#[test]
+fn a_childs_changes_belong_to_its_parents_turn() {
+    let env = StudEnv::new();
+    env.file("before.txt", "the parent's\n");
+    agent(&env, "worker", "tools: bash\n");
+    let (evs, res) = delegate_once(
+        &env,
+        "worker",
+        tool(
+            "b",
+            "bash",
+            json!({"command": "echo child > child.txt && rm before.txt"}),
+        ),
+    );
+    assert!(
+        res["result"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("parent got"),
+        "{res}"
+    );
+    let recorded: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["event"] == "checkpoint.recorded")
+        .collect();
+    let names: Vec<&Value> = evs.iter().map(|e| &e["event"]).collect();
+    assert_eq!(recorded.len(), 1, "{names:?}");
+    let id = res["session_id"].as_str().expect("id");
+    assert_eq!(recorded[0]["payload"]["turn_id"], format!("{id}-t1"));
+    assert_eq!(
+        recorded[0]["payload"]["changed"],
+        json!(["before.txt", "child.txt"])
+    );
+    let journals = std::fs::read_dir(
+        stud::kernel::checkpoints::project_dir(env.home.path(), env.project.path())
+            .join("sessions"),
+    )
+    .expect("journals")
+    .count();
+    assert_eq!(journals, 1, "only the parent keeps a journal");
+    env.ok(&["session", "rewind", id, "1", "--files", "--yes"]);
+    assert!(!env.project.path().join("child.txt").exists());
+    assert_eq!(env.read("before.txt"), "the parent's\n");
 }

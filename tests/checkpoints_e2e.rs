@@ -122,7 +122,7 @@ fn a_turn_of_edits_and_shell_commands_is_undone_in_a_plain_folder() {
 }
 
 #[test]
-fn in_a_git_repository_undo_restores_and_git_is_never_touched() {
+fn in_a_git_repository_undo_restores_and_the_index_refs_and_stash_are_untouched() {
     let env = StudEnv::new();
     seed(&env);
     let p = env.project.path();
@@ -140,9 +140,44 @@ fn in_a_git_repository_undo_restores_and_git_is_never_touched() {
     let status = git(p, &["status", "--porcelain"]);
     let dot_git = git_dir(p);
     undo_a_turn(&env);
-    // Not one byte under .git changed: no index, ref, stash or object.
-    assert_eq!(git_dir(p), dot_git);
+    // Under .git only objects were added (the checkpoint commits and what
+    // they hold): no index, ref, stash or existing object changed.
+    let now = git_dir(p);
+    for (path, bytes) in &dot_git {
+        assert_eq!(now.get(path), Some(bytes), ".git/{path} changed");
+    }
+    let added: Vec<&String> = now.keys().filter(|k| !dot_git.contains_key(*k)).collect();
+    assert!(!added.is_empty());
+    assert!(added.iter().all(|k| k.starts_with("objects/")), "{added:?}");
+    git(p, &["fsck", "--strict"]);
     assert_eq!(git(p, &["status", "--porcelain"]), status);
+    // The commit of the tree before the turn is named, and git reads it:
+    // against it, the turn's edit shows once the undo is undone.
+    let list: Value = serde_json::from_str(&env.ok(&["session", "list", "--json"])).expect("json");
+    let shown = env.ok(&[
+        "session",
+        "show",
+        list[0]["session_id"].as_str().expect("id"),
+    ]);
+    let commit = shown
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("before it: git commit "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no commit in\n{shown}"))
+        .to_string();
+    assert_eq!(
+        git(
+            p,
+            &["diff", "--stat", &commit, "--", "edited.txt", "sed.txt"]
+        ),
+        ""
+    );
+    env.on_terminal("-c", "/undo\ny\n");
+    let diff = git(
+        p,
+        &["diff", "--stat", &commit, "--", "edited.txt", "sed.txt"],
+    );
+    assert!(diff.contains("2 files changed"), "{diff}");
     assert_eq!(git(p, &["stash", "list"]).lines().count(), 1);
     assert_eq!(
         std::fs::read_to_string(p.join("build/out.o")).expect("ignored file"),
@@ -327,4 +362,92 @@ fn a_kill_during_a_restore_leaves_no_torn_file() {
     for i in 0..400 {
         assert_eq!(env.read(&format!("data/f{i:03}.txt")), old(i));
     }
+}
+
+/// Esc Esc between turns opens `/rewind` in the full-screen UI: the turns
+/// listed with their files, then what to put back, then the question.
+#[test]
+fn esc_esc_opens_rewind_in_the_full_screen_ui() {
+    use common::pty::Term;
+    use std::time::Duration;
+    let wait = Duration::from_secs(20);
+    let env = StudEnv::new();
+    env.file("keep.txt", "kept\n");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("bash", json!({"command": "echo made > new.txt && rm keep.txt"}))]},
+            {"text": "changed things"}
+        ]),
+        json!({}),
+    );
+    let mut t = Term::spawn(&env, &["--yolo"], 100, 40);
+    t.wait_for("/help", wait);
+    t.line("change things");
+    t.wait_for("changed things", wait);
+    // The turn has ended once the activity line no longer says so (an
+    // Esc during the turn would stop it instead).
+    let start = std::time::Instant::now();
+    while t.contents().contains("working") {
+        assert!(
+            start.elapsed() < wait,
+            "the turn never ended:\n{}",
+            t.contents()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    t.send(b"\x1b");
+    t.wait_for("Esc again to rewind", wait);
+    t.send(b"\x1b");
+    let screen = t.wait_for("Rewind to before which turn?", wait);
+    assert!(
+        screen.contains("turn 1 (“change things”) - 2 file(s): keep.txt, new.txt"),
+        "{screen}"
+    );
+    t.send(b"1");
+    t.wait_for("Files and conversation", wait);
+    t.send(b"1");
+    let screen = t.wait_for("new.txt: removed (it was made since)", wait);
+    assert!(
+        screen.contains("keep.txt: put back (it was removed since)"),
+        "{screen}"
+    );
+    t.send(b"1");
+    t.wait_for(
+        "restored keep.txt, new.txt; conversation rewound to 0",
+        wait,
+    );
+    assert_eq!(env.read("keep.txt"), "kept\n");
+    assert!(!env.project.path().join("new.txt").exists());
+}
+
+/// A file over `checkpoints.maxFileMiB` is not kept: the turn that changes
+/// it says so, and `/undo` names it as what it cannot put back while it
+/// restores the rest.
+#[test]
+fn a_file_too_large_to_keep_is_named_and_the_rest_restored() {
+    let env = StudEnv::new();
+    env.file("big.bin", &"x".repeat(2 * 1024 * 1024));
+    env.file("small.txt", "small\n");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("bash", json!({"command": "echo y >> big.bin && echo changed > small.txt"}))]},
+            {"text": "changed both"}
+        ]),
+        json!({"checkpoints": {"maxFileMiB": 1}}),
+    );
+    let out = env.on_terminal("run --yolo", "change both\n/undo\ny\n");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen
+            .contains("the checkpoint did not keep big.bin: 2097152 bytes, over 1048576 per file"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(
+            "big.bin: cannot be put back (too large to keep when the snapshot was taken)"
+        ),
+        "{screen}"
+    );
+    assert_eq!(env.read("small.txt"), "small\n");
+    assert!(env.read("big.bin").ends_with("xy\n"));
 }

@@ -780,3 +780,50 @@ fn a_resume_refuses_a_state_machine_that_changed_since_unless_named() {
     assert_eq!(res["status"], "ok", "{res}");
     assert_eq!(named(&evs, "workflow.attached").len(), 1);
 }
+
+/// A workflow's stages are turns of the session, each with its checkpoint:
+/// what stage `b` did is taken back alone by rewinding to before it, and
+/// everything by rewinding to before `a`.
+#[test]
+fn each_stage_of_a_workflow_is_a_turn_that_can_be_rewound() {
+    let env = workflow_env(
+        json!({
+            "entry": "a",
+            "stages": [
+                {"id": "a", "allowedTools": ["write"], "turnCap": 3},
+                {"id": "b", "allowedTools": ["write"], "turnCap": 3}
+            ],
+            "next": {"a": {"stages": ["b"]}}
+        }),
+        json!({
+            "a": [
+                {"text": "", "tool_calls": [tool("w", "write", json!({"path": "a.txt", "content": "from a"}))]},
+                {"text": "", "tool_calls": [tool("d", "done", json!({}))]}
+            ],
+            "b": [
+                {"text": "", "tool_calls": [tool("w", "write", json!({"path": "b.txt", "content": "from b"}))]},
+                {"text": "", "tool_calls": [tool("d", "done", json!({}))]}
+            ]
+        }),
+        Value::Null,
+    );
+    let (out, evs, res) = run_sm(&env, &[]);
+    assert_eq!(
+        res["status"],
+        "ok",
+        "{res}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let recorded: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["event"] == "checkpoint.recorded")
+        .map(|e| &e["payload"]["changed"])
+        .collect();
+    assert_eq!(recorded, [&json!(["a.txt"]), &json!(["b.txt"])]);
+    let id = res["session_id"].as_str().expect("id");
+    env.ok(&["session", "rewind", id, "2", "--files", "--yes"]);
+    assert!(!env.project.path().join("b.txt").exists());
+    assert_eq!(env.read("a.txt"), "from a");
+    env.ok(&["session", "rewind", id, "1", "--files", "--yes"]);
+    assert!(!env.project.path().join("a.txt").exists());
+}

@@ -30,6 +30,11 @@ pub fn checkpoint_lines(records: &[crate::kernel::checkpoints::Record]) -> Vec<S
             Kind::Restore { .. } => format!("restore ({})", r.prompt),
         };
         out.push(format!("  {what}{undone}: {}", r.changed.join(", ")));
+        if let Some(commit) = &r.commit {
+            out.push(format!(
+                "    before it: git commit {commit} (git diff {commit})"
+            ));
+        }
     }
     out
 }

@@ -167,6 +167,7 @@ pub const RULES: &[(&str, ScopeRule)] = {
         ("checkpoints.maxFileMiB", GlobalOnly),
         ("checkpoints.maxSnapshotMiB", GlobalOnly),
         ("checkpoints.keepDays", GlobalOnly),
+        ("checkpoints.gitCommits", GlobalOnly),
         ("mcpServers.*", AskedBeforeUse),
         ("profiles", GlobalOnly),
         ("protectedPaths.patterns", Tighten(Added)),

@@ -232,6 +232,9 @@ pub struct Checkpoints {
     pub max_snapshot_mib: Option<u64>,
     /// Journals untouched for this many days are pruned (30).
     pub keep_days: Option<u64>,
+    /// In a git repository, keep each snapshot as an unreferenced commit
+    /// too, for `git diff` (true).
+    pub git_commits: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]

@@ -123,6 +123,15 @@ impl Session {
         let closed = tokio::task::spawn_blocking(move || c.turn_closed(first)).await;
         match closed {
             Ok(Ok(r)) if !r.changed.is_empty() || !r.skipped.is_empty() => {
+                if !r.skipped.is_empty() {
+                    self.bus.publish(KernelEvent::Diagnostic {
+                        level: stud_protocol::events::Level::Warn,
+                        message: format!(
+                            "the checkpoint did not keep {} (checkpoints.maxFileMiB, checkpoints.maxSnapshotMiB): /undo cannot put back what this turn did to them",
+                            r.skipped.join("; ")
+                        ),
+                    });
+                }
                 self.bus.record(KernelEvent::CheckpointRecorded {
                     turn_id: turn_id.to_string(),
                     changed: r.changed,

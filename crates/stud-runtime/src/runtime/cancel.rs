@@ -22,6 +22,12 @@ impl CancelFlag {
         self.0.notify.notify_waiters();
     }
 
+    /// The same flag (not a copy's state): a lane's flag is replaced for
+    /// every call.
+    pub fn same(&self, other: &CancelFlag) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     pub fn is_cancelled(&self) -> bool {
         self.0.set.load(Ordering::SeqCst)
     }

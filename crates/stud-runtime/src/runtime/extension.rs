@@ -513,14 +513,26 @@ impl Extension {
         let why = loop {
             let clock = cells.current_clock();
             let cancel = cells.cancel_flag();
-            tokio::select! {
+            let why = tokio::select! {
                 biased;
                 done = &mut task => return done,
-                _ = clock.overdue() => break Interrupted::Deadline,
-                _ = cancel.cancelled() => break Interrupted::Cancelled,
+                _ = clock.overdue() => Interrupted::Deadline,
+                _ = cancel.cancelled() => Interrupted::Cancelled,
                 // The call may have moved on to a new clock (instantiation,
                 // then the call itself).
                 _ = tokio::time::sleep(CLOCK_REFRESH) => continue,
+            };
+            // Until this call arms its own clock and flag, the lane shows
+            // the last call's: one stopped before (a deadline, a cancel)
+            // is not this call's stop.
+            if Arc::ptr_eq(&clock, &cells.current_clock()) && cancel.same(&cells.cancel_flag()) {
+                break why;
+            }
+            // Wait for this call's own (without spinning on the stale one).
+            tokio::select! {
+                biased;
+                done = &mut task => return done,
+                _ = tokio::time::sleep(CLOCK_REFRESH) => {}
             }
         };
         let clock = cells.current_clock();

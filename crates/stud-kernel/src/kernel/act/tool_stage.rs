@@ -97,7 +97,10 @@ impl ActParts<'_> {
             }
             match self.admit(call, spec.stage.as_ref()).await {
                 Admit::Run(entry, call) => {
-                    may_write |= !entry.spec.read_only;
+                    // `task` is read-only to the authority stack (each of
+                    // the child's calls is judged on its own), but the
+                    // child may write: its changes belong to this turn.
+                    may_write |= !entry.spec.read_only || matches!(entry.runner, ToolRunner::Task);
                     runnable.push((i, entry.runner.clone(), call))
                 }
                 Admit::Refuse(result) => results[i] = Some(result),

@@ -24,7 +24,24 @@ pub struct Snapshot {
     pub files: BTreeMap<String, Entry>,
     /// Files not kept, and why (too large, over the snapshot's bound).
     pub skipped: Vec<String>,
+    /// When the walk began (ns since the epoch): a file modified close to
+    /// it may change again within the same mtime tick, so the next
+    /// snapshot reads it again (git's "racy" entries).
+    #[serde(default)]
+    pub taken_ns: i128,
 }
+
+impl Snapshot {
+    /// The same files (whenever and however it was taken).
+    pub fn same_tree(&self, other: &Snapshot) -> bool {
+        self.files == other.files && self.skipped == other.skipped
+    }
+}
+
+/// How close to a snapshot's start an mtime must be for the file to be
+/// read again next time: above the coarsest mtime clock tick in use
+/// (ext4 takes the kernel's tick, 4 ms at 250 Hz).
+const RACY_NS: i128 = 20_000_000;
 
 /// Bounds on what one snapshot keeps.
 #[derive(Debug, Clone, Copy)]
@@ -70,46 +87,40 @@ pub fn take_covering(
     limits: Limits,
     coverage: &Coverage,
 ) -> std::io::Result<Snapshot> {
-    let mut out = Snapshot::default();
+    let mut out = Snapshot {
+        taken_ns: now_ns(),
+        ..Snapshot::default()
+    };
     let mut new_bytes = 0u64;
-    let exclude = coverage.exclude.clone();
-    let walk = ignore::WalkBuilder::new(root)
-        .require_git(false)
-        .follow_links(false)
-        .standard_filters(!coverage.include_ignored)
-        .hidden(false)
-        .filter_entry(move |e| {
-            e.file_name() != ".git" && exclude.as_deref().is_none_or(|x| e.path() != x)
-        })
-        .build();
-    for entry in walk.filter_map(Result::ok) {
-        if !entry.file_type().is_some_and(|t| t.is_file())
-            || entry
-                .file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with(super::restore::TEMP_PREFIX))
-        {
-            continue;
+    let found = walk(root, coverage);
+    let mut files: Vec<(String, Entry)> = Vec::with_capacity(found.len());
+    // Both lists are sorted by path: one pass pairs them (no lookups).
+    let mut earlier = previous.map(|p| p.files.iter().peekable());
+    for found in found {
+        let Found {
+            rel,
+            mode,
+            size,
+            mtime_ns,
+        } = found;
+        let mut prev = None;
+        if let Some(it) = earlier.as_mut() {
+            while it.peek().is_some_and(|(p, _)| p.as_str() < rel.as_str()) {
+                it.next();
+            }
+            if it.peek().is_some_and(|(p, _)| **p == rel) {
+                prev = it.next().map(|(_, e)| e);
+            }
         }
-        let Some(rel) = entry
-            .path()
-            .strip_prefix(root)
-            .ok()
-            .and_then(|p| p.to_str())
-            .map(|p| p.replace('\\', "/"))
-        else {
-            continue;
-        };
-        let meta = entry.metadata().map_err(std::io::Error::other)?;
-        let (mode, mtime_ns) = stat_parts(&meta);
-        let size = meta.len();
-        if let Some(prev) = previous.and_then(|p| p.files.get(&rel))
+        if let Some(before) = previous
+            && let Some(prev) = prev
             && prev.size == size
             && prev.mtime_ns == mtime_ns
             && prev.mode == mode
-            && prev.digest.as_ref().is_some_and(|d| objects.has(d))
+            && prev.digest.is_some()
+            && before.taken_ns - mtime_ns > RACY_NS
         {
-            out.files.insert(rel, prev.clone());
+            files.push((rel, prev.clone()));
             continue;
         }
         let digest = if size > limits.max_file_bytes {
@@ -126,9 +137,14 @@ pub fn take_covering(
             None
         } else {
             new_bytes += size;
-            Some(objects.put(&std::fs::read(entry.path())?)?)
+            match std::fs::read(root.join(&rel)) {
+                Ok(bytes) => Some(objects.put(&bytes)?),
+                // Gone since the walk saw it: it is not there.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            }
         };
-        out.files.insert(
+        files.push((
             rel,
             Entry {
                 mode,
@@ -136,9 +152,119 @@ pub fn take_covering(
                 mtime_ns,
                 digest,
             },
-        );
+        ));
     }
+    // Sorted and unique: the map is built in bulk.
+    out.files = files.into_iter().collect();
     Ok(out)
+}
+
+/// A regular file the walk found, with its stat.
+struct Found {
+    rel: String,
+    mode: u32,
+    size: u64,
+    mtime_ns: i128,
+}
+
+/// Every regular file a snapshot covers, stat'ed, walked on several
+/// threads (the walk and its stats are most of a snapshot's cost). A file
+/// that vanishes mid-walk is left out.
+fn walk(root: &Path, coverage: &Coverage) -> Vec<Found> {
+    use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkState};
+    use std::sync::{Arc, Mutex};
+
+    struct Sink {
+        root: std::path::PathBuf,
+        local: Vec<Found>,
+        all: Arc<Mutex<Vec<Found>>>,
+    }
+    impl Drop for Sink {
+        fn drop(&mut self) {
+            let mut all = self.all.lock().unwrap_or_else(|p| p.into_inner());
+            all.append(&mut self.local);
+        }
+    }
+    impl ParallelVisitor for Sink {
+        fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> WalkState {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file())
+                || entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(super::restore::TEMP_PREFIX))
+            {
+                return WalkState::Continue;
+            }
+            let Some(rel) = entry
+                .path()
+                .strip_prefix(&self.root)
+                .ok()
+                .and_then(|p| p.to_str())
+                .map(|p| {
+                    if cfg!(windows) {
+                        p.replace('\\', "/")
+                    } else {
+                        p.to_string()
+                    }
+                })
+            else {
+                return WalkState::Continue;
+            };
+            if let Ok(meta) = entry.metadata() {
+                let (mode, mtime_ns) = stat_parts(&meta);
+                self.local.push(Found {
+                    rel,
+                    mode,
+                    size: meta.len(),
+                    mtime_ns,
+                });
+            }
+            WalkState::Continue
+        }
+    }
+    struct Sinks {
+        root: std::path::PathBuf,
+        all: Arc<Mutex<Vec<Found>>>,
+    }
+    impl<'s> ParallelVisitorBuilder<'s> for Sinks {
+        fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+            Box::new(Sink {
+                root: self.root.clone(),
+                local: Vec::new(),
+                all: self.all.clone(),
+            })
+        }
+    }
+
+    let exclude = coverage.exclude.clone();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    let all = Arc::new(Mutex::new(Vec::new()));
+    ignore::WalkBuilder::new(root)
+        .require_git(false)
+        .follow_links(false)
+        .standard_filters(!coverage.include_ignored)
+        .hidden(false)
+        .threads(threads)
+        .filter_entry(move |e| {
+            e.file_name() != ".git" && exclude.as_deref().is_none_or(|x| e.path() != x)
+        })
+        .build_parallel()
+        .visit(&mut Sinks {
+            root: root.to_path_buf(),
+            all: all.clone(),
+        });
+    let mut found = std::mem::take(&mut *all.lock().unwrap_or_else(|p| p.into_inner()));
+    found.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
+    found
+}
+
+fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
 }
 
 #[cfg(unix)]

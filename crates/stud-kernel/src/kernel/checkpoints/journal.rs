@@ -45,9 +45,14 @@ pub struct Record {
     /// Project-relative paths that differ between the two.
     #[serde(default)]
     pub changed: Vec<String>,
-    /// Files the snapshot could not keep (too large, over the bound).
+    /// Files the turn changed whose old content the snapshot could not
+    /// keep (too large, over the bound), and why.
     #[serde(default)]
     pub skipped: Vec<String>,
+    /// In a git repository, the unreferenced commit of the tree before
+    /// (`git diff <commit>` shows what changed since).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
 }
 
 impl Record {
@@ -150,6 +155,7 @@ mod tests {
             after: None,
             changed: vec!["a".into()],
             skipped: vec![],
+            commit: None,
         }
     }
 

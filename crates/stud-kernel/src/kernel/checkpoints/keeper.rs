@@ -24,6 +24,9 @@ pub struct CheckpointSettings {
     /// Journals untouched this long are pruned, with the contents only
     /// they kept.
     pub keep_days: u64,
+    /// In a git repository, keep each snapshot as an unreferenced commit
+    /// too.
+    pub git_commits: bool,
 }
 
 impl Default for CheckpointSettings {
@@ -33,6 +36,7 @@ impl Default for CheckpointSettings {
             limits: Limits::default(),
             include_ignored: false,
             keep_days: 30,
+            git_commits: true,
         }
     }
 }
@@ -84,6 +88,8 @@ pub struct Checkpoints {
     journal: Journal,
     limits: Limits,
     coverage: Coverage,
+    /// In a git repository: where each snapshot's commit goes.
+    git: Option<Arc<super::git_form::GitObjects>>,
     state: Mutex<State>,
 }
 
@@ -99,6 +105,9 @@ struct OpenTurn {
     prompt: String,
     history_len: usize,
     before: Option<(String, Arc<Snapshot>)>,
+    /// The git commit of `before`, made on a thread of its own so the
+    /// turn does not wait for it.
+    before_commit: Option<std::thread::JoinHandle<Option<String>>>,
 }
 
 /// A restore made ready: what it puts back, and what it would overwrite
@@ -146,6 +155,10 @@ impl Checkpoints {
                 include_ignored: s.include_ignored,
                 exclude: home.starts_with(&root).then_some(home),
             },
+            git: s
+                .git_commits
+                .then(|| super::git_form::GitObjects::of_work_tree(&root).map(Arc::new))
+                .flatten(),
             state: Mutex::new(State::default()),
         }
     }
@@ -188,6 +201,7 @@ impl Checkpoints {
             prompt: prompt.chars().take(200).collect(),
             history_len,
             before: None,
+            before_commit: None,
         });
     }
 
@@ -205,10 +219,27 @@ impl Checkpoints {
             _ => return Ok(false),
         }
         let taken = self.snapshot(&mut state)?;
+        let commit = self.git.clone().map(|git| {
+            let (store, snap, message) =
+                (self.objects.clone(), taken.1.clone(), self.commit_message());
+            std::thread::spawn(move || {
+                super::git_form::commit(&git, &store, &snap, &message)
+                    .inspect_err(|e| tracing::warn!("checkpoint commit: {e}"))
+                    .ok()
+            })
+        });
         if let Some(open) = state.open.as_mut() {
             open.before = Some(taken);
+            open.before_commit = commit;
         }
         Ok(true)
+    }
+
+    fn commit_message(&self) -> String {
+        format!(
+            "stud checkpoint\n\nThe project's files as they were, kept by stud for /undo and /rewind\n({}).",
+            self.journal.path().display()
+        )
     }
 
     /// The turn ended: the tree after it, and its journal entry.
@@ -225,11 +256,19 @@ impl Checkpoints {
             Some((bd, b)) => {
                 let (ad, a) = self.snapshot(&mut state)?;
                 let changed = differing(b, &a);
-                let skipped = a.skipped.clone();
+                // What the turn changed whose old content was not kept:
+                // the files /undo cannot put back.
+                let skipped = b
+                    .skipped
+                    .iter()
+                    .filter(|line| changed.iter().any(|p| line.starts_with(&format!("{p}: "))))
+                    .cloned()
+                    .collect();
                 (Some(bd.clone()), Some(ad), changed, skipped)
             }
             None => (None, None, Vec::new(), Vec::new()),
         };
+        let commit = open.before_commit.and_then(|h| h.join().ok()).flatten();
         let record = Record {
             seq: self.next_seq(),
             kind: Kind::Turn,
@@ -242,6 +281,7 @@ impl Checkpoints {
             after,
             changed,
             skipped,
+            commit,
         };
         self.journal.append(&record).map_err(io("journal"))?;
         Ok(record)
@@ -271,10 +311,11 @@ impl Checkpoints {
         )
         .map_err(io("snapshot"))?;
         if let Some((digest, last)) = &state.last
-            && **last == snap
+            && last.same_tree(&snap)
         {
             return Ok((digest.clone(), last.clone()));
         }
+
         let bytes = serde_json::to_vec(&snap).map_err(|e| CheckpointError::Io {
             what: "snapshot",
             source: std::io::Error::other(e),
@@ -481,6 +522,9 @@ impl Checkpoints {
         let (bd, b) = self.snapshot(&mut state)?;
         restore(&self.project, &self.objects, &changes).map_err(io("restore"))?;
         let (ad, a) = self.snapshot(&mut state)?;
+        let commit = self.git.as_ref().and_then(|git| {
+            super::git_form::commit(git, &self.objects, &b, &self.commit_message()).ok()
+        });
         let record = Record {
             seq: self.next_seq(),
             kind: Kind::Restore {
@@ -495,6 +539,7 @@ impl Checkpoints {
             after: Some(ad),
             changed: differing(&b, &a),
             skipped: Vec::new(),
+            commit,
         };
         self.journal.append(&record).map_err(io("journal"))?;
         Ok(Some(record))

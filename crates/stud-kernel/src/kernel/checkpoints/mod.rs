@@ -10,6 +10,7 @@
 //! one.
 
 mod capture;
+mod git_form;
 mod journal;
 mod keeper;
 mod objects;
@@ -17,6 +18,7 @@ mod restore;
 mod retention;
 
 pub use capture::{Coverage, Entry, Limits, Snapshot, take, take_covering};
+pub use git_form::GitObjects;
 pub use journal::{Journal, Kind, Record, standing};
 pub use keeper::{
     CheckpointError, CheckpointSettings, Checkpoints, RestorePlan, change_path, describe,

@@ -118,6 +118,7 @@ mod tests {
                 after: Some(digest),
                 changed: vec![],
                 skipped: vec![],
+                commit: None,
             })
             .expect("append");
             journals.push((j, snap));

@@ -291,6 +291,7 @@ fn checkpoint_place(
             },
             include_ignored: s.include_ignored.unwrap_or(d.include_ignored),
             keep_days: s.keep_days.unwrap_or(d.keep_days),
+            git_commits: s.git_commits.unwrap_or(d.git_commits),
         },
     })
 }
