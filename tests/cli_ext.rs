@@ -19,7 +19,7 @@ fn stud(home: &Path, cwd: &Path, args: &[&str]) -> Output {
 }
 
 /// `stud` on the compile cache the other end-to-end tests share, for tests
-/// that are not about the cache (compiling 43 components again per test
+/// that are not about the cache (compiling 44 components again per test
 /// costs seconds each).
 fn stud_shared(home: &Path, cwd: &Path, args: &[&str]) -> Output {
     common::share_cache_key(home);
@@ -43,7 +43,7 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 43] = [
+const BUNDLED: [&str; 44] = [
     "anthropic",
     "ask-user",
     "bash",
@@ -68,6 +68,7 @@ const BUNDLED: [&str; 43] = [
     "multi-edit",
     "network-policy",
     "openai-compatible",
+    "openai-responses",
     "plan-build-review",
     "project-instructions",
     "protect-paths",

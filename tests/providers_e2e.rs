@@ -5,7 +5,6 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::process::{Command, Output};
 
 use common::StudEnv;
@@ -17,10 +16,7 @@ const NOTE: &str = "héllo wörld → 世界";
 const ANSWER: &str = "The note says: héllo wörld → 世界 ✓";
 
 fn stream(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/streams")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    common::recorded_stream(name)
 }
 
 /// A home with these settings and a project holding `notes.txt`.

@@ -1,6 +1,7 @@
 //! Provider streaming benchmarks (a bench binary; numbers are printed, not
-//! asserted), with the `openai-compatible` component against a loopback
-//! server that sends a recorded-format SSE stream:
+//! asserted), with the `openai-compatible` (Chat Completions) and
+//! `openai-responses` (Responses) components against a loopback server
+//! that sends a recorded-format SSE stream:
 //! - overhead per streamed delta through host HTTP, the component's SSE and
 //!   JSON parsing, the kernel's assembly and the event bus: the difference
 //!   between a 10,000-delta and a 1-delta response, divided by 9,999;
@@ -24,7 +25,58 @@ use tokio_util::sync::CancellationToken;
 
 const REPS: usize = 30;
 
-fn sse(deltas: usize) -> String {
+/// The two OpenAI protocols the bundled providers speak.
+#[derive(Clone, Copy)]
+enum Api {
+    Chat,
+    Responses,
+}
+
+impl Api {
+    fn provider(self) -> &'static str {
+        match self {
+            Api::Chat => "openai-compatible",
+            Api::Responses => "openai-responses",
+        }
+    }
+}
+
+fn sse(api: Api, deltas: usize) -> String {
+    match api {
+        Api::Chat => chat_sse(deltas),
+        Api::Responses => responses_sse(deltas),
+    }
+}
+
+/// The same answer as Responses events: item added, text deltas, item
+/// done, completed with usage.
+fn responses_sse(deltas: usize) -> String {
+    let mut s = String::new();
+    let mut ev = |v: serde_json::Value| {
+        s.push_str(&format!(
+            "event: {}\ndata: {v}\n\n",
+            v["type"].as_str().unwrap_or("")
+        ));
+    };
+    ev(json!({"type": "response.created", "response": {"id": "r", "status": "in_progress"}}));
+    ev(
+        json!({"type": "response.output_item.added", "output_index": 0, "item": {"id": "m", "type": "message", "role": "assistant", "content": []}}),
+    );
+    for i in 0..deltas {
+        ev(
+            json!({"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0, "delta": format!("tok{i} ")}),
+        );
+    }
+    ev(
+        json!({"type": "response.output_item.done", "output_index": 0, "item": {"id": "m", "type": "message", "role": "assistant", "content": []}}),
+    );
+    ev(
+        json!({"type": "response.completed", "response": {"id": "r", "status": "completed", "usage": {"input_tokens": 5, "output_tokens": 5}}}),
+    );
+    s
+}
+
+fn chat_sse(deltas: usize) -> String {
     let mut s = String::new();
     for i in 0..deltas {
         let chunk = json!({"id": "b", "object": "chat.completion.chunk", "model": "m", "choices": [{"index": 0, "delta": {"content": format!("tok{i} ")}, "finish_reason": null}]});
@@ -43,17 +95,18 @@ struct Setup {
     launched: Launched,
 }
 
-async fn setup(deltas: usize) -> Setup {
-    let body = sse(deltas);
+async fn setup(api: Api, deltas: usize) -> Setup {
+    let body = sse(api, deltas);
     let replies = (0..REPS + 5)
         .map(|_| Reply::new(200, body.clone()).header("content-type", "text/event-stream"))
         .collect();
     let server = TestServer::start(replies);
     let home = tempfile::tempdir().expect("tmp");
     let project = tempfile::tempdir().expect("tmp");
+    let p = api.provider();
     let settings = json!({
-        "active": {"provider": "openai-compatible", "model": "m"},
-        "providers": {"openai-compatible": {"baseUrl": server.url(), "models": [{"id": "m"}]}}
+        "active": {"provider": p, "model": "m"},
+        "providers": {p: {"baseUrl": server.url(), "requireKey": false, "models": [{"id": "m", "thinking": false}]}}
     });
     std::fs::write(home.path().join("settings.json"), settings.to_string()).expect("settings");
     let launched = launch(LaunchOptions {
@@ -77,8 +130,8 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 /// Median turn time, and (with `watch`, through a subscriber that wakes
 /// for every event) median dispatch-to-first-token.
-async fn measure(deltas: usize, watch: bool) -> (Duration, Duration) {
-    let mut s = setup(deltas).await;
+async fn measure(api: Api, deltas: usize, watch: bool) -> (Duration, Duration) {
+    let mut s = setup(api, deltas).await;
     let sub = s.launched.bus.subscribe_except(
         "bench",
         1 << 20,
@@ -138,24 +191,27 @@ fn main() {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let (one, _) = measure(1, false).await;
-        let (many, _) = measure(10_000, false).await;
-        let (_, first_one) = measure(1, true).await;
-        let (_, first_many) = measure(10_000, true).await;
-        let per = (many.saturating_sub(one)).as_secs_f64() / 9_999.0 * 1e6;
-        println!(
-            "providers/turn_1_delta         median {:>10.3} ms",
-            one.as_secs_f64() * 1e3
-        );
-        println!(
-            "providers/turn_10000_deltas    median {:>10.3} ms",
-            many.as_secs_f64() * 1e3
-        );
-        println!("providers/per_delta_overhead          {per:>10.2} us");
-        println!(
-            "providers/dispatch_to_first_event median {:>7.3} ms (1-delta), {:.3} ms (10k-delta)",
-            first_one.as_secs_f64() * 1e3,
-            first_many.as_secs_f64() * 1e3
-        );
+        for api in [Api::Chat, Api::Responses] {
+            let p = api.provider();
+            let (one, _) = measure(api, 1, false).await;
+            let (many, _) = measure(api, 10_000, false).await;
+            let (_, first_one) = measure(api, 1, true).await;
+            let (_, first_many) = measure(api, 10_000, true).await;
+            let per = (many.saturating_sub(one)).as_secs_f64() / 9_999.0 * 1e6;
+            println!(
+                "{p}/turn_1_delta         median {:>10.3} ms",
+                one.as_secs_f64() * 1e3
+            );
+            println!(
+                "{p}/turn_10000_deltas    median {:>10.3} ms",
+                many.as_secs_f64() * 1e3
+            );
+            println!("{p}/per_delta_overhead          {per:>10.2} us");
+            println!(
+                "{p}/dispatch_to_first_event median {:>7.3} ms (1-delta), {:.3} ms (10k-delta)",
+                first_one.as_secs_f64() * 1e3,
+                first_many.as_secs_f64() * 1e3
+            );
+        }
     });
 }

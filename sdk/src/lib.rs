@@ -45,6 +45,7 @@ pub mod fs;
 pub mod host;
 pub mod kinds;
 pub mod llm_http;
+pub mod llm_parts;
 pub mod shell;
 pub mod sse;
 pub mod text;

@@ -279,3 +279,11 @@ pub fn custom_section(name: &str, payload: &[u8]) -> Vec<u8> {
     out.extend(body);
     out
 }
+
+/// A recorded provider stream from `tests/streams/`.
+pub fn recorded_stream(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/streams")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}

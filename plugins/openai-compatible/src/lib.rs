@@ -87,15 +87,7 @@ impl Provider for OpenAi {
             .get("requireKey")
             .and_then(Value::as_bool)
             .unwrap_or(self.base == DEFAULT_BASE);
-        self.extra_headers = config
-            .get("headers")
-            .and_then(Value::as_object)
-            .map(|h| {
-                h.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default();
+        self.extra_headers = stud_sdk::llm_parts::config_headers(config);
         Ok(())
     }
 

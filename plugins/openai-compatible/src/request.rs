@@ -1,17 +1,10 @@
 //! The Chat Completions request body.
 
 use stud_sdk::kinds::provider::ThinkingLevel;
+use stud_sdk::llm_parts::{image_url, result_text, text_of};
 use stud_sdk::prelude::*;
-use stud_sdk::wit::stud::extension::types::{Image, ImageSource};
 
 use crate::Compat;
-
-fn image_url(image: &Image) -> String {
-    match &image.source {
-        ImageSource::Base64(data) => format!("data:{};base64,{data}", image.media_type),
-        ImageSource::Url(url) => url.clone(),
-    }
-}
 
 fn user_content(parts: &[ContentPart]) -> Value {
     let has_image = parts.iter().any(|p| matches!(p, ContentPart::Image(_)));
@@ -29,28 +22,6 @@ fn user_content(parts: &[ContentPart]) -> Value {
         })
         .collect();
     Value::Array(items)
-}
-
-fn text_of(parts: &[ContentPart]) -> String {
-    parts
-        .iter()
-        .filter_map(|p| match p {
-            ContentPart::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn result_text(content: &[ResultPart]) -> String {
-    content
-        .iter()
-        .map(|p| match p {
-            ResultPart::Text(t) => t.clone(),
-            ResultPart::Image(_) => "[image]".to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Our messages in Chat Completions form: tool results become one `tool`
