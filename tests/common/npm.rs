@@ -97,6 +97,15 @@ pub fn dynamic_server() -> (String, Vec<String>) {
     ("node".into(), vec![dest.display().to_string()])
 }
 
+/// The MCP client `tests/fixtures/mcp/serve-client.mjs` (the official
+/// TypeScript SDK's `Client`), placed beside the installed packages.
+pub fn serve_client() -> PathBuf {
+    static PLACED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PLACED
+        .get_or_init(|| place("mcp/serve-client.mjs", "serve-client.mjs"))
+        .clone()
+}
+
 /// The test editor `tests/fixtures/acp/client.mjs`, placed beside the
 /// installed packages so Node resolves the ACP SDK from there.
 pub fn acp_client() -> PathBuf {

@@ -41,6 +41,19 @@ pub enum McpCommand {
     Trust { name: String },
     /// Forget the trust decision for a server (it is asked about again).
     Revoke { name: String },
+    /// Be an MCP server on stdio: another MCP client (an IDE, an agent)
+    /// calls this folder's stud tools, each call through stud's authority
+    /// stack; one that needs a person's approval is refused
+    /// (approval-required).
+    Serve {
+        /// Security mode for the session: ask (the default; every call that
+        /// would ask is refused), allowlist or yolo.
+        #[arg(long)]
+        mode: Option<crate::kernel::Mode>,
+        /// Allowlist entry `tool` or `tool:pattern` (repeatable).
+        #[arg(long = "allow")]
+        allow: Vec<String>,
+    },
 }
 
 #[derive(Args)]
@@ -86,6 +99,7 @@ pub fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
             list(&servers, &trust, json, checks.as_deref())
         }
         McpCommand::Add(args) => add(&home, &cwd, &trust, args),
+        McpCommand::Serve { mode, allow } => serve(home, cwd, mode, allow),
         McpCommand::Remove { name, project } => remove(&home, &cwd, &trust, &name, project),
         McpCommand::Trust { name } => {
             let servers = found();
@@ -390,4 +404,43 @@ fn drop_server(root: &mut Map<String, Value>, name: &str) -> bool {
     root.get_mut("mcpServers")
         .and_then(Value::as_object_mut)
         .is_some_and(|m| m.remove(name).is_some())
+}
+
+/// `stud mcp serve`: a headless session whose tools an MCP client calls
+/// over stdio (stdout carries the protocol; diagnostics go to stderr).
+fn serve(
+    home: StudHome,
+    cwd: std::path::PathBuf,
+    mode: Option<crate::kernel::Mode>,
+    allow: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    rt.block_on(async {
+        let opts = crate::kernel::LaunchOptions {
+            mode,
+            allow,
+            // A client's tools are there from its first `tools/list`.
+            settle_mcp: true,
+            ..crate::kernel::LaunchOptions::headless(home, cwd)
+        };
+        let launched = crate::kernel::launch(opts).await?;
+        for w in &launched.warnings {
+            errln!("warning: {w}");
+        }
+        errln!(
+            "stud mcp serve: session {} in the {} mode, tools: {}",
+            launched.session.id,
+            launched.session.mode().as_str(),
+            launched
+                .session
+                .offered_tool_specs()
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut launched = crate::mcp::serve::serve_stdio(launched).await?;
+        launched.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
 }

@@ -435,6 +435,17 @@ impl Session {
             .collect()
     }
 
+    /// The specs of the tools the model is offered (name, description,
+    /// argument schema, read-only), for `stud mcp serve`.
+    pub fn offered_tool_specs(&self) -> Vec<crate::runtime::domain::ToolSpec> {
+        self.roster
+            .tools
+            .names()
+            .into_iter()
+            .filter_map(|n| self.roster.tools.get(n).map(|e| e.spec.clone()))
+            .collect()
+    }
+
     /// The conversation so far.
     pub fn history(&self) -> &[Message] {
         self.conversation.messages()

@@ -8,6 +8,7 @@ mod config;
 mod env_power;
 pub mod http;
 pub mod link;
+pub mod serve;
 pub mod tool;
 mod trust;
 
