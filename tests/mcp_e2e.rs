@@ -427,6 +427,7 @@ async fn a_server_gets_the_project_a_reduced_environment_and_ends_with_the_conne
         &log,
         client::START_TIMEOUT,
         &lookup,
+        &client::ClientSide::default(),
     )
     .await
     .expect("connect");
@@ -464,6 +465,7 @@ async fn a_server_gets_the_project_a_reduced_environment_and_ends_with_the_conne
         &log,
         client::START_TIMEOUT,
         &|n: &str| (n != "OUTER").then(|| std::env::var(n).ok()).flatten(),
+        &client::ClientSide::default(),
     )
     .await
     .err()
@@ -1193,4 +1195,67 @@ fn a_project_cannot_make_a_servers_read_only_hints_skip_approvals() {
     );
     let (_, stdout) = headless(&env, "echo it");
     assert_eq!(events_named(&stdout, "tool.succeeded").len(), 1, "{stdout}");
+}
+
+/// stud's client declares roots (the project folder) and elicitation: the
+/// reference server then offers `get-roots-list`, which reports the
+/// project's folder, and `trigger-elicitation-request`, which a headless
+/// run declines (there is no one to ask).
+#[test]
+fn roots_name_the_project_and_a_headless_run_declines_elicitation() {
+    let env = StudEnv::new();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [
+                common::call("mcp__everything__get-roots-list", json!({})),
+                common::call("mcp__everything__trigger-elicitation-request", json!({}))
+            ]},
+            {"text": "the server said: {{tool_results}}"}
+        ]),
+        json!({
+            "securityMode": {"mode": "allowlist", "allowlist": ["mcp__everything__*"]},
+            "mcpServers": {"everything": everything_entry()}
+        }),
+    );
+    env.ok(&["mcp", "trust", "everything"]);
+    let (_, stdout) = headless(&env, "roots and a question");
+    let project = env.project.path().canonicalize().expect("canonical");
+    assert!(
+        stdout.contains(&format!("file://{}", project.display())),
+        "{stdout}"
+    );
+    assert!(stdout.to_lowercase().contains("decline"), "{stdout}");
+}
+
+/// In an interactive session an elicitation is put to the person: the
+/// server's message and fields, answered as a JSON object that goes back
+/// as the accepted content.
+#[test]
+fn an_elicitation_is_asked_of_the_person() {
+    let env = StudEnv::new();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("mcp__everything__trigger-elicitation-request", json!({}))]},
+            {"text": "the server said: {{tool_results}}"}
+        ]),
+        json!({
+            "securityMode": {"mode": "allowlist", "allowlist": ["mcp__everything__*"]},
+            "mcpServers": {"everything": everything_entry()}
+        }),
+    );
+    env.ok(&["mcp", "trust", "everything"]);
+    let o = env.on_terminal_steps(
+        "",
+        &[
+            ("/mcp\n", "everything  connected"),
+            ("ask me\n{\"name\": \"Ada Lovelace\"}\n", "the server said"),
+            ("/exit\n", ""),
+        ],
+    );
+    let screen = String::from_utf8_lossy(&o.stdout).replace('\r', "");
+    assert!(
+        screen.contains("An MCP server asks: Please provide inputs for the following fields:"),
+        "{screen}"
+    );
+    assert!(screen.contains("- Name: Ada Lovelace"), "{screen}");
 }

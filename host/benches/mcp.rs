@@ -96,7 +96,7 @@ fn main() {
             .servers
             .remove(0);
         let log = home.path().join("direct.log");
-        let direct = client::connect(&server, project.path(), &log, client::START_TIMEOUT, &client::process_env)
+        let direct = client::connect(&server, project.path(), &log, client::START_TIMEOUT, &client::process_env, &client::ClientSide::default())
             .await
             .expect("direct connection");
         for _ in 0..50 {

@@ -191,7 +191,8 @@ async fn check_all(
         }
         let log = client::stderr_log(home.root(), &s.id);
         let timeout = s.start_timeout.unwrap_or(client::START_TIMEOUT);
-        let conn = match client::connect(s, cwd, &log, timeout, &client::process_env).await {
+        let side = client::ClientSide::for_project(cwd);
+        let conn = match client::connect(s, cwd, &log, timeout, &client::process_env, &side).await {
             Ok(c) => c,
             Err(e) => return Check::Failed(e.to_string()),
         };

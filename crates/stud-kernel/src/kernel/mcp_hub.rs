@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::Tool;
+use serde_json::Value;
 
 use super::events::Bus;
 use super::interaction::{Answer, Interactions};
@@ -91,6 +92,8 @@ pub struct McpHub {
     home: Option<StudHome>,
     cwd: PathBuf,
     bus: Option<Bus>,
+    /// Roots and elicitation answers every connection offers.
+    side: crate::mcp::client::ClientSide,
 }
 
 pub type NewTools = Vec<(Arc<McpTool>, ToolSpec)>;
@@ -343,7 +346,7 @@ impl McpHub {
             return Err("this session has no MCP servers".into());
         };
         let id = &slot.server.id;
-        match one(home, &slot.server, &self.cwd, bus).await {
+        match one(home, &slot.server, &self.cwd, bus, &self.side).await {
             Ok(started) => {
                 self.set(id, started.state.clone());
                 Ok(started.tools)
@@ -380,9 +383,11 @@ pub async fn start(
     project: &ProjectScope,
     cwd: &Path,
     bus: &Bus,
-    ask: Option<&Interactions>,
+    ask: Option<&Arc<Interactions>>,
     editor: &[crate::mcp::McpServer],
 ) -> (McpHub, Vec<String>) {
+    let side = client_side(cwd, ask);
+    let ask = ask.map(|a| a.as_ref());
     let mut servers = McpServers::discover(home, project, cwd);
     servers.add(editor);
     let mut warnings: Vec<String> = servers.errors.iter().map(ToString::to_string).collect();
@@ -437,12 +442,13 @@ pub async fn start(
     let mut starting = Vec::new();
     for server in to_start {
         let (home, cwd, bus) = (home.clone(), cwd.to_path_buf(), bus.clone());
+        let side = side.clone();
         slots.push(Slot {
             server: server.clone(),
             state: SlotState::Starting,
         });
         starting.push(tokio::spawn(async move {
-            let mut r = one(&home, &server, &cwd, &bus).await;
+            let mut r = one(&home, &server, &cwd, &bus, &side).await;
             let mut attempt = 0;
             while r.is_err() && retry && attempt < link::ATTEMPTS {
                 attempt += 1;
@@ -453,7 +459,7 @@ pub async fn start(
                     delay_ms: wait.as_millis() as u64,
                 });
                 tokio::time::sleep(wait).await;
-                r = one(&home, &server, &cwd, &bus).await;
+                r = one(&home, &server, &cwd, &bus, &side).await;
             }
             (server.id, r)
         }));
@@ -465,8 +471,42 @@ pub async fn start(
         home: Some(home.clone()),
         cwd: cwd.to_path_buf(),
         bus: Some(bus.clone()),
+        side,
     };
     (hub, warnings)
+}
+
+/// The project folder as the servers' root, and elicitations put to the
+/// person: the server's message and the fields it asks for, answered as a
+/// JSON object (anything else, or no one to ask, declines).
+fn client_side(cwd: &Path, ask: Option<&Arc<Interactions>>) -> crate::mcp::client::ClientSide {
+    let mut side = crate::mcp::client::ClientSide::for_project(cwd);
+    if let Some(i) = ask.filter(|i| !i.is_headless()).cloned() {
+        side.elicit = Some(Arc::new(move |message: String, schema: Value| {
+            let i = i.clone();
+            Box::pin(async move {
+                let fields = schema
+                    .get("properties")
+                    .map(|p| p.to_string())
+                    .unwrap_or_default();
+                let question = format!(
+                    "An MCP server asks: {message}\nAnswer with a JSON object of these fields (empty to decline): {fields}"
+                );
+                match i
+                    .request(crate::runtime::domain::InteractionKind::Ask(question))
+                    .await
+                {
+                    Answer::Response(r)
+                        if r.status == crate::runtime::domain::InteractionStatus::Accepted =>
+                    {
+                        r.value.and_then(|v| serde_json::from_str::<Value>(&v).ok())
+                    }
+                    _ => None,
+                }
+            }) as futures::future::BoxFuture<'static, Option<Value>>
+        }));
+    }
+    side
 }
 
 /// What the person is asked before a server not trusted yet starts: what
@@ -543,10 +583,11 @@ async fn one(
     server: &McpServer,
     cwd: &Path,
     bus: &Bus,
+    side: &client::ClientSide,
 ) -> Result<Started, String> {
     let log = client::stderr_log(home.root(), &server.id);
     let timeout = server.start_timeout.unwrap_or(client::START_TIMEOUT);
-    let conn = client::connect(server, cwd, &log, timeout, &client::process_env)
+    let conn = client::connect(server, cwd, &log, timeout, &client::process_env, side)
         .await
         .map_err(|e| e.to_string())?;
     let listed = conn.tools().await.map_err(|e| e.to_string())?;
@@ -562,6 +603,7 @@ async fn one(
         log,
         conn,
         observer(bus, transport),
+        side.clone(),
     ));
     let (tools, warnings) = tool_specs(&link, listed);
     bus.record(KernelEvent::McpConnected {

@@ -123,11 +123,44 @@ pub enum CallError {
     Lost { server: String, reason: String },
 }
 
-/// What a server told the client on its own: its tool list changed.
-/// Read (and cleared) by the kernel at the next stage boundary.
+/// Asks the person what an elicitation wants (its message and requested
+/// schema); `None` declines (a headless run, a refusal).
+pub type Elicitor = Arc<
+    dyn Fn(
+            String,
+            serde_json::Value,
+        ) -> futures::future::BoxFuture<'static, Option<serde_json::Value>>
+        + Send
+        + Sync,
+>;
+
+/// What stud's client offers a server besides calls: its roots (the
+/// project folder, as `file://` URIs) and, with a person to ask, answers
+/// to elicitation requests.
+#[derive(Clone, Default)]
+pub struct ClientSide {
+    pub roots: Vec<String>,
+    pub elicit: Option<Elicitor>,
+}
+
+impl ClientSide {
+    /// The project folder as the one root; no one to ask.
+    pub fn for_project(cwd: &Path) -> Self {
+        let dir = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+        ClientSide {
+            roots: vec![format!("file://{}", dir.display())],
+            elicit: None,
+        }
+    }
+}
+
+/// What a server told the client on its own (its tool list changed; read
+/// and cleared by the kernel at the next stage boundary), and what the
+/// client answers a server's requests with.
 #[derive(Clone, Default)]
 pub struct Notices {
     tools_changed: Arc<AtomicBool>,
+    side: ClientSide,
 }
 
 impl Notices {
@@ -141,6 +174,66 @@ impl Notices {
 impl ClientHandler for Notices {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.store(true, Ordering::Release);
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut caps = rmcp::model::ClientCapabilities::default();
+        #[allow(deprecated)]
+        {
+            caps.roots = Some(rmcp::model::RootsCapabilities::default());
+        }
+        // Form elicitation: asked through the person's UI, declined when
+        // there is no one to ask.
+        let mut elicitation = rmcp::model::ElicitationCapability::new();
+        elicitation.form = Some(Default::default());
+        caps.elicitation = Some(elicitation);
+        rmcp::model::ClientConfig::new(
+            caps,
+            rmcp::model::Implementation::new("stud", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    // Roots are deprecated in a protocol draft (SEP-2577) but are what
+    // servers ask for today.
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::model::ErrorData> {
+        Ok(rmcp::model::ListRootsResult::new(
+            self.side
+                .roots
+                .iter()
+                .map(|uri| rmcp::model::Root::new(uri.clone()))
+                .collect(),
+        ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::model::ErrorData> {
+        use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+        let decline = ElicitResult::new(ElicitationAction::Decline);
+        let (
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            },
+            Some(elicit),
+        ) = (request, self.side.elicit.as_ref())
+        else {
+            return Ok(decline);
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+        Ok(match elicit(message, schema).await {
+            Some(answer @ serde_json::Value::Object(_)) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(answer)
+            }
+            _ => decline,
+        })
     }
 }
 
@@ -163,8 +256,12 @@ pub async fn connect(
     stderr_log: &Path,
     timeout: Duration,
     lookup: &(dyn Fn(&str) -> Option<String> + Sync),
+    side: &ClientSide,
 ) -> Result<McpConnection, ConnectError> {
-    let notices = Notices::default();
+    let notices = Notices {
+        side: side.clone(),
+        ..Notices::default()
+    };
     let (handshake, mut child, where_) = match &server.transport {
         Transport::Stdio { command, args, env } => {
             let mut child = spawn(server, command, args, env, cwd, stderr_log, lookup)?;

@@ -45,6 +45,8 @@ pub struct McpLink {
     log: PathBuf,
     conn: RwLock<Arc<McpConnection>>,
     observer: Observer,
+    /// Roots and elicitation, for a reconnection too.
+    side: client::ClientSide,
 }
 
 impl McpLink {
@@ -54,6 +56,7 @@ impl McpLink {
         log: PathBuf,
         conn: McpConnection,
         observer: Observer,
+        side: client::ClientSide,
     ) -> Self {
         McpLink {
             server,
@@ -61,6 +64,7 @@ impl McpLink {
             log,
             conn: RwLock::new(Arc::new(conn)),
             observer,
+            side,
         }
     }
 
@@ -151,6 +155,7 @@ impl McpLink {
                 &self.log,
                 timeout,
                 &client::process_env,
+                &self.side,
             )
             .await
             {
