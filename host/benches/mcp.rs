@@ -4,6 +4,8 @@
 //! - a tool call (`echo`) through stud (lookup, schema check, authority
 //!   stack, hooks, result parts and limits) vs the same call straight
 //!   through the `rmcp` client session on the same kind of connection;
+//! - a `read` call through `stud mcp serve` (stud's rmcp client to a
+//!   second stud process on stdio) vs the same call in-process;
 //! - session start with three stdio servers: headless (waits for them, a
 //!   script expects their tools in its first request) and interactive
 //!   (does not wait: tools join when each server is up), against a start
@@ -50,7 +52,7 @@ fn home_with(servers: usize, bin: &Path, project: &Path) -> tempfile::TempDir {
         entries.insert(format!("s{i}"), json!({"command": bin, "args": ["stdio"]}));
     }
     let settings = json!({
-        "securityMode": {"mode": "allowlist", "allowlist": ["mcp__*"]},
+        "securityMode": {"mode": "allowlist", "allowlist": ["mcp__*__*"]},
         "mcpServers": entries,
     });
     std::fs::write(home.path().join("settings.json"), settings.to_string()).expect("settings");
@@ -123,6 +125,8 @@ fn main() {
         direct.close().await;
         l.shutdown().await;
 
+        serve_overhead(project.path()).await;
+
         // Session start.
         let none = home_with(0, &bin, project.path());
         let three = home_with(3, &bin, project.path());
@@ -177,4 +181,67 @@ fn main() {
             ms(p50(tools_up))
         );
     });
+}
+
+/// `read` through `stud mcp serve` against the same call made in-process
+/// on a session of the same folder: what serving costs beyond the tool
+/// (JSON-RPC on stdio both ways, rmcp on both sides, the hand-off to the
+/// serving session).
+async fn serve_overhead(project: &Path) {
+    std::fs::write(project.join("notes.txt"), "the notes\n").expect("write");
+    let home = tempfile::tempdir().expect("tmp");
+    let settings = json!({"mcpServers": {"stud": {
+        "command": env!("CARGO_BIN_EXE_stud"),
+        "args": ["mcp", "serve", "--mode", "yolo"],
+        "env": {"STUD_HOME": home.path()}
+    }}});
+    std::fs::write(home.path().join("settings.json"), settings.to_string()).expect("settings");
+    let server = McpServers::discover(&StudHome::at(home.path()), &ProjectScope::None, project)
+        .servers
+        .remove(0);
+    let log = home.path().join("serve.log");
+    let served = client::connect(
+        &server,
+        project,
+        &log,
+        Duration::from_secs(60),
+        &client::process_env,
+        &client::ClientSide::default(),
+    )
+    .await
+    .expect("stud mcp serve");
+    let mut l = launch(options(home.path(), project, true))
+        .await
+        .expect("launch");
+    let call = ToolCall {
+        id: "r".into(),
+        name: "read".into(),
+        arguments: json!({"path": "notes.txt"}).to_string(),
+    };
+    let cancel = CancellationToken::new();
+    for _ in 0..50 {
+        l.session.call_tool(&call, &cancel).await.expect("call");
+        served
+            .call("read", json!({"path": "notes.txt"}))
+            .await
+            .expect("served");
+    }
+    let (mut inside, mut through) = (Vec::new(), Vec::new());
+    for _ in 0..CALLS {
+        let t = Instant::now();
+        let _ = l.session.call_tool(&call, &cancel).await;
+        inside.push(t.elapsed());
+        let t = Instant::now();
+        let _ = served.call("read", json!({"path": "notes.txt"})).await;
+        through.push(t.elapsed());
+    }
+    let (inside, through) = (p50(inside), p50(through));
+    println!(
+        "read through `stud mcp serve`, p50 of {CALLS}: {}, in-process {}, serving overhead {}",
+        ms(through),
+        ms(inside),
+        ms(through.saturating_sub(inside))
+    );
+    served.close().await;
+    l.shutdown().await;
 }

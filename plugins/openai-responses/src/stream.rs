@@ -161,36 +161,14 @@ impl ResponsesDecoder {
 
     fn event(&mut self, ev: &Value, out: &mut Vec<StreamEvent>) -> Result<(), Error> {
         match text(ev, "type") {
-            "response.output_text.delta" | "response.refusal.delta" => {
-                let d = text(ev, "delta");
-                if !d.is_empty() {
-                    out.push(StreamEvent::TextDelta(d.to_string()));
-                }
+            kind @ ("response.output_text.delta"
+            | "response.refusal.delta"
+            | "response.function_call_arguments.delta"
+            | "response.reasoning_summary_text.delta") => {
+                let part = ev.get("summary_index").and_then(Value::as_u64).unwrap_or(0);
+                self.delta(kind, index(ev), part, text(ev, "delta"), out);
             }
             "response.output_item.added" => self.item_added(ev, out),
-            "response.function_call_arguments.delta" => {
-                let i = index(ev);
-                self.args_streamed.insert(i);
-                out.push(StreamEvent::ToolCallDelta(ToolCallDelta {
-                    index: i,
-                    arguments: text(ev, "delta").to_string(),
-                }));
-            }
-            "response.reasoning_summary_text.delta" => {
-                let i = index(ev);
-                let part = ev.get("summary_index").and_then(Value::as_u64).unwrap_or(0);
-                let mut t = String::new();
-                if matches!(self.summary_part, Some((item, p)) if item == i && p != part) {
-                    t.push_str("\n\n");
-                }
-                self.summary_part = Some((i, part));
-                self.summary_streamed.insert(i);
-                t.push_str(text(ev, "delta"));
-                out.push(StreamEvent::ThinkingDelta(ThinkingDelta {
-                    text: t,
-                    signature: None,
-                }));
-            }
             "response.output_item.done" => self.item_done(ev, out),
             "response.completed" => {
                 Self::usage(&ev["response"], out);
@@ -230,10 +208,85 @@ impl ResponsesDecoder {
     }
 }
 
+/// The fields of the events that come by the thousand (text, argument and
+/// summary deltas), read without building a JSON tree; everything else is
+/// read whole.
+#[derive(serde::Deserialize)]
+struct Delta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    delta: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    output_index: u32,
+    #[serde(default)]
+    summary_index: u64,
+}
+
+impl ResponsesDecoder {
+    /// A delta event, handled on the fast path; `false` when `data` is
+    /// another kind of event.
+    fn fast(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> bool {
+        match serde_json::from_str::<Delta>(data) {
+            Ok(Delta {
+                kind,
+                delta: Some(delta),
+                output_index,
+                summary_index,
+            }) => self.delta(&kind, output_index, summary_index, &delta, out),
+            _ => false,
+        }
+    }
+
+    /// A text, arguments or summary delta (of item `i`, summary part
+    /// `part`); `false` for another kind of event.
+    fn delta(
+        &mut self,
+        kind: &str,
+        i: u32,
+        part: u64,
+        delta: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> bool {
+        match kind {
+            "response.output_text.delta" | "response.refusal.delta" => {
+                if !delta.is_empty() {
+                    out.push(StreamEvent::TextDelta(delta.to_string()));
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                self.args_streamed.insert(i);
+                out.push(StreamEvent::ToolCallDelta(ToolCallDelta {
+                    index: i,
+                    arguments: delta.to_string(),
+                }));
+            }
+            "response.reasoning_summary_text.delta" => {
+                let mut t = String::new();
+                if matches!(self.summary_part, Some((item, p)) if item == i && p != part) {
+                    t.push_str("\n\n");
+                }
+                self.summary_part = Some((i, part));
+                self.summary_streamed.insert(i);
+                t.push_str(delta);
+                out.push(StreamEvent::ThinkingDelta(ThinkingDelta {
+                    text: t,
+                    signature: None,
+                }));
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
 impl SseDecoder for ResponsesDecoder {
     fn event(&mut self, event: &Event, out: &mut Vec<StreamEvent>) -> Result<(), Error> {
         let data = event.data.trim();
         if data.is_empty() || data == "[DONE]" {
+            return Ok(());
+        }
+        if event.data.contains("\"delta\"") && self.fast(data, out) {
             return Ok(());
         }
         let ev: Value = serde_json::from_str(data).map_err(|e| {
