@@ -169,3 +169,44 @@ fn another_stud_reaches_the_served_tools_through_rmcp() {
     assert!(stdout.contains("inner said:"), "{stdout}");
     assert!(stdout.contains("the notes say hello"), "{stdout}");
 }
+
+/// `--prompt-tool` adds `prompt`: a whole turn of stud's own model in the
+/// serving session, its tools through stud's stack; the final text comes
+/// back. In the ask mode a turn that needs an approval stops and says so.
+#[test]
+fn the_prompt_tool_runs_a_whole_turn() {
+    let env = StudEnv::new();
+    env.file("notes.txt", "the notes say hello\n");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("read", json!({"path": "notes.txt"}))]},
+            {"text": "stud read: {{tool_results}}"},
+            {"text": "", "tool_calls": [common::call("bash", json!({"command": "touch made-by-turn"}))]},
+            {"text": "not reached"}
+        ]),
+        json!({}),
+    );
+    let answers = client(
+        &env,
+        &["--prompt-tool"],
+        json!([
+            ["prompt", {"prompt": "what do the notes say?"}],
+            ["prompt", {"prompt": "make a file"}]
+        ]),
+    );
+    let tools = answers[0]["tools"].to_string();
+    assert!(tools.contains("\"name\":\"prompt\""), "{tools}");
+    assert_eq!(answers[1]["result"]["isError"], false, "{}", answers[1]);
+    assert!(text(&answers[1]).contains("stud read:"), "{}", answers[1]);
+    assert!(
+        text(&answers[1]).contains("the notes say hello"),
+        "{}",
+        answers[1]
+    );
+    assert!(
+        text(&answers[2]).starts_with("approval-required"),
+        "{}",
+        answers[2]
+    );
+    assert!(!env.project.path().join("made-by-turn").exists());
+}

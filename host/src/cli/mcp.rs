@@ -53,6 +53,10 @@ pub enum McpCommand {
         /// Allowlist entry `tool` or `tool:pattern` (repeatable).
         #[arg(long = "allow")]
         allow: Vec<String>,
+        /// Also offer the tool `prompt`, which runs a whole stud turn (stud's
+        /// provider and model) and answers with its final text.
+        #[arg(long)]
+        prompt_tool: bool,
     },
 }
 
@@ -99,7 +103,11 @@ pub fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
             list(&servers, &trust, json, checks.as_deref())
         }
         McpCommand::Add(args) => add(&home, &cwd, &trust, args),
-        McpCommand::Serve { mode, allow } => serve(home, cwd, mode, allow),
+        McpCommand::Serve {
+            mode,
+            allow,
+            prompt_tool,
+        } => serve(home, cwd, mode, allow, prompt_tool),
         McpCommand::Remove { name, project } => remove(&home, &cwd, &trust, &name, project),
         McpCommand::Trust { name } => {
             let servers = found();
@@ -414,6 +422,7 @@ fn serve(
     cwd: std::path::PathBuf,
     mode: Option<crate::kernel::Mode>,
     allow: Vec<String>,
+    prompt_tool: bool,
 ) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     rt.block_on(async {
@@ -440,7 +449,7 @@ fn serve(
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let mut launched = crate::mcp::serve::serve_stdio(launched).await?;
+        let mut launched = crate::mcp::serve::serve_stdio(launched, prompt_tool).await?;
         launched.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })

@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::kernel::Launched;
-use crate::kernel::turn_status::TurnStatus;
+use crate::kernel::turn_status::{TurnOutcome, TurnStatus};
 use crate::runtime::domain::{ResultPart, ToolCall, ToolResult};
 
 /// Why serving stopped early.
@@ -32,11 +32,18 @@ pub enum ServeError {
     Serve(String),
 }
 
-/// A call for the session, and where its outcome goes.
-type Job = (
-    ToolCall,
-    tokio::sync::oneshot::Sender<Result<ToolResult, TurnStatus>>,
-);
+/// Work for the session, and where its outcome goes.
+enum Job {
+    Call(
+        ToolCall,
+        tokio::sync::oneshot::Sender<Result<ToolResult, TurnStatus>>,
+    ),
+    /// The `prompt` tool: a whole turn.
+    Prompt(String, tokio::sync::oneshot::Sender<TurnOutcome>),
+}
+
+/// The name of the tool that runs a whole turn (`--prompt-tool`).
+pub const PROMPT_TOOL: &str = "prompt";
 
 /// The server's side: the tools, and the way to the session. The session
 /// runs on the task that serves (its calls are not `Send`: a `task` call
@@ -45,10 +52,33 @@ type Job = (
 struct StudServer {
     tools: Arc<Vec<Tool>>,
     calls: tokio::sync::mpsc::Sender<Job>,
+    prompt_tool: bool,
 }
 
-/// The session's tools as MCP tools, their schemas as they are.
-fn mcp_tools(launched: &Launched) -> Vec<Tool> {
+/// The session's tools as MCP tools, their schemas as they are, and the
+/// `prompt` tool when asked for.
+fn mcp_tools(launched: &Launched, prompt_tool: bool) -> Vec<Tool> {
+    let mut tools = session_tools(launched);
+    if prompt_tool {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"prompt": {"type": "string", "description": "What to ask stud's model."}},
+            "required": ["prompt"],
+            "additionalProperties": false
+        });
+        let serde_json::Value::Object(schema) = schema else {
+            return tools;
+        };
+        tools.push(Tool::new(
+            PROMPT_TOOL,
+            "Run a whole stud turn in this folder: stud's model works with stud's tools (each call through stud's authority stack) and its final answer comes back.",
+            schema,
+        ));
+    }
+    tools
+}
+
+fn session_tools(launched: &Launched) -> Vec<Tool> {
     launched
         .session
         .offered_tool_specs()
@@ -134,9 +164,43 @@ impl ServerHandler for StudServer {
             name: request.name.to_string(),
             arguments: arguments.to_string(),
         };
-        let (reply, outcome) = tokio::sync::oneshot::channel();
         let gone = || ErrorData::internal_error("the stud session has ended", None);
-        self.calls.send((call, reply)).await.map_err(|_| gone())?;
+        if self.prompt_tool && call.name == PROMPT_TOOL {
+            let Some(prompt) = arguments
+                .get("prompt")
+                .and_then(Value::as_str)
+                .filter(|p| !p.trim().is_empty())
+            else {
+                return Ok(
+                    text_result("`prompt` needs a non-empty `prompt` string".into(), true).into(),
+                );
+            };
+            let (reply, outcome) = tokio::sync::oneshot::channel();
+            self.calls
+                .send(Job::Prompt(prompt.to_string(), reply))
+                .await
+                .map_err(|_| gone())?;
+            let outcome = outcome.await.map_err(|_| gone())?;
+            let result = match outcome.status {
+                TurnStatus::Completed => text_result(outcome.text, false),
+                TurnStatus::Halted { tool, key } => text_result(
+                    format!(
+                        "approval-required: the turn stopped at `{tool}` ({key}), which needs a person's approval in this session's mode"
+                    ),
+                    true,
+                ),
+                TurnStatus::Failed { code, message } => {
+                    text_result(format!("the turn failed ({code}): {message}"), true)
+                }
+                other => text_result(format!("the turn ended: {other:?}"), true),
+            };
+            return Ok(result.into());
+        }
+        let (reply, outcome) = tokio::sync::oneshot::channel();
+        self.calls
+            .send(Job::Call(call, reply))
+            .await
+            .map_err(|_| gone())?;
         let result = match outcome.await.map_err(|_| gone())? {
             Ok(result) => to_mcp(result),
             Err(TurnStatus::Halted { tool, key }) => text_result(
@@ -153,14 +217,26 @@ impl ServerHandler for StudServer {
 
 /// Serve `launched`'s tools on stdin/stdout until the client closes its
 /// side; the session is handed back (to be shut down by the caller).
-pub async fn serve_stdio(launched: Launched) -> Result<Launched, ServeError> {
+pub async fn serve_stdio(
+    mut launched: Launched,
+    prompt_tool: bool,
+) -> Result<Launched, ServeError> {
     // No provider request is coming: loggers and observers start now, so
     // the session's record holds the client's calls as they happen.
     launched.session.first_request.open();
     let (calls, mut jobs) = tokio::sync::mpsc::channel::<Job>(16);
+    // A session tool that has the name keeps it.
+    let prompt_tool = prompt_tool
+        && !launched
+            .session
+            .offered_tool_specs()
+            .iter()
+            .any(|t| t.name == PROMPT_TOOL);
+    let tools = mcp_tools(&launched, prompt_tool);
     let server = StudServer {
-        tools: Arc::new(mcp_tools(&launched)),
+        tools: Arc::new(tools),
         calls,
+        prompt_tool,
     };
     let running = server
         .serve((tokio::io::stdin(), tokio::io::stdout()))
@@ -175,10 +251,16 @@ pub async fn serve_stdio(launched: Launched) -> Result<Launched, ServeError> {
                 ended.map_err(|e| ServeError::Serve(e.to_string()))?;
                 return Ok(launched);
             }
-            Some((call, reply)) = jobs.recv() => {
-                let outcome = launched.session.call_tool(&call, &cancel).await;
-                let _ = reply.send(outcome);
-            }
+            Some(job) = jobs.recv() => match job {
+                Job::Call(call, reply) => {
+                    let outcome = launched.session.call_tool(&call, &cancel).await;
+                    let _ = reply.send(outcome);
+                }
+                Job::Prompt(prompt, reply) => {
+                    let outcome = launched.session.run_workflow(&prompt, &cancel).await;
+                    let _ = reply.send(outcome);
+                }
+            },
         }
     }
 }
