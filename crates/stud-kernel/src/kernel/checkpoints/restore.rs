@@ -54,8 +54,14 @@ pub fn plan(then: &Snapshot, now: &Snapshot) -> Vec<Change> {
     out
 }
 
-/// Carry out `changes` under `root`.
+/// Carry out `changes` under `root`. Every path is checked before any
+/// file is written, so a refused one leaves the rest untouched.
 pub fn restore(root: &Path, objects: &Objects, changes: &[Change]) -> std::io::Result<()> {
+    for change in changes {
+        if let Change::Write { path, .. } | Change::Remove { path } = change {
+            inside(root, path)?;
+        }
+    }
     for change in changes {
         match change {
             Change::Write { path, digest, mode } => {
@@ -84,17 +90,37 @@ pub fn restore(root: &Path, objects: &Objects, changes: &[Change]) -> std::io::R
     Ok(())
 }
 
-/// `root/path`, refusing a path that would leave it (a snapshot is data
-/// read back from disk: it is checked like any).
+/// `root/path`, refusing a path that would leave it: one that names a
+/// parent (a snapshot is data read back from disk: it is checked like
+/// any), or whose folders on the way are not real folders now (a link
+/// the turn put in place of a folder would take the write, or the
+/// removal, outside the project).
 fn inside(root: &Path, path: &str) -> std::io::Result<std::path::PathBuf> {
-    let rel = Path::new(path);
-    if rel.components().all(|c| matches!(c, Component::Normal(_))) {
-        Ok(root.join(rel))
-    } else {
-        Err(std::io::Error::other(format!(
+    let leaves = || {
+        std::io::Error::other(format!(
             "checkpoint path `{path}` leaves the project; not restored"
-        )))
+        ))
+    };
+    let rel = Path::new(path);
+    if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(leaves());
     }
+    let mut dir = root.to_path_buf();
+    for folder in rel.parent().into_iter().flat_map(Path::components) {
+        dir.push(folder);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            // Missing: made as a real folder when written.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+            _ => {
+                return Err(std::io::Error::other(format!(
+                    "checkpoint path `{path}`: `{}` is no longer a folder of the project (a link or a file took its place); not restored",
+                    dir.strip_prefix(root).unwrap_or(&dir).display()
+                )));
+            }
+        }
+    }
+    Ok(root.join(rel))
 }
 
 #[cfg(unix)]
@@ -162,5 +188,55 @@ mod tests {
         }];
         assert!(restore(project.path(), &objects, &evil).is_err());
         assert!(!project.path().join("../escaped.txt").exists());
+    }
+}
+
+#[cfg(all(test, unix))]
+mod symlink_tests {
+    use super::super::capture::{Limits, take};
+    use super::*;
+
+    /// The attack: between the snapshot and the undo, the turn replaces a
+    /// project folder with a link to a folder outside. Putting back
+    /// `sub/a.txt` must not write through the link, nor remove what is on
+    /// its other side, and nothing may be half restored.
+    #[test]
+    fn a_folder_swapped_for_a_link_is_not_written_through() {
+        let project = tempfile::tempdir().expect("p");
+        let outside = tempfile::tempdir().expect("o");
+        let store = tempfile::tempdir().expect("s");
+        let objects = Objects::at(store.path());
+        let p = project.path();
+        std::fs::create_dir_all(p.join("sub")).expect("mkdir");
+        std::fs::write(p.join("sub/a.txt"), "mine").expect("w");
+        std::fs::write(p.join("top.txt"), "top").expect("w");
+        let then = take(p, &objects, None, Limits::default()).expect("take");
+        std::fs::remove_dir_all(p.join("sub")).expect("rm");
+        std::os::unix::fs::symlink(outside.path(), p.join("sub")).expect("link");
+        std::fs::write(outside.path().join("b.txt"), "theirs").expect("w");
+        std::fs::write(p.join("top.txt"), "changed").expect("w");
+        let changes = vec![
+            Change::Write {
+                path: "top.txt".into(),
+                digest: then.files["top.txt"].digest.clone().expect("kept"),
+                mode: 0o644,
+            },
+            Change::Write {
+                path: "sub/a.txt".into(),
+                digest: then.files["sub/a.txt"].digest.clone().expect("kept"),
+                mode: 0o644,
+            },
+            Change::Remove {
+                path: "sub/b.txt".into(),
+            },
+        ];
+        let err = restore(p, &objects, &changes).expect_err("refused");
+        assert!(err.to_string().contains("sub"), "{err}");
+        assert!(!outside.path().join("a.txt").exists());
+        assert!(outside.path().join("b.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(p.join("top.txt")).expect("r"),
+            "changed"
+        );
     }
 }
