@@ -35,22 +35,35 @@ pub struct GitObjects {
 }
 
 impl GitObjects {
-    /// The objects folder of the repository whose work tree is `root`
-    /// (`root/.git` a folder, or a file naming one: a linked worktree or a
-    /// submodule); `None` outside git.
+    /// The objects folder of the repository whose work tree is `root`:
+    /// `root/.git` a real folder, or a file naming a linked worktree's git
+    /// folder that names this `.git` back. `None` otherwise (outside git, a
+    /// `.git` link, a file naming any other folder): the project's files
+    /// decide where stud writes only when git's own layout vouches for it.
     pub fn of_work_tree(root: &Path) -> Option<GitObjects> {
         let dot = root.join(".git");
-        let git_dir = if dot.is_dir() {
+        let meta = std::fs::symlink_metadata(&dot).ok()?;
+        let git_dir = if meta.is_dir() {
             dot
-        } else {
+        } else if meta.is_file() {
             let text = std::fs::read_to_string(&dot).ok()?;
             let named = text.strip_prefix("gitdir:")?.trim();
             let p = Path::new(named);
-            if p.is_absolute() {
+            let git_dir = if p.is_absolute() {
                 p.to_path_buf()
             } else {
                 root.join(p)
+            };
+            // A linked worktree's git folder keeps the path of the `.git`
+            // file that names it.
+            let back = std::fs::read_to_string(git_dir.join("gitdir")).ok()?;
+            let same = Path::new(back.trim()).canonicalize().ok()? == dot.canonicalize().ok()?;
+            if !same {
+                return None;
             }
+            git_dir
+        } else {
+            return None;
         };
         // A linked worktree shares the main repository's objects.
         let common = match std::fs::read_to_string(git_dir.join("commondir")) {
@@ -287,6 +300,51 @@ mod tests {
             .filter(|d| d.file_name().len() == 2)
             .map(|d| std::fs::read_dir(d.path()).map_or(0, |f| f.count()))
             .sum()
+    }
+
+    /// The attack: a project's `.git` file (or link) naming a folder
+    /// elsewhere that has an `objects` folder. No git form: nothing is
+    /// written there (the checkpoint store still keeps the snapshot). A
+    /// real linked worktree is recognised.
+    #[test]
+    fn a_git_file_naming_another_folder_is_not_followed() {
+        let project = tempfile::tempdir().expect("p");
+        let elsewhere = tempfile::tempdir().expect("e");
+        std::fs::create_dir_all(elsewhere.path().join("objects")).expect("mkdir");
+        std::fs::write(
+            project.path().join(".git"),
+            format!("gitdir: {}\n", elsewhere.path().display()),
+        )
+        .expect("w");
+        assert!(GitObjects::of_work_tree(project.path()).is_none());
+        #[cfg(unix)]
+        {
+            let linked = tempfile::tempdir().expect("l");
+            std::os::unix::fs::symlink(elsewhere.path(), linked.path().join(".git")).expect("link");
+            assert!(GitObjects::of_work_tree(linked.path()).is_none());
+        }
+        let repo = tempfile::tempdir().expect("repo");
+        git(repo.path(), &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.path().join("a"), "a").expect("w");
+        git(repo.path(), &["add", "-A"]);
+        git(repo.path(), &["commit", "-qm", "one"]);
+        let tree = repo.path().join("wt");
+        git(
+            repo.path(),
+            &[
+                "worktree",
+                "add",
+                "-q",
+                tree.to_str().expect("utf8"),
+                "-b",
+                "side",
+            ],
+        );
+        let objects = GitObjects::of_work_tree(&tree).expect("a linked worktree");
+        assert_eq!(
+            objects.dir.canonicalize().expect("c"),
+            repo.path().join(".git/objects").canonicalize().expect("c")
+        );
     }
 
     /// What git itself makes of the commit: the same blob ids as `git
