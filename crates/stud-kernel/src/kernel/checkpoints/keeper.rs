@@ -98,6 +98,7 @@ struct State {
     /// The newest snapshot: what the next one need not read again.
     last: Option<(String, Arc<Snapshot>)>,
     open: Option<OpenTurn>,
+    next_seq: Option<u64>,
 }
 
 struct OpenTurn {
@@ -270,7 +271,7 @@ impl Checkpoints {
         };
         let commit = open.before_commit.and_then(|h| h.join().ok()).flatten();
         let record = Record {
-            seq: self.next_seq(),
+            seq: self.next_seq(&mut state),
             kind: Kind::Turn,
             turn: open.turn,
             prompt: open.prompt,
@@ -291,8 +292,14 @@ impl Checkpoints {
         self.journal.read()
     }
 
-    fn next_seq(&self) -> u64 {
-        self.journal.read().last().map_or(1, |r| r.seq + 1)
+    /// The next journal position: read from the journal once, then counted
+    /// (the caller holds the state lock, so appends are in order).
+    fn next_seq(&self, state: &mut State) -> u64 {
+        let seq = *state
+            .next_seq
+            .get_or_insert_with(|| self.journal.read().last().map_or(1, |r| r.seq + 1));
+        state.next_seq = Some(seq + 1);
+        seq
     }
 
     /// Take a snapshot, keeping unchanged entries of the last one; stored
@@ -526,7 +533,7 @@ impl Checkpoints {
             super::git_form::commit(git, &self.objects, &b, &self.commit_message()).ok()
         });
         let record = Record {
-            seq: self.next_seq(),
+            seq: self.next_seq(&mut state),
             kind: Kind::Restore {
                 undid: plan.undid.clone(),
             },
