@@ -123,7 +123,11 @@ fn full_screen(env: &StudEnv) -> String {
         seen.push_str(&t.contents());
     }
     t.line("/exit");
-    assert!(t.wait_exit(WAIT).is_some(), "/exit did not end the program");
+    assert!(
+        t.wait_exit(WAIT).is_some(),
+        "/exit did not end the program:\n{}",
+        t.contents()
+    );
     seen
 }
 

@@ -465,6 +465,45 @@ fn commands_typed_during_a_turn_run_now_or_are_refused() {
     assert_eq!(end["payload"]["status"], "cancelled");
 }
 
+/// A command typed during a turn that ends before the command's turn to
+/// run came is not lost: `/exit` queued behind a slow turn-safe command
+/// still ends the program once both are done.
+#[test]
+fn a_command_queued_as_the_turn_ends_still_runs() {
+    let env = env_with(
+        json!([
+            {"text": "", "tool_calls": [call("bash", json!({"command": "sleep 1"}))]},
+            {"text": "turn over"}
+        ]),
+        json!({}),
+    );
+    let dir = env.install("greeter");
+    let manifest = dir.join("extension.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let text = text.replace("[command]\n", "[command]\nturn-safe = true\n");
+    std::fs::write(&manifest, text).unwrap();
+    let mut t = start(&env, &["--yolo"]);
+    t.line("wait");
+    t.wait_for("running…", WAIT);
+    // The spin runs past the turn's end (until its 2 s deadline); the
+    // `/exit` behind it has not started when the turn ends.
+    t.line("/greet spin");
+    t.line("/exit");
+    t.wait_for("turn over", WAIT);
+    assert!(
+        t.wait_exit(WAIT).is_some(),
+        "the queued /exit was lost:\n{}",
+        t.contents()
+    );
+    let evs = logged(&env);
+    let commands: Vec<(&Value, &Value)> = evs
+        .iter()
+        .filter(|e| e["name"] == "command.resulted")
+        .map(|e| (&e["payload"]["command"], &e["payload"]["status"]))
+        .collect();
+    assert_eq!(commands.len(), 2, "{commands:?}");
+}
+
 #[test]
 fn a_steering_message_reaches_the_next_request_of_the_running_turn() {
     let env = env_with(

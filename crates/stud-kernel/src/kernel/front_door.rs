@@ -490,7 +490,8 @@ async fn run_turn<F: FrontEnd>(
     let view = launched.commands.turn_view(&launched.session);
     let mut quit = false;
     let mut commands = Some(&mut launched.commands);
-    let mut waiting: VecDeque<(String, CommandArgs)> = VecDeque::new();
+    // Each with the line it came from: one the turn ends before runs after.
+    let mut waiting: VecDeque<(String, CommandArgs, String)> = VecDeque::new();
     let mut running = None;
     let mut input_open = true;
     let turn = launched.session.run_workflow(prompt, &token);
@@ -500,7 +501,7 @@ async fn run_turn<F: FrontEnd>(
             && let Some(c) = commands.take()
         {
             match waiting.pop_front() {
-                Some((name, args)) => {
+                Some((name, args, _)) => {
                     let view = &view;
                     running = Some(Box::pin(async move {
                         let done = c.dispatch_during_turn(&name, args, view).await;
@@ -529,7 +530,7 @@ async fn run_turn<F: FrontEnd>(
                     Input::Command { name, .. } if KERNEL_COMMANDS.contains(&name.as_str()) => {
                         follow_ups.push_back(Submission::Line { text, images })
                     }
-                    Input::Command { name, args } => waiting.push_back((name, args)),
+                    Input::Command { name, args } => waiting.push_back((name, args, text)),
                     // A prompt (or an invalid line, reported then) runs
                     // once the turn ended.
                     _ => follow_ups.push_back(Submission::Line { text, images }),
@@ -542,5 +543,16 @@ async fn run_turn<F: FrontEnd>(
             },
         }
     };
+    // A command that arrived as the turn ended is not lost: the one
+    // running finishes, the ones waiting run after the turn.
+    if let Some(done) = running {
+        let (done, _) = done.await;
+        if F::ENDS_SESSIONS && done.after == After::Exit {
+            quit = true;
+        }
+    }
+    for (_, _, text) in waiting.into_iter().rev() {
+        follow_ups.push_front(Submission::line(text));
+    }
     (outcome, quit)
 }
