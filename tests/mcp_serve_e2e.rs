@@ -210,3 +210,196 @@ fn the_prompt_tool_runs_a_whole_turn() {
     );
     assert!(!env.project.path().join("made-by-turn").exists());
 }
+
+/// `stud mcp serve --http` running in `env`'s project: the child, its URL
+/// and the token it printed.
+#[allow(clippy::zombie_processes, reason = "the caller waits for the child")]
+fn serve_http(env: &StudEnv) -> (std::process::Child, String, String) {
+    use std::io::BufRead as _;
+    let mut child = env
+        .command(&["mcp", "serve", "--http", "0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run stud mcp serve --http");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("piped"));
+    let mut said = String::new();
+    loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("stud mcp serve --http never listened:\n{said}");
+        }
+        said.push_str(&line);
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            let url = rest.split(';').next().unwrap().trim().to_string();
+            let token = rest
+                .split("Bearer ")
+                .nth(1)
+                .expect("a printed token")
+                .trim()
+                .trim_end_matches('`')
+                .to_string();
+            // Keep reading, so stud never blocks on a full pipe.
+            std::thread::spawn(move || {
+                let mut sink = String::new();
+                while stderr.read_line(&mut sink).unwrap_or(0) > 0 {
+                    sink.clear();
+                }
+            });
+            return (child, url, token);
+        }
+    }
+}
+
+/// One raw POST of `initialize` to `url` with these extra header lines:
+/// the status.
+fn post_status(url: &str, headers: &str) -> u16 {
+    use std::io::{Read as _, Write as _};
+    let rest = url.strip_prefix("http://").expect("http");
+    let (host, path) = rest.split_at(rest.find('/').expect("a path"));
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let mut s = std::net::TcpStream::connect(host).expect("connect");
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n{headers}\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).expect("a status line");
+    String::from_utf8_lossy(&head[9..12]).parse().unwrap_or(0)
+}
+
+/// The same server over streamable HTTP on loopback: nothing without the
+/// token, nothing for a foreign `Host` (DNS rebinding) or a web page's
+/// `Origin`; with the token, the SDK's client and stud's own (rmcp) get
+/// the tools under the same authority stack as on stdio.
+#[test]
+fn streamable_http_serving_wants_the_token_and_keeps_the_authority() {
+    let env = StudEnv::new();
+    env.file("notes.txt", "the notes say hello\n");
+    env.file(".env", "SECRET=hunter2\n");
+    let (mut server, url, token) = serve_http(&env);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert_eq!(token.len(), 64, "{token}");
+    let host = url
+        .strip_prefix("http://")
+        .and_then(|r| r.split('/').next())
+        .unwrap();
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+    assert_eq!(post_status(&url, &format!("Host: {host}\r\n")), 401);
+    assert_eq!(
+        post_status(
+            &url,
+            &format!(
+                "Host: {host}\r\nAuthorization: Bearer {}\r\n",
+                "0".repeat(64)
+            )
+        ),
+        401
+    );
+    assert_eq!(
+        post_status(&url, &format!("Host: evil.example:80\r\n{bearer}")),
+        403
+    );
+    assert_eq!(
+        post_status(
+            &url,
+            &format!("Host: {host}\r\nOrigin: http://evil.example\r\n{bearer}")
+        ),
+        403
+    );
+
+    let out = Command::new("node")
+        .arg(common::npm::serve_client())
+        .env("SERVE_URL", &url)
+        .env("SERVE_TOKEN", &token)
+        .env(
+            "CALLS",
+            json!([
+                ["read", {"path": "notes.txt"}],
+                ["read", {"path": ".env"}],
+                ["bash", {"command": "touch made-by-client"}]
+            ])
+            .to_string(),
+        )
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answers: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert!(
+        text(&answers[1]).contains("the notes say hello"),
+        "{stdout}"
+    );
+    assert!(text(&answers[2]).contains("protected"), "{stdout}");
+    assert!(!text(&answers[2]).contains("hunter2"), "{stdout}");
+    assert!(
+        text(&answers[3]).starts_with("approval-required"),
+        "{stdout}"
+    );
+    assert!(!env.project.path().join("made-by-client").exists());
+
+    // stud's own client (rmcp) from another home, with the token as a
+    // header.
+    let other = StudEnv::new();
+    other.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("mcp__inner__read", json!({"path": "notes.txt"}))]},
+            {"text": "inner said: {{tool_results}}"}
+        ]),
+        json!({}),
+    );
+    other.ok(&[
+        "mcp",
+        "add",
+        "inner",
+        "--url",
+        &url,
+        "--header",
+        &format!("Authorization=Bearer {token}"),
+    ]);
+    let out = other.run(&["run", "-p", "--yolo", "read it over http"], "");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && said.contains("the notes say hello"),
+        "{said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // SIGTERM ends it cleanly; the session was recorded.
+    #[cfg(unix)]
+    unsafe {
+        libc::kill(server.id() as i32, libc::SIGTERM);
+    }
+    let status = server.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert!(!env.files_containing("mcp-client-").is_empty());
+}
+
+/// Serving beyond loopback is refused, naming the address.
+#[test]
+fn http_serving_stays_on_loopback() {
+    let env = StudEnv::new();
+    let out = env
+        .command(&["mcp", "serve", "--http", "0.0.0.0:0"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run stud");
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("loopback") && said.contains("0.0.0.0"),
+        "{said}"
+    );
+}

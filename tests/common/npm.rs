@@ -129,3 +129,75 @@ fn place(from: &str, name: &str) -> PathBuf {
     std::fs::rename(&tmp, &dest).expect("place the fixture");
     dest
 }
+
+/// `tests/fixtures/mcp/oauth-server.mjs`: an MCP server behind the
+/// official TypeScript SDK's authorization server, on two loopback ports,
+/// stopped when dropped. Its events (registration, authorization, token,
+/// refresh, call) arrive as JSON lines.
+pub struct OAuthServer {
+    child: std::process::Child,
+    pub url: String,
+    pub issuer: String,
+    events: std::sync::mpsc::Receiver<serde_json::Value>,
+    seen: Vec<serde_json::Value>,
+}
+
+impl OAuthServer {
+    /// Tokens last `token_seconds`.
+    pub fn start(token_seconds: u64) -> Self {
+        use std::io::BufRead as _;
+        static PLACED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        let script = PLACED.get_or_init(|| place("mcp/oauth-server.mjs", "oauth-server.mjs"));
+        let mut child = Command::new("node")
+            .arg(script)
+            .env("TOKEN_SECONDS", token_seconds.to_string())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("start the OAuth test server (node)");
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
+                    && tx.send(v).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        let first = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the OAuth test server did not start within 30 s");
+        OAuthServer {
+            child,
+            url: first["mcp"].as_str().expect("mcp url").to_string(),
+            issuer: first["issuer"].as_str().expect("issuer").to_string(),
+            events: rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Every event so far, in order.
+    pub fn events(&mut self) -> &[serde_json::Value] {
+        while let Ok(v) = self.events.try_recv() {
+            self.seen.push(v);
+        }
+        &self.seen
+    }
+
+    /// How many events named `name` so far.
+    pub fn count(&mut self, name: &str) -> usize {
+        self.events().iter().filter(|e| e["event"] == name).count()
+    }
+}
+
+impl Drop for OAuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,4 +1,4 @@
-//! `stud mcp list|add|remove|trust|revoke`: the MCP servers stud knows and
+//! `stud mcp list|add|remove|trust|revoke` (`login|logout` in `mcp_login`): the MCP servers stud knows and
 //! which of them the user trusts. A server added here is trusted (the
 //! user typed it); one that arrives in a file is asked about first.
 
@@ -41,6 +41,17 @@ pub enum McpCommand {
     Trust { name: String },
     /// Forget the trust decision for a server (it is asked about again).
     Revoke { name: String },
+    /// Log in to an HTTP server that asks for OAuth: prints the address to
+    /// open (and opens a browser where there is a display), waits for the
+    /// browser on a loopback port, keeps the tokens in the stud home.
+    Login {
+        name: String,
+        /// Only print the address; do not try to open a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the tokens `stud mcp login` kept for a server.
+    Logout { name: String },
     /// Be an MCP server on stdio: another MCP client (an IDE, an agent)
     /// calls this folder's stud tools, each call through stud's authority
     /// stack; one that needs a person's approval is refused
@@ -57,6 +68,12 @@ pub enum McpCommand {
         /// provider and model) and answers with its final text.
         #[arg(long)]
         prompt_tool: bool,
+        /// Serve streamable HTTP at this loopback address (`PORT` or
+        /// `127.0.0.1:PORT`; port 0 picks one) instead of stdio. Clients
+        /// send `Authorization: Bearer <token>`: the token in
+        /// STUD_MCP_SERVE_TOKEN, or one stud makes and prints.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
     },
 }
 
@@ -100,14 +117,22 @@ pub fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
             } else {
                 None
             };
-            list(&servers, &trust, json, checks.as_deref())
+            list(&home, &servers, &trust, json, checks.as_deref())
         }
         McpCommand::Add(args) => add(&home, &cwd, &trust, args),
+        McpCommand::Login { name, no_browser } => {
+            super::mcp_login::login(&home, &found(), &trust, &name, !no_browser)
+        }
+        McpCommand::Logout { name } => super::mcp_login::logout(&home, &found(), &name),
         McpCommand::Serve {
             mode,
             allow,
             prompt_tool,
-        } => serve(home, cwd, mode, allow, prompt_tool),
+            http,
+        } => {
+            let http = http.as_deref().map(listen_addr).transpose()?;
+            serve(home, cwd, mode, allow, prompt_tool, http)
+        }
         McpCommand::Remove { name, project } => remove(&home, &cwd, &trust, &name, project),
         McpCommand::Trust { name } => {
             let servers = found();
@@ -138,7 +163,7 @@ pub fn run(cmd: McpCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn unknown(name: &str, servers: &McpServers) -> String {
+pub(super) fn unknown(name: &str, servers: &McpServers) -> String {
     let ids: Vec<&str> = servers.servers.iter().map(|s| s.id.as_str()).collect();
     if ids.is_empty() {
         format!("no MCP server `{name}` is configured (none is); add one with `stud mcp add`")
@@ -199,7 +224,8 @@ async fn check_all(
         }
         let log = client::stderr_log(home.root(), &s.id);
         let timeout = s.start_timeout.unwrap_or(client::START_TIMEOUT);
-        let side = client::ClientSide::for_project(cwd);
+        let mut side = client::ClientSide::for_project(cwd);
+        side.logins = Some(home.root().to_path_buf());
         let conn = match client::connect(s, cwd, &log, timeout, &client::process_env, &side).await {
             Ok(c) => c,
             Err(e) => return Check::Failed(e.to_string()),
@@ -217,7 +243,18 @@ async fn check_all(
     futures::future::join_all(checks).await
 }
 
+/// Whether `stud mcp login` kept tokens for an HTTP server's URL.
+fn logged_in(home: &StudHome, s: &crate::mcp::McpServer) -> Option<bool> {
+    match &s.transport {
+        crate::mcp::Transport::Http { url, .. } => {
+            Some(crate::mcp::oauth::TokenStore::new(home.root(), &s.id, url).exists())
+        }
+        crate::mcp::Transport::Stdio { .. } => None,
+    }
+}
+
 fn list(
+    home: &StudHome,
     servers: &McpServers,
     trust: &McpTrust,
     as_json: bool,
@@ -244,6 +281,9 @@ fn list(
                 if let Some(c) = check_of(i) {
                     row["check"] = c.json();
                 }
+                if let Some(kept) = logged_in(home, s) {
+                    row["login"] = json!(if kept { "kept" } else { "none" });
+                }
                 row
             }).collect::<Vec<_>>(),
             "errors": servers.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
@@ -266,6 +306,13 @@ fn list(
             );
             for w in s.warnings() {
                 outln!("{:<20} ! {w}", "");
+            }
+            if logged_in(home, s) == Some(true) {
+                outln!(
+                    "{:<20} logged in (`stud mcp logout {}` forgets it)",
+                    "",
+                    s.id
+                );
             }
             if let Some(c) = check_of(i) {
                 outln!("{:<20} {}", "", c.line());
@@ -423,6 +470,7 @@ fn serve(
     mode: Option<crate::kernel::Mode>,
     allow: Vec<String>,
     prompt_tool: bool,
+    http: Option<std::net::SocketAddr>,
 ) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     rt.block_on(async {
@@ -449,8 +497,73 @@ fn serve(
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let mut launched = crate::mcp::serve::serve_stdio(launched, prompt_tool).await?;
+        let mut launched = match http {
+            None => crate::mcp::serve::serve_stdio(launched, prompt_tool).await?,
+            Some(addr) => serve_http(launched, prompt_tool, addr).await?,
+        };
         launched.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// `--http`'s value: a port on 127.0.0.1, or an address.
+fn listen_addr(text: &str) -> anyhow::Result<std::net::SocketAddr> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok((std::net::Ipv4Addr::LOCALHOST, port).into());
+    }
+    text.parse().map_err(|_| {
+        anyhow::anyhow!(
+            "--http `{text}` is neither a port nor an address; write e.g. `8765` or `127.0.0.1:8765`"
+        )
+    })
+}
+
+/// Streamable HTTP until Ctrl-C or SIGTERM, with the token printed once
+/// when stud made it.
+async fn serve_http(
+    launched: crate::kernel::Launched,
+    prompt_tool: bool,
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<crate::kernel::Launched> {
+    use crate::mcp::serve_http::{Listening, ServeToken};
+    let (token, made) = match std::env::var("STUD_MCP_SERVE_TOKEN") {
+        Ok(given) => (
+            ServeToken::given(given).context(
+                "STUD_MCP_SERVE_TOKEN is shorter than 16 characters; choose a longer one",
+            )?,
+            false,
+        ),
+        Err(_) => (ServeToken::random(), true),
+    };
+    let shown = made.then(|| token.as_str().to_string());
+    let stop = tokio_util::sync::CancellationToken::new();
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            if let Ok(mut term) = signal(SignalKind::terminate()) {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            } else {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        on_signal.cancel();
+    });
+    let ready = move |l: Listening| match shown {
+        Some(t) => errln!(
+            "stud mcp serve: listening on {}; clients send `Authorization: Bearer {t}`",
+            l.url
+        ),
+        None => errln!(
+            "stud mcp serve: listening on {}; clients send the token in STUD_MCP_SERVE_TOKEN",
+            l.url
+        ),
+    };
+    Ok(crate::mcp::serve_http::serve_http(launched, prompt_tool, addr, token, ready, stop).await?)
 }

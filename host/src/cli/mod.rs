@@ -32,6 +32,7 @@ mod config;
 mod console;
 mod ext;
 mod mcp;
+mod mcp_login;
 mod run;
 mod screen;
 mod session;

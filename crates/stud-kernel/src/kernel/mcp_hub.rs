@@ -386,7 +386,8 @@ pub async fn start(
     ask: Option<&Arc<Interactions>>,
     editor: &[crate::mcp::McpServer],
 ) -> (McpHub, Vec<String>) {
-    let side = client_side(cwd, ask);
+    let mut side = client_side(cwd, ask);
+    side.logins = Some(home.root().to_path_buf());
     let ask = ask.map(|a| a.as_ref());
     let mut servers = McpServers::discover(home, project, cwd);
     servers.add(editor);

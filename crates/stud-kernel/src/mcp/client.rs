@@ -99,6 +99,11 @@ pub enum ConnectError {
         reason: String,
         where_: String,
     },
+    #[error(
+        "MCP server `{server}` needs a login{}: run `stud mcp login {server}`",
+        if *.expired { " (the kept one expired or was refused)" } else { "" }
+    )]
+    NeedsLogin { server: String, expired: bool },
     #[error("MCP server `{server}`: `{field}` {reason}; change the entry in {}", file.display())]
     Entry {
         server: String,
@@ -141,6 +146,9 @@ pub type Elicitor = Arc<
 pub struct ClientSide {
     pub roots: Vec<String>,
     pub elicit: Option<Elicitor>,
+    /// The stud home, where `stud mcp login` keeps tokens; none sends
+    /// no token.
+    pub logins: Option<PathBuf>,
 }
 
 impl ClientSide {
@@ -150,6 +158,7 @@ impl ClientSide {
         ClientSide {
             roots: vec![format!("file://{}", dir.display())],
             elicit: None,
+            logins: None,
         }
     }
 }
@@ -279,8 +288,39 @@ pub async fn connect(
             (handshake, Some(child), where_)
         }
         Transport::Http { url, headers } => {
-            let transport = http_transport(server, url, headers, lookup)?;
-            let handshake = tokio::time::timeout(timeout, notices.clone().serve(transport)).await;
+            let (client, parsed, config) = http_transport(server, url, headers, lookup)?;
+            let challenged = client.challenged();
+            let store = side
+                .logins
+                .as_deref()
+                .map(|home| super::oauth::TokenStore::new(home, &server.id, url));
+            let had_login = store.as_ref().is_some_and(|s| s.exists());
+            let authorized = match store {
+                Some(store) => super::oauth::authorized(client.clone(), &parsed, store)
+                    .await
+                    .map_err(|reason| ConnectError::Handshake {
+                        server: server.id.clone(),
+                        reason,
+                        where_: format!("at {url}"),
+                    })?,
+                None => None,
+            };
+            let handshake = match authorized {
+                Some(auth) => {
+                    let t = StreamableHttpClientTransport::with_client(auth, config);
+                    tokio::time::timeout(timeout, notices.clone().serve(t)).await
+                }
+                None => {
+                    let t = StreamableHttpClientTransport::with_client(client, config);
+                    tokio::time::timeout(timeout, notices.clone().serve(t)).await
+                }
+            };
+            if matches!(handshake, Ok(Err(_))) && challenged.load(Ordering::Acquire) {
+                return Err(ConnectError::NeedsLogin {
+                    server: server.id.clone(),
+                    expired: had_login,
+                });
+            }
             (handshake, None, format!("at {url}"))
         }
     };
@@ -375,14 +415,14 @@ fn spawn(
     })
 }
 
-/// The streamable HTTP transport for `url`, its headers resolved (a
-/// missing variable is an error naming the header).
+/// The streamable HTTP client and transport settings for `url`, its
+/// headers resolved (a missing variable is an error naming the header).
 fn http_transport(
     server: &McpServer,
     url: &str,
     headers: &std::collections::BTreeMap<String, super::Template>,
     lookup: &(dyn Fn(&str) -> Option<String> + Sync),
-) -> Result<StreamableHttpClientTransport<McpHttp>, ConnectError> {
+) -> Result<(McpHttp, reqwest::Url, StreamableHttpClientTransportConfig), ConnectError> {
     let entry = |field: &str, reason: String| ConnectError::Entry {
         server: server.id.clone(),
         field: field.to_string(),
@@ -410,7 +450,7 @@ fn http_transport(
         custom.insert(n, v);
     }
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
-    Ok(StreamableHttpClientTransport::with_client(client, config))
+    Ok((client, parsed, config))
 }
 
 impl McpConnection {

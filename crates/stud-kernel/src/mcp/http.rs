@@ -15,7 +15,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use reqwest::{StatusCode, Url};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
-    HttpStatusError, SseError, StreamableHttpClient, StreamableHttpError,
+    AuthRequiredError, HttpStatusError, SseError, StreamableHttpClient, StreamableHttpError,
     StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use sse_stream::{Sse, SseStream};
@@ -61,6 +61,8 @@ fn chain(e: &dyn std::error::Error) -> String {
 #[derive(Clone)]
 pub struct McpHttp {
     client: reqwest::Client,
+    /// Set once the server answered 401: it wants a login.
+    challenged: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl McpHttp {
@@ -80,7 +82,34 @@ impl McpHttp {
         let policy = Arc::new(NetPolicy::granted(ext, vec![grant], fix));
         policy.check(url).map_err(|e| e.to_string())?;
         let client = build_client(policy).map_err(|e| e.to_string())?;
-        Ok(McpHttp { client })
+        Ok(McpHttp {
+            client,
+            challenged: Arc::default(),
+        })
+    }
+
+    /// Whether the server asked for a login (answered 401).
+    pub fn challenged(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.challenged.clone()
+    }
+
+    /// A 401 as rmcp's `AuthRequired` (its challenge is what OAuth starts
+    /// from), remembered for the error the person reads.
+    fn auth_required(&self, resp: &reqwest::Response) -> Option<StreamableHttpError<McpHttpError>> {
+        if resp.status() != StatusCode::UNAUTHORIZED {
+            return None;
+        }
+        self.challenged
+            .store(true, std::sync::atomic::Ordering::Release);
+        let header = resp
+            .headers()
+            .get(reqwest::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("Bearer")
+            .to_string();
+        Some(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+            header,
+        )))
     }
 }
 
@@ -230,6 +259,9 @@ impl StreamableHttpClient for McpHttp {
             .send()
             .await
             .map_err(request_error)?;
+        if let Some(e) = self.auth_required(&resp) {
+            return Err(e);
+        }
         let status = resp.status();
         if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
             return Ok(StreamableHttpPostResponse::Accepted);
@@ -295,6 +327,9 @@ impl StreamableHttpClient for McpHttp {
             custom_headers,
         );
         let resp = req.send().await.map_err(request_error)?;
+        if let Some(e) = self.auth_required(&resp) {
+            return Err(e);
+        }
         if resp.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Ok(());
         }
@@ -342,6 +377,9 @@ impl StreamableHttpClient for McpHttp {
             req = req.header(LAST_EVENT_HEADER, id);
         }
         let resp = req.send().await.map_err(request_error)?;
+        if let Some(e) = self.auth_required(&resp) {
+            return Err(e);
+        }
         if resp.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }

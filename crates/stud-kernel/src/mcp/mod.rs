@@ -8,7 +8,9 @@ mod config;
 mod env_power;
 pub mod http;
 pub mod link;
+pub mod oauth;
 pub mod serve;
+pub mod serve_http;
 pub mod tool;
 mod trust;
 

@@ -28,12 +28,21 @@ use crate::runtime::domain::{ResultPart, ToolCall, ToolResult};
 pub enum ServeError {
     #[error("the MCP client could not be served over stdio: {0}")]
     Start(String),
+    #[error(
+        "`stud mcp serve --http` serves on a loopback address only (127.0.0.1 or ::1), not {0}; a tunnel or proxy can carry it further"
+    )]
+    NotLoopback(std::net::SocketAddr),
+    #[error("cannot listen on {addr}: {reason}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        reason: std::io::Error,
+    },
     #[error("serving the MCP client failed: {0}")]
     Serve(String),
 }
 
 /// Work for the session, and where its outcome goes.
-enum Job {
+pub(super) enum Job {
     Call(
         ToolCall,
         tokio::sync::oneshot::Sender<Result<ToolResult, TurnStatus>>,
@@ -49,7 +58,7 @@ pub const PROMPT_TOOL: &str = "prompt";
 /// runs on the task that serves (its calls are not `Send`: a `task` call
 /// runs a child session); the handler hands it calls one at a time.
 #[derive(Clone)]
-struct StudServer {
+pub(super) struct StudServer {
     tools: Arc<Vec<Tool>>,
     calls: tokio::sync::mpsc::Sender<Job>,
     prompt_tool: bool,
@@ -217,14 +226,31 @@ impl ServerHandler for StudServer {
 
 /// Serve `launched`'s tools on stdin/stdout until the client closes its
 /// side; the session is handed back (to be shut down by the caller).
-pub async fn serve_stdio(
-    mut launched: Launched,
+pub async fn serve_stdio(launched: Launched, prompt_tool: bool) -> Result<Launched, ServeError> {
+    let (server, launched, jobs) = prepare(launched, prompt_tool);
+    let running = server
+        .serve((tokio::io::stdin(), tokio::io::stdout()))
+        .await
+        .map_err(|e| ServeError::Start(e.to_string()))?;
+    let ended = async move {
+        running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| ServeError::Serve(e.to_string()))
+    };
+    run_jobs(launched, jobs, ended).await
+}
+
+/// The handler for `launched`'s tools, and the queue its calls arrive on.
+pub(super) fn prepare(
+    launched: Launched,
     prompt_tool: bool,
-) -> Result<Launched, ServeError> {
+) -> (StudServer, Launched, tokio::sync::mpsc::Receiver<Job>) {
     // No provider request is coming: loggers and observers start now, so
     // the session's record holds the client's calls as they happen.
     launched.session.first_request.open();
-    let (calls, mut jobs) = tokio::sync::mpsc::channel::<Job>(16);
+    let (calls, jobs) = tokio::sync::mpsc::channel::<Job>(16);
     // A session tool that has the name keeps it.
     let prompt_tool = prompt_tool
         && !launched
@@ -238,17 +264,21 @@ pub async fn serve_stdio(
         calls,
         prompt_tool,
     };
-    let running = server
-        .serve((tokio::io::stdin(), tokio::io::stdout()))
-        .await
-        .map_err(|e| ServeError::Start(e.to_string()))?;
-    let waiting = running.waiting();
-    tokio::pin!(waiting);
+    (server, launched, jobs)
+}
+
+/// Run the clients' calls on the session, one at a time, until `ended`.
+pub(super) async fn run_jobs(
+    mut launched: Launched,
+    mut jobs: tokio::sync::mpsc::Receiver<Job>,
+    ended: impl std::future::Future<Output = Result<(), ServeError>>,
+) -> Result<Launched, ServeError> {
+    tokio::pin!(ended);
     let cancel = CancellationToken::new();
     loop {
         tokio::select! {
-            ended = &mut waiting => {
-                ended.map_err(|e| ServeError::Serve(e.to_string()))?;
+            r = &mut ended => {
+                r?;
                 return Ok(launched);
             }
             Some(job) = jobs.recv() => match job {
