@@ -7,6 +7,7 @@
 use crate::common;
 
 use std::process::Command;
+use std::time::Duration;
 
 use common::StudEnv;
 use serde_json::{Value, json};
@@ -402,4 +403,69 @@ fn http_serving_stays_on_loopback() {
         said.contains("loopback") && said.contains("0.0.0.0"),
         "{said}"
     );
+}
+
+/// Served over HTTP from a terminal, a call that needs a person is asked
+/// on that terminal: refused when the person says no, run once when they
+/// say yes; the client's say-so still approves nothing.
+#[test]
+fn over_http_the_persons_terminal_answers_approvals() {
+    use common::pty::Term;
+    let env = StudEnv::new();
+    let mut t = Term::spawn(&env, &["mcp", "serve", "--http", "0"], 200, 40);
+    let screen = t.wait_for("Bearer ", Duration::from_secs(60));
+    let line = screen
+        .lines()
+        .find(|l| l.contains("listening on"))
+        .expect("the listening line")
+        .to_string();
+    let url = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .expect("a URL")
+        .trim()
+        .to_string();
+    let token = line
+        .split("Bearer ")
+        .nth(1)
+        .expect("a token")
+        .trim()
+        .trim_end_matches('`')
+        .to_string();
+    let call = |command: &str| {
+        let (url, token) = (url.clone(), token.clone());
+        let calls = json!([["bash", {"command": command}]]).to_string();
+        std::thread::spawn(move || {
+            Command::new("node")
+                .arg(common::npm::serve_client())
+                .env("SERVE_URL", url)
+                .env("SERVE_TOKEN", token)
+                .env("CALLS", calls)
+                .output()
+                .expect("run node")
+        })
+    };
+    let refused = call("touch refused-file");
+    t.wait_for("touch refused-file", Duration::from_secs(60));
+    t.wait_for("refuse [N]", Duration::from_secs(10));
+    t.line("n");
+    let out = refused.join().expect("the client");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("\"isError\":true"), "{said}");
+    assert!(!env.project.path().join("refused-file").exists());
+
+    let allowed = call("touch allowed-file");
+    t.wait_for("touch allowed-file", Duration::from_secs(60));
+    t.line("y");
+    let out = allowed.join().expect("the client");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("\"isError\":false"),
+        "{said}\n{}",
+        t.contents()
+    );
+    assert!(env.project.path().join("allowed-file").exists());
+    t.signal(libc::SIGTERM);
+    assert!(t.wait_exit(Duration::from_secs(30)).is_some());
 }

@@ -474,11 +474,21 @@ fn serve(
 ) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     rt.block_on(async {
+        // Over HTTP from a shell, the person's terminal is free: approvals
+        // are asked there. On stdio the client owns stdin.
+        let ask_here = http.is_some() && std::io::IsTerminal::is_terminal(&std::io::stdin());
+        let questions = ask_here.then(|| {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            super::terminal_asker::spawn(rx);
+            tx
+        });
         let opts = crate::kernel::LaunchOptions {
             mode,
             allow,
             // A client's tools are there from its first `tools/list`.
             settle_mcp: true,
+            headless: !ask_here,
+            questions,
             ..crate::kernel::LaunchOptions::headless(home, cwd)
         };
         let launched = crate::kernel::launch(opts).await?;

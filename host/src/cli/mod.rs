@@ -39,6 +39,7 @@ mod session;
 mod session_show;
 mod signals;
 mod skills;
+mod terminal_asker;
 mod trust;
 
 use std::process::ExitCode;
