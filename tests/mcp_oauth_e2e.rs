@@ -123,7 +123,10 @@ fn script(env: &StudEnv, url: &str) {
 
 #[test]
 fn login_call_refresh_and_logout_against_a_real_authorization_server() {
-    let mut server = OAuthServer::start(4);
+    // Tokens last 10 s: stud renews one once less than half its life
+    // (5 s) is left, so at 6.5 s it must have renewed it although the
+    // server would still take the old one.
+    let mut server = OAuthServer::start(10);
     let env = StudEnv::new();
     script(&env, &server.url);
 
@@ -138,6 +141,7 @@ fn login_call_refresh_and_logout_against_a_real_authorization_server() {
     assert!(started.elapsed() < Duration::from_secs(20), "{said}");
 
     let out = login(&env, "secure");
+    let logged_in = Instant::now();
     let said = text(&out);
     assert!(out.status.success(), "{said}");
     assert!(
@@ -197,8 +201,9 @@ fn login_call_refresh_and_logout_against_a_real_authorization_server() {
     assert_eq!(server.count("call"), 1);
     assert_eq!(server.count("refreshed"), 0, "{:?}", server.events());
 
-    // Past half its life the token is renewed before it is sent.
-    std::thread::sleep(Duration::from_millis(2500));
+    // Past half its life the token is renewed before it is sent (whole
+    // seconds: rmcp counts the token's age so).
+    std::thread::sleep(Duration::from_millis(6500).saturating_sub(logged_in.elapsed()));
     let out = run(&env);
     let said = text(&out);
     assert!(

@@ -29,9 +29,11 @@ macro_rules! __stud_export_common {
                 Ok(())
             }
             fn deactivate() -> $crate::__private::Res<()> {
-                Ok(())
+                $crate::__private::wit(__STUD_INSTANCE.with(|x| <$ty as $trait>::deactivate(x)))
             }
-            fn dispose() {}
+            fn dispose() {
+                __STUD_INSTANCE.with(|x| <$ty as $trait>::dispose(x))
+            }
         }
 
         #[cfg(target_arch = "wasm32")]

@@ -31,6 +31,10 @@ pub enum SessionCommand {
         /// The raw manifest and log records instead (JSON).
         #[arg(long)]
         json: bool,
+        /// What each extension cost instead: calls, CPU, time in the host,
+        /// peak memory, network, a provider's tokens and cost.
+        #[arg(long)]
+        stats: bool,
     },
     /// Go back to before a turn: its files (every change since, shell commands' too), its conversation, or both.
     /// Says what it would restore unless --yes.
@@ -121,11 +125,19 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            SessionCommand::Show { id, json } => {
+            SessionCommand::Show { id, json, stats } => {
                 let data = store.store_read(&id).await?;
                 let manifest: Value = serde_json::from_str(&data.manifest)
                     .with_context(|| format!("session `{id}`: its manifest is not JSON"))?;
-                if json {
+                if stats {
+                    if json {
+                        println!("{}", serde_json::to_string_pretty(&manifest["metering"])?);
+                    } else {
+                        for line in super::session_show::stats_lines(&manifest) {
+                            outln!("{line}");
+                        }
+                    }
+                } else if json {
                     println!("{}", serde_json::to_string_pretty(&manifest)?);
                     for r in &data.records {
                         println!("{r}");

@@ -140,6 +140,57 @@ fn clip(text: &str) -> String {
     }
 }
 
+/// `--stats`: one row per extension the session called, from its
+/// manifest's `metering`.
+pub fn stats_lines(manifest: &Value) -> Vec<String> {
+    let rows = manifest["metering"].as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        return vec![
+            "(no extension was called in this session, or it was recorded before metering)".into(),
+        ];
+    }
+    let width = rows
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .map(|s| s.chars().count())
+        .max()
+        .unwrap_or(2)
+        .max(9);
+    let mut out = vec![format!(
+        "{:width$}  {:<16} {:>6} {:>6} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9} {:>9}",
+        "extension",
+        "kind",
+        "calls",
+        "failed",
+        "cpu ms",
+        "host ms",
+        "peak MiB",
+        "net out B",
+        "net in B",
+        "tokens",
+        "cost $"
+    )];
+    for r in &rows {
+        let n = |k: &str| r[k].as_u64().unwrap_or(0);
+        let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
+        out.push(format!(
+            "{:width$}  {:<16} {:>6} {:>6} {:>10.1} {:>10.1} {:>9.1} {:>10} {:>10} {:>9} {:>9.4}",
+            r["id"].as_str().unwrap_or("?"),
+            r["kind"].as_str().unwrap_or("?"),
+            n("calls"),
+            n("failures"),
+            f("cpu_ms"),
+            f("host_ms"),
+            n("peak_memory_bytes") as f64 / (1024.0 * 1024.0),
+            n("net_bytes_sent"),
+            n("net_bytes_received"),
+            n("tokens"),
+            f("cost_usd"),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -385,6 +385,21 @@ catalogue! {
         boundary: String,
     },
     ExtensionReloadRefused = "extension.reload.refused" { id: String, reason: String },
+    /// What one extension cost during the turn that just ended (only
+    /// extensions that were called): calls, CPU and host milliseconds,
+    /// its peak memory so far, network bytes; for the provider, the
+    /// turn's tokens and cost.
+    ExtensionMetered = "extension.metered" {
+        id: String,
+        calls: u64,
+        cpu_ms: f64,
+        host_ms: f64,
+        peak_memory_bytes: u64,
+        net_bytes_sent: u64,
+        net_bytes_received: u64,
+        tokens: u64,
+        cost_usd: f64,
+    },
     ExtensionReloadFailed = "extension.reload.failed" { id: String, error: String, kept: String },
     /// A warning or error worth showing the person.
     Diagnostic = "diagnostic" { level: Level, message: String },

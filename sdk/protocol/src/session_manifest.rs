@@ -44,6 +44,28 @@ pub struct SessionManifest {
     pub parent: Option<ParentCall>,
     /// The state machine it ran.
     pub state_machine: Option<RecordedMachine>,
+    /// What each extension called in the session cost
+    /// (`stud session show --stats`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metering: Vec<MeteredExtension>,
+}
+
+/// One extension's figures over a session (see `runtime::meter`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MeteredExtension {
+    pub id: String,
+    pub kind: String,
+    pub calls: u64,
+    pub failures: u64,
+    pub cpu_ms: f64,
+    pub host_ms: f64,
+    pub peak_memory_bytes: u64,
+    pub net_bytes_sent: u64,
+    pub net_bytes_received: u64,
+    /// A provider's tokens (input and output) and their cost.
+    pub tokens: u64,
+    pub cost_usd: f64,
 }
 
 /// One extension a session ran, as it was then.

@@ -99,6 +99,24 @@ pub struct Health {
     /// Instances created (more than one: it trapped or timed out and was
     /// restarted).
     pub instantiations: u64,
+    /// What it cost (absent from hosts before metering).
+    #[serde(default)]
+    pub metered: Metered,
+}
+
+/// What one extension cost so far (see the host's `runtime::meter`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Metered {
+    /// Thread CPU time while its calls ran (guest code and the host code
+    /// it ran inline), milliseconds.
+    pub cpu_ms: f64,
+    /// Wall time inside its imports (waits included), milliseconds.
+    pub host_ms: f64,
+    /// The largest linear memory one instance held, bytes.
+    pub peak_memory_bytes: u64,
+    pub net_bytes_sent: u64,
+    pub net_bytes_received: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

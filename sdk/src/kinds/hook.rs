@@ -13,6 +13,16 @@ pub trait Hook: Default + 'static {
         Ok(())
     }
 
+    /// The extension is being retired: a reload replaced it, or the
+    /// session ended. Release what `init` took; `dispose` follows. Bounded
+    /// by the call deadline; an error is logged, not shown.
+    fn deactivate(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// The last call before the instance is dropped (after `deactivate`).
+    fn dispose(&mut self) {}
+
     /// Decide at `slot`; return the outcome that matches the declared kind.
     fn run(&mut self, slot: HookSlot, payload: Value) -> Result<HookOutcome, Error>;
 }

@@ -12,6 +12,16 @@ pub trait Logger: Default + 'static {
         Ok(())
     }
 
+    /// The extension is being retired: a reload replaced it, or the
+    /// session ended. Release what `init` took; `dispose` follows. Bounded
+    /// by the call deadline; an error is logged, not shown.
+    fn deactivate(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// The last call before the instance is dropped (after `deactivate`).
+    fn dispose(&mut self) {}
+
     /// Record one event.
     fn sink(&mut self, event: Event) -> Result<(), Error>;
 

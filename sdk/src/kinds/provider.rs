@@ -16,6 +16,16 @@ pub trait Provider: Default + 'static {
         Ok(())
     }
 
+    /// The extension is being retired: a reload replaced it, or the
+    /// session ended. Release what `init` took; `dispose` follows. Bounded
+    /// by the call deadline; an error is logged, not shown.
+    fn deactivate(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// The last call before the instance is dropped (after `deactivate`).
+    fn dispose(&mut self) {}
+
     /// The models this provider serves and what each supports.
     fn models(&self) -> Vec<ModelInfo>;
 

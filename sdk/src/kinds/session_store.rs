@@ -13,6 +13,16 @@ pub trait SessionStore: Default + 'static {
         Ok(())
     }
 
+    /// The extension is being retired: a reload replaced it, or the
+    /// session ended. Release what `init` took; `dispose` follows. Bounded
+    /// by the call deadline; an error is logged, not shown.
+    fn deactivate(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// The last call before the instance is dropped (after `deactivate`).
+    fn dispose(&mut self) {}
+
     /// Durably append records to a session's log; return only once stored.
     fn append(&mut self, session_id: &str, records: Vec<String>) -> Result<(), Error>;
     /// Atomically replace the session's manifest snapshot.

@@ -29,6 +29,16 @@ pub trait StateMachine: Default + 'static {
         Ok(())
     }
 
+    /// The extension is being retired: a reload replaced it, or the
+    /// session ended. Release what `init` took; `dispose` follows. Bounded
+    /// by the call deadline; an error is logged, not shown.
+    fn deactivate(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// The last call before the instance is dropped (after `deactivate`).
+    fn dispose(&mut self) {}
+
     /// Every stage this machine can enter, declared up front.
     fn stages(&self) -> Vec<StageDefinition>;
     /// The stage a session starts in.

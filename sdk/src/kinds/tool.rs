@@ -23,6 +23,16 @@ pub trait Tool: Default + 'static {
         Ok(())
     }
 
+    /// The extension is being retired: a reload replaced it, or the
+    /// session ended. Release what `init` took; `dispose` follows. Bounded
+    /// by the call deadline; an error is logged, not shown.
+    fn deactivate(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// The last call before the instance is dropped (after `deactivate`).
+    fn dispose(&mut self) {}
+
     /// The key allowlist patterns match (a command, a path). Must not depend
     /// on time, randomness or the network. Default: empty (match by name).
     fn approval_key(&self, _args: &Args) -> Result<String, Error> {

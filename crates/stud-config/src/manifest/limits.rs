@@ -20,7 +20,17 @@ pub const INSTANCES_RANGE: RangeInclusive<u32> = 1..=8;
 /// `bash` calls in a response, two subagents) run at once.
 pub const DEFAULT_TOOL_INSTANCES: u32 = 4;
 
-pub(crate) const KNOWN: &[&str] = &["memory-mib", "timeout-ms", "instances"];
+/// Budgets: CPU per turn (any kind), tokens per session (a provider).
+pub const CPU_MS_PER_TURN_RANGE: RangeInclusive<u32> = 1..=3_600_000;
+pub const TOKENS_PER_SESSION_RANGE: RangeInclusive<u32> = 1..=u32::MAX;
+
+pub(crate) const KNOWN: &[&str] = &[
+    "memory-mib",
+    "timeout-ms",
+    "instances",
+    "cpu-ms-per-turn",
+    "tokens-per-session",
+];
 
 /// Resource limits for one instance.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -34,6 +44,12 @@ pub struct Limits {
     /// follow each other (a provider's stream, a hook chain, a UI).
     /// Instances share the host-held state slot, not their memory.
     pub instances: u32,
+    /// CPU milliseconds its calls may use in one turn; past it, its calls
+    /// in that turn are refused (`cpu-budget`).
+    pub cpu_ms_per_turn: Option<u32>,
+    /// Tokens (input and output) a provider may spend in one session;
+    /// past it, the session's next request is refused (`token-budget`).
+    pub tokens_per_session: Option<u32>,
 }
 
 impl Limits {
@@ -54,6 +70,8 @@ impl Limits {
                 Kind::Tool => DEFAULT_TOOL_INSTANCES,
                 _ => 1,
             },
+            cpu_ms_per_turn: None,
+            tokens_per_session: None,
         }
     }
 }
@@ -104,6 +122,31 @@ pub(crate) fn read_limits(
             );
         } else {
             limits.instances = v;
+        }
+    }
+    limits.cpu_ms_per_turn = bounded(
+        &fields,
+        "cpu-ms-per-turn",
+        CPU_MS_PER_TURN_RANGE,
+        "milliseconds",
+        "cpu-ms-per-turn = 2000",
+        p,
+    );
+    if let Some(v) = bounded(
+        &fields,
+        "tokens-per-session",
+        TOKENS_PER_SESSION_RANGE,
+        "tokens",
+        "tokens-per-session = 2000000",
+        p,
+    ) {
+        if kind == Kind::Provider {
+            limits.tokens_per_session = Some(v);
+        } else {
+            p.push(
+                fields.path("tokens-per-session"),
+                format!("only a provider spends tokens; a {kind} cannot have `tokens-per-session`: remove it"),
+            );
         }
     }
     fields.unknown_keys(KNOWN, p);

@@ -31,6 +31,7 @@ pub mod mcp_hub;
 mod mcp_input;
 pub mod md_commands;
 mod mentions;
+pub mod metering;
 pub mod named;
 pub mod notifier;
 pub mod path_completion;

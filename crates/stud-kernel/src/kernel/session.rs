@@ -131,6 +131,8 @@ pub struct Session {
     pub(crate) agents: Arc<super::agent_catalog::AgentCatalog>,
     /// Where it sits in a delegation tree (`main` unless it is a child).
     pub(crate) lineage: super::agent_catalog::Lineage,
+    /// What each extension costs (a child's calls count in its parent's).
+    pub(crate) metering: super::metering::Metering,
     /// Inside an editor that offers its files: where `read`, `write` and
     /// `edit` go instead of the disk.
     pub(crate) editor: Option<super::editor_files::EditorRoute>,
@@ -233,6 +235,7 @@ impl Session {
             mcp,
             agents,
             lineage: Default::default(),
+            metering: super::metering::Metering::new(exts),
             editor,
             turn: Default::default(),
             plan: false,
@@ -640,14 +643,24 @@ impl Session {
             }
             // The old version may have written its state since the new one
             // was compiled: carry the latest value over.
-            if let Some(state) = current.and_then(|old| old.state())
+            if let Some(state) = current.as_ref().and_then(|old| old.state())
                 && let Err(e) = ext.restore_state(state)
             {
                 reloader.refuse(&ext, &e);
                 continue;
             }
             match self.roster.swap(&ext).await {
-                Ok(()) => reloader.swapped(&ext, &item.from, boundary),
+                Ok(()) => {
+                    self.metering.replace(&ext);
+                    reloader.swapped(&ext, &item.from, boundary);
+                    // The old version is done with: `deactivate` and
+                    // `dispose` on its instances, beside the session.
+                    if let Some(old) = current {
+                        tokio::spawn(async move {
+                            old.retire(crate::runtime::RETIRE_WITHIN).await;
+                        });
+                    }
+                }
                 Err(reason) => reloader.refuse(&ext, &reason),
             }
         }

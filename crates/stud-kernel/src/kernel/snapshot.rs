@@ -64,6 +64,7 @@ impl Session {
                 .extension_set
                 .as_ref()
                 .and_then(|s| serde_json::to_value(s).ok()),
+            metering: self.metering.totals(),
             agent: self.lineage.parent.as_ref().map(|_| AgentPlace {
                 path: self.lineage.path.clone(),
                 depth: self.lineage.depth,

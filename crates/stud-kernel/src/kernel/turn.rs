@@ -39,6 +39,7 @@ impl Session {
     pub(crate) async fn open_turn(&mut self, input: &str, stages: TurnStages) -> String {
         self.apply_reloads("between-turns").await;
         self.ledger.turns += 1;
+        self.metering.turn_started();
         let turn_id = format!("{}-t{}", self.id, self.ledger.turns);
         if let Some(c) = &self.checkpoints {
             c.turn_opened(self.ledger.turns, input, self.conversation.messages.len());
@@ -75,7 +76,13 @@ impl Session {
             .unwrap_or_else(|p| p.into_inner());
         self.ledger.charge_child(&children.usage, children.cost_usd);
         // The turn's cost includes its children's (rolled up).
-        let turn_cost = self.ledger.charge(&self.roster.model, &usage) + children.cost_usd;
+        let own_cost = self.ledger.charge(&self.roster.model, &usage);
+        let turn_cost = own_cost + children.cost_usd;
+        let tokens = super::usage::prompt_tokens(&usage) + usage.output_tokens;
+        let provider = self.roster.provider_id().to_string();
+        for e in self.metering.turn_ended(&provider, tokens, own_cost) {
+            self.bus.record(e);
+        }
         let message = match &status {
             TurnStatus::Failed { message, .. } => message.clone(),
             TurnStatus::Halted { tool, key } => {

@@ -128,6 +128,16 @@ pub enum CallError {
         limit_mib: u64,
     },
 
+    #[error(
+        "extension `{id}` used {used_ms:.0} ms of CPU this turn, over its budget of {budget_ms} ms (`limits.cpu-ms-per-turn`); its calls are refused until the next turn"
+    )]
+    CpuBudget {
+        id: ExtensionId,
+        func: &'static str,
+        budget_ms: u32,
+        used_ms: f64,
+    },
+
     #[error("extension `{id}` crashed (trap) in `{func}`: {detail}")]
     Trap {
         id: ExtensionId,
@@ -157,6 +167,7 @@ impl CallError {
             CallError::Timeout { id, .. }
             | CallError::Cancelled { id, .. }
             | CallError::MemoryLimit { id, .. }
+            | CallError::CpuBudget { id, .. }
             | CallError::Trap { id, .. }
             | CallError::Guest { id, .. }
             | CallError::Instantiate { id, .. }

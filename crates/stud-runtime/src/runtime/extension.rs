@@ -138,6 +138,8 @@ impl KindIndices {
 pub struct Instance {
     pub(crate) store: Store<HostState>,
     pub(crate) guest: KindGuest,
+    /// `deactivate` and `dispose`, called when the extension is retired.
+    pub(crate) lifecycle: ex::lifecycle::Guest,
     /// Which instantiation this is; resources from an older one are dead.
     pub(crate) generation: u64,
     /// A call is in progress. Still set at the next call means the previous
@@ -337,8 +339,14 @@ impl Extension {
     pub fn health(&self) -> super::health::Health {
         super::health::Health {
             instantiations: self.instantiations(),
+            metered: self.ctx.meter.snapshot(),
             ..self.stats.snapshot()
         }
+    }
+
+    /// What it costs so far, shared by its instances.
+    pub fn meter(&self) -> &super::meter::Meter {
+        &self.ctx.meter
     }
 
     /// The current state slot value.
@@ -368,7 +376,7 @@ impl Extension {
 
     /// Create the instance now (and run `init`), if there is none.
     pub async fn start(&self) -> Result<(), CallError> {
-        self.dispatch("start", true, |_| Box::pin(async { Ok(Ok(())) }))
+        self.dispatch("start", true, None, |_| Box::pin(async { Ok(Ok(())) }))
             .await
             .map(|_| ())
     }
@@ -390,8 +398,21 @@ impl Extension {
         T: Send + 'static,
         F: for<'a> FnOnce(&'a mut Instance) -> CallFuture<'a, T> + Send + 'static,
     {
+        if let Some(budget_ms) = self.ctx.limits.cpu_ms_per_turn {
+            let used_ms = self.ctx.meter.turn_cpu_ms();
+            if used_ms >= f64::from(budget_ms) {
+                let e = CallError::CpuBudget {
+                    id: self.ctx.id.clone(),
+                    func,
+                    budget_ms,
+                    used_ms,
+                };
+                self.stats.record(Default::default(), Some(e.to_string()));
+                return Err(e);
+            }
+        }
         let started = std::time::Instant::now();
-        let out = match self.dispatch(func, true, call).await {
+        let out = match self.dispatch(func, true, None, call).await {
             Ok(Some(out)) => Ok(out),
             Ok(None) => Err(self.unavailable(func)),
             Err(e) => Err(e),
@@ -416,20 +437,57 @@ impl Extension {
         T: Send + 'static,
         F: for<'a> FnOnce(&'a mut Instance) -> CallFuture<'a, T> + Send + 'static,
     {
-        self.dispatch(func, false, call).await
+        self.dispatch(func, false, Some(0), call).await
     }
 
+    /// The extension is going away (a reload replaced it, the session
+    /// ended): each live instance gets `deactivate` then `dispose`, under
+    /// its call deadline and at most `within` in all, and is then dropped.
+    /// A lane busy with a call is waited for, within the same bound. An
+    /// error or a trap in them is logged, never passed on: the extension
+    /// goes either way. Returns how many instances were retired.
+    pub async fn retire(&self, within: std::time::Duration) -> usize {
+        let mut retired = 0;
+        let until = tokio::time::Instant::now() + within;
+        for lane in 0..self.core.lanes.len() {
+            let id = self.ctx.id.clone();
+            let call = self.dispatch("deactivate", false, Some(lane), move |inst| {
+                Box::pin(async move {
+                    let lifecycle = inst.lifecycle.clone();
+                    match lifecycle.call_deactivate(&mut inst.store).await? {
+                        Ok(()) => {}
+                        Err(e) => tracing::warn!(ext = %id, "deactivate: {}", e.message),
+                    }
+                    lifecycle.call_dispose(&mut inst.store).await?;
+                    Ok(Ok(()))
+                })
+            });
+            match tokio::time::timeout_at(until, call).await {
+                Ok(Ok(Some(()))) => retired += 1,
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => tracing::warn!(ext = %self.ctx.id, "retiring: {e}"),
+                Err(_) => {
+                    tracing::warn!(ext = %self.ctx.id, "retiring took longer than {within:?}")
+                }
+            }
+            self.replace_slot(lane);
+        }
+        retired
+    }
+
+    /// `lane`: that lane only, else the first free one.
     async fn dispatch<T, F>(
         &self,
         func: &'static str,
         instantiate: bool,
+        lane: Option<usize>,
         call: F,
     ) -> Result<Option<T>, CallError>
     where
         T: Send + 'static,
         F: for<'a> FnOnce(&'a mut Instance) -> CallFuture<'a, T> + Send + 'static,
     {
-        let (lane, guard) = self.acquire(instantiate).await;
+        let (lane, guard) = self.acquire(lane).await;
         // A fresh, disarmed clock: the watchdog must not see an older
         // call's deadline before this one is armed.
         self.core.lanes[lane].set_clock(Arc::default());
@@ -462,11 +520,11 @@ impl Extension {
     }
 
     /// A lane for one call: the first free one (so calls that follow each
-    /// other share one instance), else wait for one in turn. `any: false`
-    /// means the first lane only (cleanup on its live instance).
-    async fn acquire(&self, any: bool) -> (usize, OwnedMutexGuard<Option<Instance>>) {
-        if !any {
-            return (0, self.lock_slot(0).await);
+    /// other share one instance), else wait for one in turn; or exactly
+    /// `only` (cleanup on its live instance).
+    async fn acquire(&self, only: Option<usize>) -> (usize, OwnedMutexGuard<Option<Instance>>) {
+        if let Some(lane) = only {
+            return (lane, self.lock_slot(lane).await);
         }
         for i in 0..self.core.lanes.len() {
             if let Some(guard) = self.core.lanes[i].try_lock() {
@@ -508,6 +566,7 @@ impl Extension {
         let task = Interruptible {
             inner: task,
             lane: cells,
+            meter: &self.ctx.meter,
         };
         tokio::pin!(task);
         let why = loop {
@@ -656,6 +715,22 @@ impl Core {
         })?;
         let mut store = Store::new(self.runtime.engine(), state);
         store.limiter(|s| &mut s.limiter);
+        // Wall time inside imports, for the meter.
+        store.call_hook(|mut ctx, hook| {
+            let state = ctx.data_mut();
+            match hook {
+                wasmtime::CallHook::CallingHost => {
+                    state.in_host_since = Some(std::time::Instant::now());
+                }
+                wasmtime::CallHook::ReturningFromHost => {
+                    if let Some(since) = state.in_host_since.take() {
+                        state.ext.meter.add_host(since.elapsed().as_nanos() as u64);
+                    }
+                }
+                _ => {}
+            }
+            Ok(())
+        });
         store.epoch_deadline_callback(|mut ctx| {
             Ok(match ctx.data_mut().deadline.check() {
                 Some(_) => UpdateDeadline::Interrupt,
@@ -705,6 +780,7 @@ impl Core {
         Ok(Instance {
             store,
             guest,
+            lifecycle,
             generation,
             busy: false,
         })
@@ -772,6 +848,7 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: F,
         lane: &'a Lane,
+        meter: &'a super::meter::Meter,
     }
 }
 
@@ -785,7 +862,13 @@ impl<F: Future> Future for Interruptible<'_, F> {
         let this = self.project();
         let _registered =
             super::interrupt::register(this.lane.clock.clone(), this.lane.cancel.clone());
-        this.inner.poll(cx)
+        // The thread's CPU clock around this poll: the guest's work and the
+        // host code it ran inline, on whichever thread polls it now.
+        let before = super::meter::thread_cpu_ns();
+        let out = this.inner.poll(cx);
+        this.meter
+            .add_cpu(super::meter::thread_cpu_ns().saturating_sub(before));
+        out
     }
 }
 

@@ -47,6 +47,7 @@ impl CallStats {
             },
             max_ms: ms(c.slowest),
             instantiations: 0,
+            metered: Default::default(),
         }
     }
 }

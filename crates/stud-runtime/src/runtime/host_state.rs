@@ -50,6 +50,8 @@ pub struct ExtensionContext {
     pub services: Arc<dyn Services>,
     /// How fast this extension may publish events and log lines.
     pub emits: Mutex<EmitLimiter>,
+    /// What it costs, across its instances.
+    pub meter: Arc<super::meter::Meter>,
 }
 
 impl ExtensionContext {
@@ -312,6 +314,8 @@ pub struct HostState {
     pub serving: &'static str,
     /// `files` walks this instance holds open (each has threads).
     pub open_walks: Arc<std::sync::atomic::AtomicUsize>,
+    /// When the guest called into the host, while it is there.
+    pub in_host_since: Option<std::time::Instant>,
 }
 
 /// The exports during which an extension may act on the world (start a
@@ -369,13 +373,14 @@ impl HostState {
         Ok(HostState {
             wasi: builder.build(),
             table: ResourceTable::new(),
-            limiter: MemoryLimiter::new(ext.limits.memory_mib),
+            limiter: MemoryLimiter::new(ext.limits.memory_mib).metered(ext.meter.clone()),
             ext,
             deadline: CallDeadline::default(),
             stderr,
             call_id: None,
             serving: "init",
             open_walks: Arc::default(),
+            in_host_since: None,
         })
     }
 

@@ -25,6 +25,8 @@ pub struct MemoryLimiter {
     limit_bytes: usize,
     memory_bytes: usize,
     table_elements: usize,
+    /// Where the peak is kept beyond this instance.
+    meter: Option<std::sync::Arc<super::meter::Meter>>,
 }
 
 impl MemoryLimiter {
@@ -33,7 +35,14 @@ impl MemoryLimiter {
             limit_bytes: (limit_mib as usize) << 20,
             memory_bytes: 0,
             table_elements: 0,
+            meter: None,
         }
+    }
+
+    /// Report each size it grants to `meter` (its peak).
+    pub fn metered(mut self, meter: std::sync::Arc<super::meter::Meter>) -> Self {
+        self.meter = Some(meter);
+        self
     }
 
     /// Bytes of linear memory the instance holds now.
@@ -60,6 +69,9 @@ impl ResourceLimiter for MemoryLimiter {
             }));
         }
         self.memory_bytes = total;
+        if let Some(m) = &self.meter {
+            m.note_memory(total as u64);
+        }
         Ok(true)
     }
 

@@ -181,6 +181,7 @@ impl Runtime {
             net,
             services: spec.services,
             emits: Default::default(),
+            meter: Default::default(),
         });
         let code = LazyCode::new(CodeInput {
             id: spec.manifest.id.clone(),

@@ -21,6 +21,7 @@ pub mod limits;
 pub mod linker;
 pub mod load;
 mod mapped;
+pub mod meter;
 pub mod net;
 // The policy is data (`stud-config`); its checks are here (`caps`).
 pub use crate::protected_paths;
@@ -39,6 +40,10 @@ pub use code::ComponentBytes;
 pub use engine::Allocator;
 pub use error::{CallError, LoadError, RuntimeError};
 pub use extension::Extension;
+
+/// How long retiring one extension (`deactivate`, `dispose`) may take in
+/// all, at a reload or the session's end.
+pub const RETIRE_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 pub use kinds::{tool_spec_from_json, tool_spec_to_json};
 pub use load::LoadSpec;
 

@@ -76,6 +76,7 @@ pub(crate) fn call_error_code(e: &CallError) -> &'static str {
         CallError::Timeout { .. } => "execution-timeout",
         CallError::Cancelled { .. } => "cancelled",
         CallError::MemoryLimit { .. } => "memory-limit",
+        CallError::CpuBudget { .. } => "cpu-budget",
         CallError::Trap { .. } => "extension-crashed",
         CallError::Guest { .. } => "guest-error",
         CallError::Instantiate { .. } | CallError::Unloadable { .. } => "extension-unavailable",

@@ -38,6 +38,8 @@ pub(crate) struct ActParts<'a> {
     pub turn: &'a TurnContext,
     /// What the session spent so far (budgets, a child's share).
     pub ledger: &'a UsageLedger,
+    /// Per-extension figures (a provider's token budget).
+    pub metering: &'a crate::kernel::metering::Metering,
     /// Where the session is kept (a child session is kept beside it).
     pub persistence: Option<&'a Persistence>,
     /// Snapshots before the turn's changes (none in a child).
@@ -60,6 +62,7 @@ impl Session {
             editor: self.editor.as_ref(),
             turn: &self.turn,
             ledger: &self.ledger,
+            metering: &self.metering,
             persistence: self.conversation.log.as_ref(),
             checkpoints: self.checkpoints.as_ref(),
         }
@@ -104,6 +107,21 @@ impl ActParts<'_> {
     /// `budget-exceeded` once the session (with this turn's `usage`) has
     /// cost its budget.
     pub(crate) fn check_budget(&self, usage: &Usage) -> Result<(), TurnStatus> {
+        let provider = &self.roster.provider;
+        if let Some(budget) = provider.manifest.limits.tokens_per_session {
+            let spent = self.metering.provider_tokens(provider.id().as_str())
+                + crate::kernel::usage::prompt_tokens(usage)
+                + usage.output_tokens;
+            if spent >= u64::from(budget) {
+                return Err(fail(
+                    "token-budget",
+                    format!(
+                        "provider `{}` has spent {spent} tokens in this session, its budget (`limits.tokens-per-session` = {budget}); start a new session or raise the budget",
+                        provider.id()
+                    ),
+                ));
+            }
+        }
         let children = self.turn.children().cost_usd;
         self.ledger
             .check_budget(&self.roster.model, usage, children)

@@ -122,6 +122,9 @@ impl ActParts<'_> {
             mcp: Default::default(),
             agents: self.agents.clone(),
             lineage,
+            // Its calls count in the extensions' meters, reported by the
+            // parent's turn.
+            metering: Default::default(),
             editor: self.editor.cloned(),
             turn: Default::default(),
             plan: false,

@@ -274,5 +274,13 @@ impl Launched {
         for logger in &self.loggers {
             let _ = logger.logger_flush().await;
         }
+        // Every extension with a live instance gets `deactivate` and
+        // `dispose`, all at once, each bounded.
+        futures::future::join_all(
+            self.extensions
+                .iter()
+                .map(|e| e.retire(crate::runtime::RETIRE_WITHIN)),
+        )
+        .await;
     }
 }

@@ -216,6 +216,7 @@ impl h::Host for HostState {
             builder = builder.header(header.name, header.value);
         }
         if let Some(body) = req.body {
+            self.ext.meter.add_net(body.len() as u64, 0);
             builder = builder.body(body);
         }
         if let Some(ms) = req.timeout_ms {
@@ -322,6 +323,7 @@ impl h::HostResponse for HostState {
             Some(Ok(Err(e))) => Err(transport(&e)),
             Some(Ok(Ok(None))) => Ok(None),
             Some(Ok(Ok(Some(bytes)))) => {
+                self.ext.meter.add_net(0, bytes.len() as u64);
                 let response = self.table().get_mut(&this)?;
                 match response.bytes_left.checked_sub(bytes.len() as u64) {
                     Some(left) => {
