@@ -187,3 +187,54 @@ fn the_cpu_budget_refuses_calls_until_the_next_turn() {
         "{said}"
     );
 }
+
+/// `tokens-per-session`: a provider that spent its tokens gets no further
+/// request in the session, resumed or not; the error says which budget.
+#[test]
+fn a_providers_token_budget_stops_the_session() {
+    let env = StudEnv::new();
+    let dir = env.home.path().join("extensions").join("thrifty");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/scripted/extension.toml"),
+    )
+    .unwrap()
+    .replace("id = \"scripted\"", "id = \"thrifty\"");
+    std::fs::write(
+        dir.join("extension.toml"),
+        format!("{manifest}\n[limits]\ntokens-per-session = 2\n"),
+    )
+    .unwrap();
+    std::fs::copy(
+        common::wasm("stud_scripted.wasm"),
+        dir.join("stud_scripted.wasm"),
+    )
+    .unwrap();
+    env.file(
+        "script.json",
+        &json!({"turns": [{"text": "one"}, {"text": "two"}]}).to_string(),
+    );
+    env.settings(json!({
+        "active": {"provider": "thrifty"},
+        "providers": {"thrifty": {"script-file": "script.json"}}
+    }));
+    let out = env.run(&["run", "-p", "first"], "");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && said.contains("one"), "{said}");
+    let rows = stats(&env);
+    let tokens = row(&rows, "thrifty")["tokens"].as_u64().unwrap();
+    assert!(tokens >= 2, "{rows:#?}");
+    // Resumed in another process: the budget counts what was spent.
+    let out = env.run(&["run", "-p", "-c", "second"], "");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("provider `thrifty` has spent") && said.contains("tokens-per-session"),
+        "{said}"
+    );
+    assert!(!said.contains("two"), "{said}");
+}

@@ -21,6 +21,9 @@ pub struct Metering {
     reported: BTreeMap<String, (u64, f64, f64, u64, u64)>,
     /// Tokens and cost per provider id, this session.
     provider_spend: BTreeMap<String, (u64, f64)>,
+    /// The figures of the processes that ran the session before this one
+    /// (a resumed session), added to this one's.
+    earlier: Vec<MeteredExtension>,
 }
 
 impl Metering {
@@ -29,7 +32,21 @@ impl Metering {
             members: members.to_vec(),
             reported: BTreeMap::new(),
             provider_spend: BTreeMap::new(),
+            earlier: Vec::new(),
         }
+    }
+
+    /// A resumed session: what it cost before counts on (a provider's
+    /// tokens toward its `tokens-per-session` too).
+    pub fn resume(&mut self, earlier: Vec<MeteredExtension>) {
+        for e in &earlier {
+            if e.tokens > 0 {
+                let spend = self.provider_spend.entry(e.id.clone()).or_default();
+                spend.0 += e.tokens;
+                spend.1 += e.cost_usd;
+            }
+        }
+        self.earlier = earlier;
     }
 
     /// A reloaded extension takes the place of its old version (whose
@@ -90,29 +107,49 @@ impl Metering {
         self.provider_spend.get(id).map_or(0, |s| s.0)
     }
 
-    /// Every extension's figures for the session so far, for its manifest.
+    /// Every extension's figures for the session so far (earlier
+    /// processes' included), for its manifest.
     pub fn totals(&self) -> Vec<MeteredExtension> {
-        self.members
+        let mut rows: BTreeMap<String, MeteredExtension> = self
+            .earlier
             .iter()
-            .filter_map(|m| {
-                let h = m.health();
-                let id = m.id().to_string();
-                let (tokens, cost_usd) = self.provider_spend.get(&id).copied().unwrap_or_default();
-                (h.calls > 0).then(|| MeteredExtension {
-                    id,
-                    kind: m.manifest.kind.to_string(),
-                    calls: h.calls,
-                    failures: h.failures,
-                    cpu_ms: h.metered.cpu_ms,
-                    host_ms: h.metered.host_ms,
-                    peak_memory_bytes: h.metered.peak_memory_bytes,
-                    net_bytes_sent: h.metered.net_bytes_sent,
-                    net_bytes_received: h.metered.net_bytes_received,
-                    tokens,
-                    cost_usd,
-                })
+            .map(|e| {
+                (
+                    e.id.clone(),
+                    MeteredExtension {
+                        tokens: 0,
+                        cost_usd: 0.0,
+                        ..e.clone()
+                    },
+                )
             })
-            .collect()
+            .collect();
+        for m in &self.members {
+            let h = m.health();
+            if h.calls == 0 {
+                continue;
+            }
+            let id = m.id().to_string();
+            let row = rows.entry(id.clone()).or_insert_with(|| MeteredExtension {
+                id,
+                kind: m.manifest.kind.to_string(),
+                ..Default::default()
+            });
+            row.calls += h.calls;
+            row.failures += h.failures;
+            row.cpu_ms = round(row.cpu_ms + h.metered.cpu_ms);
+            row.host_ms = round(row.host_ms + h.metered.host_ms);
+            row.peak_memory_bytes = row.peak_memory_bytes.max(h.metered.peak_memory_bytes);
+            row.net_bytes_sent += h.metered.net_bytes_sent;
+            row.net_bytes_received += h.metered.net_bytes_received;
+        }
+        for (id, (tokens, cost)) in &self.provider_spend {
+            if let Some(row) = rows.get_mut(id) {
+                row.tokens = *tokens;
+                row.cost_usd = *cost;
+            }
+        }
+        rows.into_values().collect()
     }
 }
 

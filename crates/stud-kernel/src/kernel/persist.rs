@@ -80,6 +80,8 @@ pub struct Resumed {
     pub position: Option<super::workflow_def::Position>,
     /// The extension set it was started with, if one was chosen.
     pub extension_set: Option<super::extension_set::ExtensionSet>,
+    /// What its extensions cost in the processes before this one.
+    pub metering: Vec<stud_protocol::session_manifest::MeteredExtension>,
 }
 
 /// The conversation a session's records leave: its messages, from the
@@ -265,6 +267,7 @@ pub async fn read(
         extension_set: manifest
             .extension_set
             .and_then(|set| serde_json::from_value(set).ok()),
+        metering: manifest.metering,
     })
 }
 

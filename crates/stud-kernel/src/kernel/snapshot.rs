@@ -122,6 +122,7 @@ impl Session {
         self.conversation.messages = resumed.history;
         self.ledger
             .restore(resumed.usage, resumed.cost_usd, resumed.turns);
+        self.metering.resume(resumed.metering);
         if let Some(p) = self.conversation.log.as_mut() {
             p.created_ms = resumed.created_ms;
             p.title = resumed.title;
