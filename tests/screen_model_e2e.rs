@@ -66,6 +66,30 @@ fn status_line(screen: &str) -> String {
     line
 }
 
+/// The status line as shown now, if there is one with the session on it.
+fn shown_status(t: &Term) -> Option<String> {
+    t.visible()
+        .lines()
+        .map(without_marks)
+        .find(|l| l.contains("scripted/scripted"))
+        .map(|l| l.trim_end().to_string())
+}
+
+/// After `/clear`: wait until the new session's status replaced `before`
+/// (its start reaches the UI after the UI drew).
+fn wait_new_session(t: &Term, before: Option<&str>) {
+    t.wait_for("a new, empty session", WAIT);
+    let start = Instant::now();
+    while shown_status(t).is_none() || shown_status(t).as_deref() == before {
+        assert!(
+            start.elapsed() < WAIT,
+            "the new session never showed:\n{}",
+            t.contents()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A row of [`Term::visible`] without its style marks.
 fn without_marks(row: &str) -> String {
     let mut out = String::new();
@@ -95,12 +119,16 @@ fn clear_leaves_a_screen_that_is_what_a_repaint_draws() {
     let env = env_with(json!([{"text": "Here is what the project contains: main.rs"}]));
     let mut t = Term::spawn(&env, &[], 100, 30);
     t.wait_for("/help", WAIT);
+    // Started means the session is up: its provider is on the status line
+    // (the UI draws before the session's start reaches it).
+    t.wait_for("scripted/scripted", WAIT);
     same_as_a_repaint(&mut t, "start");
     t.line("/help");
     t.wait_for("Keys (full-screen UI)", WAIT);
     same_as_a_repaint(&mut t, "/help");
     let before = status_line(&settled(&t));
     t.line("/clear");
+    wait_new_session(&t, Some(&before));
     let screen = same_as_a_repaint(&mut t, "/clear");
     assert!(
         !screen.contains("Keys (full-screen UI)"),
@@ -221,8 +249,9 @@ fn perform(t: &mut Term, a: Action, used: &mut usize) {
             }
         }
         Action::Clear => {
+            let before = shown_status(t);
             t.line("/clear");
-            t.wait_for("a new, empty session", WAIT);
+            wait_new_session(t, before.as_deref());
             *used = 0;
         }
         Action::Help => {
@@ -258,6 +287,7 @@ proptest! {
         let env = env_with(script());
         let mut t = Term::spawn(&env, &[], 100, 30);
         t.wait_for("/help", WAIT);
+        t.wait_for("scripted/scripted", WAIT);
         let mut used = 0;
         for (i, a) in actions.iter().enumerate() {
             perform(&mut t, *a, &mut used);
