@@ -384,6 +384,12 @@ impl Ui for Tui {
                 context_window,
                 ..
             } => {
+                // Another session in this UI (a switch) starts clean; the
+                // first keeps what was shown before it started (a notice
+                // for a key pressed in the first moment).
+                if !self.status.session_id.is_empty() {
+                    self.entries.clear();
+                }
                 self.status = Status {
                     session_id,
                     provider,
@@ -392,7 +398,6 @@ impl Ui for Tui {
                     context_window,
                     ..Status::default()
                 };
-                self.entries.clear();
                 self.dirty = true;
             }
             KernelEvent::CommandsAvailable { commands } => self.commands = commands,

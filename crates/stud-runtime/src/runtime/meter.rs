@@ -4,10 +4,14 @@
 //! trap keeps the count); updated with relaxed atomics, no lock on a
 //! call's path.
 //!
-//! - **CPU**: the thread CPU time (`CLOCK_THREAD_CPUTIME_ID`) spent while
-//!   the extension's call future is polled: guest code, and host code the
-//!   guest runs inline (WASI file calls). A wait in an async import
-//!   (a fetch, a process, a question) suspends the call and is not CPU.
+//! - **CPU**: the time the extension's call future spends being polled:
+//!   guest code, and host code the guest runs inline (WASI file calls). A
+//!   wait in an async import (a fetch, a process, a question) suspends the
+//!   call and is not counted. A call's first poll is timed with the
+//!   monotonic clock (cheap; most calls end in it, and guest code yields
+//!   every epoch tick, so it is short); every later poll with the thread
+//!   CPU clock (`CLOCK_THREAD_CPUTIME_ID`), which time the thread spent
+//!   descheduled does not inflate.
 //! - **Host time**: wall time inside its imports (wasmtime's call hook
 //!   around every host function), waits included.
 //! - **Peak memory**: the largest linear memory one instance held.
