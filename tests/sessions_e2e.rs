@@ -730,3 +730,43 @@ fn a_project_cannot_choose_the_session_store() {
         "the project's store kept the session: {stderr}"
     );
 }
+
+/// Each request sent to the provider is recorded as the digest of its
+/// canonical form: the same session run twice (in the same folder) records
+/// the same digests; another prompt records another.
+#[test]
+fn each_request_is_recorded_as_a_digest_that_repeats_exactly() {
+    let env = Env::new(
+        json!([
+            {"text": "", "tool_calls": [common::call("read", json!({"path": "notes.txt"}))]},
+            {"text": "done"}
+        ]),
+        json!({}),
+    );
+    env.file("notes.txt", "some notes\n");
+    let digests = |prompt: &str| {
+        let out = env.ok(&[
+            "run",
+            "-p",
+            "--yolo",
+            "--output-format",
+            "stream-json",
+            prompt,
+        ]);
+        events(&out)
+            .iter()
+            .filter(|e| e["event"] == "provider.request.sent")
+            .map(|e| {
+                let sha = e["payload"]["sha256"].as_str().expect("sha256").to_string();
+                assert_eq!(sha.len(), 64, "{e}");
+                assert!(e["payload"]["bytes"].as_u64().unwrap() > 0, "{e}");
+                sha
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = digests("read the notes");
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert_ne!(first[0], first[1], "the second request carries the result");
+    assert_eq!(digests("read the notes"), first);
+    assert_ne!(digests("read the notes, please")[0], first[0]);
+}

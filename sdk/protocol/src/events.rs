@@ -241,6 +241,16 @@ catalogue! {
     /// The final text of a turn, as rendered.
     Render = "render" { text: String },
     ProviderRequestStarted = "provider.request.started" { provider: String, model: String, iteration: u64 },
+    /// What a request sent to the provider was, as the SHA-256 of its
+    /// canonical JSON form and that form's size: a replay checks it would
+    /// send the same bytes. Once per request, retries aside.
+    ProviderRequestSent = "provider.request.sent" {
+        provider: String,
+        model: String,
+        iteration: u64,
+        sha256: String,
+        bytes: u64,
+    },
     ProviderRequestCompleted = "provider.request.completed" {
         provider: String,
         model: String,

@@ -40,6 +40,7 @@ pub mod persist;
 pub mod plan_mode;
 pub mod redact;
 pub mod reload;
+pub mod request_digest;
 pub mod response_limits;
 pub mod retry;
 pub mod rewind;

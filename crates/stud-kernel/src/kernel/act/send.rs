@@ -74,6 +74,14 @@ impl ActParts<'_> {
             });
             return Err(fail(MissingCapability::CODE, missing.to_string()));
         }
+        let (sha256, bytes) = crate::kernel::request_digest::digest(&request);
+        self.bus.record(KernelEvent::ProviderRequestSent {
+            provider: self.provider_id().into(),
+            model: self.roster.model.clone(),
+            iteration: iteration.into(),
+            sha256,
+            bytes,
+        });
         let provider = self.roster.provider.clone();
         let policy = self.config.retry;
         let mut attempt = 0;
