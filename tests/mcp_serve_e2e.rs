@@ -446,6 +446,20 @@ fn over_http_the_persons_terminal_answers_approvals() {
                 .expect("run node")
         })
     };
+    // A command carrying a terminal escape (setting the window title) is
+    // refused before anyone is asked, and nothing of it reaches stud's
+    // terminal.
+    let out = call("touch escaped-file \u{1b}]0;pwned\u{7}")
+        .join()
+        .expect("the client");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("\"isError\":true"), "{said}");
+    assert!(!env.project.path().join("escaped-file").exists());
+    assert!(
+        !t.raw().windows(4).any(|w| w == b"\x1b]0;"),
+        "the client's escape reached the terminal"
+    );
+
     let refused = call("touch refused-file");
     t.wait_for("touch refused-file", Duration::from_secs(60));
     t.wait_for("refuse [N]", Duration::from_secs(10));

@@ -6,6 +6,7 @@
 
 use std::io::{BufRead as _, Write as _};
 
+use stud_protocol::terminal::safe;
 use tokio::sync::mpsc;
 
 use crate::kernel::interaction::Ask;
@@ -17,16 +18,18 @@ pub fn spawn(mut asks: mpsc::UnboundedReceiver<Ask>) {
         while let Some(ask) = asks.recv().await {
             let correlation_id = ask.request.correlation_id.clone();
             let (question, choices) = match &ask.request.kind {
+                // What the client chose (a command, a path) reaches the
+                // person's terminal only with its escapes made visible.
                 InteractionKind::Approve(a) => (
                     format!(
                         "An MCP client asks to run `{}`: {}\n  {}",
-                        a.tool,
-                        a.approval_key.replace('\n', "; "),
-                        a.description.replace('\n', " ")
+                        safe(&a.tool),
+                        safe(&a.approval_key.replace('\n', "; ")),
+                        safe(&a.description.replace('\n', " "))
                     ),
                     "allow once [y], for this session [a], refuse [N]: ",
                 ),
-                InteractionKind::Confirm(q) => (q.clone(), "yes [y], no [N]: "),
+                InteractionKind::Confirm(q) => (safe(q).into_owned(), "yes [y], no [N]: "),
                 // A choice or free text has no place on this terminal.
                 _ => {
                     let _ = ask.reply.send(Ok(InteractionResponse {

@@ -144,9 +144,11 @@ pub async fn login(
             "stud: the login was refused. You can close this tab.",
         )
         .await;
+        // The authorization server's words end up on the terminal.
+        let said = format!("{error} {detail}");
         return Err(LoginError::Refused {
             server: id,
-            error: format!("{error} {detail}").trim().to_string(),
+            error: stud_protocol::terminal::safe(said.trim()).into_owned(),
         });
     }
     match session.handle_callback_url(&target).await {
