@@ -240,6 +240,18 @@ fn two_tasks_run_in_parallel_and_both_answers_reach_the_parent() {
     let list = env.ok(&["session", "list"]);
     assert_eq!(list.lines().count(), 1, "{list}");
     assert!(list.contains("(+2 agent sessions)"), "{list}");
+    // The session replays with no divergence: each child's requests are
+    // answered within its agent path, in whatever order the two run.
+    let out = env.run(&["session", "replay", id, "--json"], "");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["divergences"], json!([]), "{report:#}");
+    assert_eq!(report["requests"], 6, "{report:#}");
+    let list = env.ok(&["session", "list"]);
+    assert!(
+        list.contains("(+2 agent sessions)"),
+        "the replay kept sessions: {list}"
+    );
 }
 
 /// A child only has the tools its definition lists (and its parent has):

@@ -238,3 +238,40 @@ fn a_providers_token_budget_stops_the_session() {
     );
     assert!(!said.contains("two"), "{said}");
 }
+
+/// The person's budget in the settings (`budget.extensions.<id>`) limits an
+/// extension whose manifest sets none, and a project may only lower it.
+#[test]
+fn a_settings_budget_limits_an_extension_its_manifest_does_not() {
+    let env = StudEnv::new();
+    env.install("burner");
+    let burn = || call("burn", json!({"work": 300, "alloc_mib": 0}));
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [burn()]},
+            {"text": "", "tool_calls": [burn()]},
+            {"text": "first: {{tool_results}}"}
+        ]),
+        json!({"budget": {"extensions": {"burner": {"cpuMsPerTurn": 50}}}}),
+    );
+    let out = env.run(&["run", "-p", "--yolo", "burn twice"], "");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("over its budget of 50 ms"), "{said}");
+    assert!(
+        said.contains("budget.extensions.burner.cpuMsPerTurn"),
+        "{said}"
+    );
+
+    // A trusted project cannot raise it: its larger value is ignored.
+    let stud = env.project.path().join(".stud");
+    std::fs::create_dir_all(&stud).unwrap();
+    std::fs::write(
+        stud.join("settings.json"),
+        json!({"budget": {"extensions": {"burner": {"cpuMsPerTurn": 100000}}}}).to_string(),
+    )
+    .unwrap();
+    env.ok(&["trust", "grant"]);
+    let out = env.run(&["run", "-p", "--yolo", "burn twice"], "");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("over its budget of 50 ms"), "{said}");
+}

@@ -596,8 +596,22 @@ fn usage_is_priced_and_the_budget_stops_the_session() {
     assert!(r["error"].as_str().unwrap().contains("--max-cost"), "{r}");
     // Refused before the input was taken: no unanswered message is kept.
     let shown = env.ok(&["session", "show", "--json", &env.only_session()]);
-    assert!(shown.contains("\"first\""), "{shown}");
-    assert!(!shown.contains("\"second\""), "{shown}");
+    let messages: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.starts_with(r#"{"type":"message""#))
+        .collect();
+    assert!(messages.iter().any(|m| m.contains("\"first\"")), "{shown}");
+    assert!(
+        !messages.iter().any(|m| m.contains("\"second\"")),
+        "{shown}"
+    );
+    // A replay refuses the second prompt the same way: the budget is kept
+    // with the trace.
+    let id = env.only_session();
+    let replayed = env.run(&["session", "replay", &id, "--json"], "");
+    let report = String::from_utf8_lossy(&replayed.stdout);
+    assert_eq!(replayed.status.code(), Some(0), "{report}");
+    assert!(report.contains("\"divergences\": []"), "{report}");
 }
 
 #[test]

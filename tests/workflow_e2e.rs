@@ -827,3 +827,55 @@ fn each_stage_of_a_workflow_is_a_turn_that_can_be_rewound() {
     env.ok(&["session", "rewind", id, "1", "--files", "--yes"]);
     assert!(!env.project.path().join("a.txt").exists());
 }
+
+/// A workflow session replays with no divergence (its stages, the
+/// state-machine layer's decisions and its grant used once, all as
+/// recorded); a narrower envelope in the settings changes the tools the
+/// stage offers, which the replay names as the part of the first request
+/// that differs.
+#[test]
+fn a_workflow_session_replays_exactly_and_a_narrower_envelope_is_named() {
+    let sm = |allowed: Value| json!({"entry": "a", "stages": [{"id": "a", "allowedTools": allowed, "turnCap": 3}], "grant": {"bash": "approve"}});
+    let env = workflow_env(
+        sm(json!(["write"])),
+        json!({"a": [
+            {"text": "", "tool_calls": [
+                tool("w1", "write", json!({"path": "inside.txt", "content": "in the envelope"})),
+                tool("b1", "bash", json!({"command": "echo granted >> granted.txt"})),
+            ]},
+            {"text": "", "tool_calls": [tool("b1", "bash", json!({"command": "echo granted >> granted.txt"}))]},
+            {"text": "", "tool_calls": [tool("d1", "done", json!({}))]}
+        ]}),
+        Value::Null,
+    );
+    let (_, _, res) = run_sm(&env, &[]);
+    assert_eq!(res["status"], "ok", "{res}");
+    let list: Value = serde_json::from_str(&env.ok(&["session", "list", "--json"])).unwrap();
+    let id = list[0]["session_id"]
+        .as_str()
+        .expect("a session")
+        .to_string();
+    let out = env.run(&["session", "replay", &id, "--json"], "");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["divergences"], json!([]), "{report:#}");
+    assert_eq!(report["requests"], 3, "{report:#}");
+
+    // The envelope no longer holds `write`: the stage offers the model
+    // other tools, so the first request is not the recorded one. The
+    // replay names the part and stops rather than guess an answer.
+    let settings_file = env.home.path().join("settings.json");
+    let mut settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings_file).unwrap()).unwrap();
+    settings["stateMachines"]["workflow"] = sm(json!([]));
+    std::fs::write(&settings_file, settings.to_string()).unwrap();
+    let out = env.run(&["session", "replay", &id, "--json"], "");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert_eq!(out.status.code(), Some(1), "{report:#}");
+    assert_eq!(
+        report["divergences"],
+        json!([{"kind": "request", "turn": 1, "request": 1, "parts": ["tools"]}]),
+        "{report:#}"
+    );
+    assert_eq!(report["requests"], 0, "{report:#}");
+}

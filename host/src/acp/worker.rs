@@ -228,6 +228,7 @@ async fn start(
         mode,
         editor_mcp: mcp,
         settle_mcp: true,
+        replay: None,
         editor_files: files
             .clone()
             .map(|f| f as Arc<dyn crate::kernel::editor_files::EditorFiles>),

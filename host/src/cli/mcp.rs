@@ -487,6 +487,7 @@ fn serve(
             allow,
             // A client's tools are there from its first `tools/list`.
             settle_mcp: true,
+            replay: None,
             headless: !ask_here,
             questions,
             ..crate::kernel::LaunchOptions::headless(home, cwd)

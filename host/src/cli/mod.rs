@@ -36,6 +36,7 @@ mod mcp_login;
 mod run;
 mod screen;
 mod session;
+mod session_replay;
 mod session_show;
 mod signals;
 mod skills;

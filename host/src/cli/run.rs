@@ -142,6 +142,7 @@ async fn session(args: RunArgs) -> anyhow::Result<ExitCode> {
         editor_files: None,
         editor_mcp: Vec::new(),
         settle_mcp: false,
+        replay: None,
         home: home.clone(),
         cwd: cwd.clone(),
         project: project.clone(),

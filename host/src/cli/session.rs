@@ -55,6 +55,9 @@ pub enum SessionCommand {
         #[arg(long)]
         overwrite: bool,
     },
+    /// Re-run a kept session (or --all of this folder's) from its trace with the extensions
+    /// installed now or --with builds, and report every divergence. Exit 1 when something diverged.
+    Replay(super::session_replay::ReplayArgs),
     /// Delete a session for good.
     Delete { id: String },
 }
@@ -171,6 +174,9 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
                 for line in lines {
                     outln!("{line}");
                 }
+            }
+            SessionCommand::Replay(args) => {
+                return super::session_replay::run(&store, &here, args).await;
             }
             SessionCommand::Delete { id } => {
                 if let Ok(data) = store.store_read(&id).await

@@ -82,7 +82,7 @@ pub fn readable(manifest: &Value, records: &[String]) -> Vec<String> {
                 };
                 out.push(format!("[compacted: {removed}]"));
             }
-            Some(SessionRecord::Workflow { .. }) | None => {}
+            Some(SessionRecord::Workflow { .. } | SessionRecord::Trace { .. }) | None => {}
         }
     }
     out

@@ -3,6 +3,7 @@
 
 pub mod events;
 pub mod hook_payloads;
+pub mod replay_trace;
 pub mod session_manifest;
 pub mod session_records;
 pub mod session_view;

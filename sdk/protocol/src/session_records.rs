@@ -23,6 +23,9 @@ pub enum SessionRecord {
     },
     /// A workflow's position, saved at every stage boundary.
     Workflow { position: Value },
+    /// What a replay needs of one turn
+    /// ([`TraceEntry`](crate::replay_trace::TraceEntry) values, in order).
+    Trace { entries: Vec<Value> },
 }
 
 impl SessionRecord {

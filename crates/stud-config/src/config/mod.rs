@@ -11,7 +11,7 @@ mod settings;
 pub use extension_configs::ExtensionConfigs;
 pub use layers::{Layered, ProjectLayer};
 pub use settings::{
-    AgentSettings, Budget, Checkpoints, CompactionSettings, NetworkSettings, Notifications,
-    NotifyVia, Price, ProcessSandbox, Profile, ResponseLimitSettings, Retries, SandboxMode,
-    SecretRef, Settings, SettingsError,
+    AgentSettings, Budget, Checkpoints, CompactionSettings, ExtensionBudget, NetworkSettings,
+    Notifications, NotifyVia, Price, ProcessSandbox, Profile, ResponseLimitSettings, Retries,
+    SandboxMode, SecretRef, Settings, SettingsError,
 };

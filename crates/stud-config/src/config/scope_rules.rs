@@ -142,6 +142,14 @@ pub const RULES: &[(&str, ScopeRule)] = {
         ("secrets", GlobalOnly),
         ("pricing", GlobalOnly),
         ("budget.maxCostUsd", Tighten(Lower { default: None })),
+        (
+            "budget.extensions.*.cpuMsPerTurn",
+            Tighten(Lower { default: None }),
+        ),
+        (
+            "budget.extensions.*.tokensPerSession",
+            Tighten(Lower { default: None }),
+        ),
         ("agents.enabled", Tighten(Off)),
         ("agents.maxDepth", Tighten(Lower { default: Some(2.0) })),
         ("agents.budgetShare", Tighten(Lower { default: Some(0.5) })),

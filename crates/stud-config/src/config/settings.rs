@@ -190,6 +190,20 @@ pub struct AgentSettings {
 pub struct Budget {
     /// Stop the session cleanly once its cost reaches this (USD).
     pub max_cost_usd: Option<f64>,
+    /// Per extension id: limits below its manifest's (the lower wins).
+    #[serde(default)]
+    pub extensions: HashMap<String, ExtensionBudget>,
+}
+
+/// What one extension may spend, set by the person (over what its
+/// manifest's `[limits]` allow; the lower of the two applies).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExtensionBudget {
+    /// Guest CPU time per turn, in ms (typed error `cpu-budget` past it).
+    pub cpu_ms_per_turn: Option<u32>,
+    /// A provider's tokens per session (the turn fails `token-budget`).
+    pub tokens_per_session: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -232,6 +232,61 @@ impl Discovery {
     }
 }
 
+/// Why `--with ID=DIR` cannot stand in for an extension.
+#[derive(Debug, thiserror::Error)]
+pub enum SubstituteError {
+    #[error("--with {id}={}: {source}", .dir.display())]
+    Folder {
+        id: String,
+        dir: PathBuf,
+        source: Box<DiscoveryProblem>,
+    },
+    #[error(
+        "--with {id}={}: the extension there is `{found}`, not `{id}`; --with runs another build of the same extension",
+        .dir.display()
+    )]
+    OtherId {
+        id: String,
+        dir: PathBuf,
+        found: String,
+    },
+    #[error("--with {id}=...: no extension `{id}` is installed here (`stud ext list` shows them)")]
+    NotInstalled { id: String },
+}
+
+impl Discovery {
+    /// Run the extension in `dir` (an extension folder: `extension.toml`
+    /// and its built component) in place of the installed `id`, its bytes
+    /// pinned for the session. Only a replay does this: it may stand in
+    /// for a bundled extension, as a build of it under test.
+    pub fn substitute(&mut self, id: &str, dir: &Path) -> Result<(), SubstituteError> {
+        let folder = |source| SubstituteError::Folder {
+            id: id.to_string(),
+            dir: dir.to_path_buf(),
+            source: Box::new(source),
+        };
+        let mut x = from_folder(dir, Scope::Global)
+            .and_then(pinned)
+            .map_err(folder)?;
+        if x.manifest.id.as_str() != id {
+            return Err(SubstituteError::OtherId {
+                id: id.into(),
+                dir: dir.to_path_buf(),
+                found: x.manifest.id.to_string(),
+            });
+        }
+        let at = self
+            .found
+            .iter()
+            .position(|d| d.manifest.id.as_str() == id)
+            .ok_or_else(|| SubstituteError::NotInstalled { id: id.into() })?;
+        x.overrides = Some(self.found[at].scope);
+        x.dev = true;
+        self.found[at] = x;
+        Ok(())
+    }
+}
+
 /// Every bundled extension, its manifests parsed on two threads: parsing
 /// them is most of discovery, and a start waits for discovery
 /// (docs/benchmarks.md).

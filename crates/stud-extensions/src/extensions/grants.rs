@@ -12,7 +12,9 @@ use serde_json::Value;
 use super::scope::Scope;
 use std::time::Duration;
 
-use crate::config::{ExtensionConfigs, Layered, NetworkSettings, SandboxMode, SecretRef, Settings};
+use crate::config::{
+    ExtensionBudget, ExtensionConfigs, Layered, NetworkSettings, SandboxMode, SecretRef, Settings,
+};
 use crate::manifest::{HostPattern, Kind, Manifest};
 use crate::runtime::caps::confine::ProcessConfinement;
 use crate::runtime::net::NetLimits;
@@ -31,9 +33,25 @@ pub struct UserGrants {
     pub net_limits: NetLimits,
     /// Files no extension may open (`protectedPaths`).
     pub protected: Arc<ProtectedPaths>,
+    /// The person's budgets per extension id (`budget.extensions`).
+    pub budgets: HashMap<String, ExtensionBudget>,
 }
 
 impl UserGrants {
+    /// `limits` with the person's budget for extension `id` applied: the
+    /// lower of the manifest's limit and the settings' wins.
+    pub fn tighten_limits(&self, id: &str, limits: &mut crate::manifest::Limits) {
+        let Some(b) = self.budgets.get(id) else {
+            return;
+        };
+        let lower = |mine: Option<u32>, theirs: Option<u32>| match (mine, theirs) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        limits.cpu_ms_per_turn = lower(limits.cpu_ms_per_turn, b.cpu_ms_per_turn);
+        limits.tokens_per_session = lower(limits.tokens_per_session, b.tokens_per_session);
+    }
+
     /// The grants of the layered settings (network grants kept apart by
     /// scope), and a warning for each entry that is not a host pattern
     /// (it is left out).
@@ -75,6 +93,7 @@ impl UserGrants {
                 processes,
                 net_limits: net_limits(&settings.runtime.network),
                 protected: Arc::new(protected_paths(settings, &mut warnings)),
+                budgets: settings.budget.extensions.clone(),
             },
             warnings,
         )

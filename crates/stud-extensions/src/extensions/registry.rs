@@ -154,8 +154,11 @@ impl Registry {
                 });
             }
         }
+        let mut manifest = d.manifest.clone();
+        self.grants
+            .tighten_limits(manifest.id.as_str(), &mut manifest.limits);
         Ok(LoadSpec {
-            manifest: d.manifest.clone(),
+            manifest,
             scope: d.scope,
             component_path: d.component_path.clone(),
             bytes,

@@ -139,6 +139,9 @@ impl Conversation {
     /// Forget every message (the next turn starts a fresh conversation).
     pub fn clear(&mut self, session_id: &str) {
         self.messages.clear();
+        self.bus
+            .trace()
+            .push(stud_protocol::replay_trace::TraceEntry::Cleared);
         self.bus.record(KernelEvent::HistoryCleared {
             session_id: session_id.to_string(),
         });

@@ -256,6 +256,11 @@ struct BusInner {
     /// that attaches after launch (`subscribe_replaying`); `None` once
     /// taken. At most 256.
     startup: Mutex<Option<Vec<Event>>>,
+    /// What a replay of this session will need ([`super::replay`]).
+    trace: super::replay::Trace,
+    /// Set when this session is a replay: what answers it instead of the
+    /// provider, the tools that write and the person.
+    replayer: std::sync::OnceLock<Arc<super::replay::Replayer>>,
 }
 
 /// Cheap to clone; all clones publish to the same subscribers.
@@ -344,6 +349,21 @@ impl Bus {
         }
     }
 
+    /// The session's trace (shared with its children).
+    pub fn trace(&self) -> &super::replay::Trace {
+        &self.inner.trace
+    }
+
+    /// What answers this session when it is a replay.
+    pub fn replayer(&self) -> Option<&Arc<super::replay::Replayer>> {
+        self.inner.replayer.get()
+    }
+
+    /// Make this session a replay (before it starts).
+    pub fn set_replayer(&self, replayer: Arc<super::replay::Replayer>) {
+        let _ = self.inner.replayer.set(replayer);
+    }
+
     /// The agent path of a child session's handle; `None` for the main one.
     pub fn agent_path(&self) -> Option<&str> {
         self.scope.as_ref().map(|s| s.path.as_str())
@@ -392,6 +412,7 @@ impl Bus {
 
     /// An authoritative record: never dropped.
     pub fn record(&self, event: KernelEvent) {
+        self.inner.trace.observe(self.agent_path(), &event);
         self.send(event.name(), event.payload(), true);
     }
 

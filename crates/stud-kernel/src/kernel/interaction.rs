@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
+use stud_protocol::replay_trace::TraceEntry;
 use tokio::sync::Mutex;
 
 use super::events::Bus;
@@ -92,7 +93,24 @@ impl Interactions {
         self.interactor.as_ref().filter(|_| !self.headless)
     }
 
+    /// Ask, and keep the question and its answer in the trace.
     pub async fn request(&self, kind: InteractionKind) -> Answer {
+        let question = kind_json(&kind);
+        let answer = self.ask(kind).await;
+        let (status, value) = match &answer {
+            Answer::Halt => ("halted".to_string(), None),
+            Answer::Response(r) => (status_str(r.status).to_string(), r.value.clone()),
+        };
+        self.bus.trace().push(TraceEntry::Answer {
+            agent: self.bus.agent_path().map(str::to_string),
+            question,
+            status,
+            value,
+        });
+        answer
+    }
+
+    async fn ask(&self, kind: InteractionKind) -> Answer {
         let _turn = self.one_at_a_time.lock().await;
         // Before the question is announced: a UI that sees it could
         // otherwise print over it at once.
@@ -106,6 +124,9 @@ impl Interactions {
             id: correlation_id.clone(),
             kind: kind_json(&kind),
         });
+        if let Some(replay) = self.bus.replayer() {
+            return self.replayed(replay, correlation_id, &kind);
+        }
         let interactor = match &self.interactor {
             Some(ui) if !self.headless => ui,
             _ => {
@@ -181,6 +202,44 @@ impl Interactions {
         self.bus.record(KernelEvent::InteractionAnswered {
             id: correlation_id.clone(),
             by,
+            status: status_str(response.status).into(),
+        });
+        Answer::Response(response)
+    }
+}
+
+impl Interactions {
+    /// A replay's question: answered as the recording was, refused when
+    /// the recording never asked it.
+    fn replayed(
+        &self,
+        replay: &super::replay::Replayer,
+        correlation_id: String,
+        kind: &InteractionKind,
+    ) -> Answer {
+        use super::replay::replayer::ReplayAnswer;
+        let response = match replay.answer(self.bus.agent_path(), &kind_json(kind)) {
+            ReplayAnswer::Halted => {
+                self.bus.record(KernelEvent::InteractionHalted {
+                    id: correlation_id,
+                    reason: "halted in the recording".into(),
+                });
+                return Answer::Halt;
+            }
+            ReplayAnswer::Answered { status, value } => InteractionResponse {
+                correlation_id: correlation_id.clone(),
+                status: match status.as_str() {
+                    "accepted" => InteractionStatus::Accepted,
+                    "timeout" => InteractionStatus::Timeout,
+                    _ => InteractionStatus::Rejected,
+                },
+                value,
+            },
+            ReplayAnswer::Unknown => rejected(&correlation_id, InteractionStatus::Rejected),
+        };
+        self.bus.record(KernelEvent::InteractionAnswered {
+            id: correlation_id,
+            by: "replay".into(),
             status: status_str(response.status).into(),
         });
         Answer::Response(response)

@@ -40,6 +40,8 @@ pub mod persist;
 pub mod plan_mode;
 pub mod redact;
 pub mod reload;
+pub mod replay;
+pub mod replay_run;
 pub mod request_digest;
 pub mod response_limits;
 pub mod retry;

@@ -102,7 +102,7 @@ pub fn history_of(records: &[String]) -> Vec<Message> {
             }) => {
                 history = compacted.iter().filter_map(message_from).collect();
             }
-            Some(SessionRecord::Workflow { .. }) | None => {}
+            Some(SessionRecord::Workflow { .. } | SessionRecord::Trace { .. }) | None => {}
         }
     }
     history

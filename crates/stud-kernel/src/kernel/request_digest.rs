@@ -11,9 +11,15 @@ use sha2::{Digest as _, Sha256};
 
 use super::payloads::messages_json;
 use crate::runtime::domain::{Request, ThinkingLevel};
+use stud_protocol::replay_trace::RequestParts;
 
 /// The canonical bytes of `request`.
 pub fn canonical(request: &Request) -> Vec<u8> {
+    serde_json::to_vec(&canonical_value(request)).unwrap_or_default()
+}
+
+/// The canonical form as a value (`system`, `messages`, `tools`, `params`).
+fn canonical_value(request: &Request) -> Value {
     let tools: Vec<Value> = request
         .tools
         .iter()
@@ -32,7 +38,7 @@ pub fn canonical(request: &Request) -> Vec<u8> {
         ThinkingLevel::Medium => "medium",
         ThinkingLevel::High => "high",
     };
-    let value = json!({
+    json!({
         "system": request.system,
         "messages": messages_json(&request.messages),
         "tools": tools,
@@ -43,12 +49,34 @@ pub fn canonical(request: &Request) -> Vec<u8> {
             "thinking": thinking,
             "cache_hints": p.cache_hints,
         },
-    });
-    serde_json::to_vec(&value).unwrap_or_default()
+    })
 }
 
 /// The digest and size of `request`'s canonical bytes.
 pub fn digest(request: &Request) -> (String, u64) {
     let bytes = canonical(request);
     (hex::encode(Sha256::digest(&bytes)), bytes.len() as u64)
+}
+
+/// The digest and size of the whole, and a short digest of each part.
+pub fn digests(request: &Request) -> (String, u64, RequestParts) {
+    let value = canonical_value(request);
+    let bytes = serde_json::to_vec(&value).unwrap_or_default();
+    // 64 bits name which part differs; the whole request's digest is
+    // the full 256.
+    let part = |k: &str| {
+        let d = Sha256::digest(serde_json::to_vec(&value[k]).unwrap_or_default());
+        hex::encode(&d[..8])
+    };
+    let parts = RequestParts {
+        system: part("system"),
+        messages: part("messages"),
+        tools: part("tools"),
+        params: part("params"),
+    };
+    (
+        hex::encode(Sha256::digest(&bytes)),
+        bytes.len() as u64,
+        parts,
+    )
 }

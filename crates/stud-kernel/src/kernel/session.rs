@@ -694,6 +694,7 @@ impl Session {
 
     /// Let queued observer hooks finish and record the end.
     pub async fn close(&mut self) {
+        self.flush_trace().await;
         self.roster.hooks.drain().await;
         self.flush_manifest().await;
         self.bus.record(KernelEvent::SessionEnd {

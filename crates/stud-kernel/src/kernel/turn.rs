@@ -107,6 +107,7 @@ impl Session {
         });
         self.close_checkpoint(&turn_id).await;
         self.bus.set_turn(None);
+        self.flush_trace().await;
         self.save_manifest().await;
         TurnOutcome {
             turn_id,
@@ -115,6 +116,38 @@ impl Session {
             iterations,
             usage,
         }
+    }
+
+    /// A prompt as the person gave it, and the provider and model it goes
+    /// to, in the trace.
+    pub(crate) fn trace_input(&self, input: &str) {
+        // A child's prompt comes from its parent's `task` call, which the
+        // replay makes again.
+        if self.bus.agent_path().is_some() {
+            return;
+        }
+        let trace = self.bus.trace();
+        trace.model(self.roster.provider_id(), &self.roster.model);
+        trace.push(stud_protocol::replay_trace::TraceEntry::Input { text: input.into() });
+    }
+
+    /// Write what the trace collected to the session's log (the main
+    /// session's, outside a replay: a replay keeps its own to compare).
+    pub(crate) async fn flush_trace(&self) {
+        if self.bus.agent_path().is_some() || self.bus.replayer().is_some() {
+            return;
+        }
+        let entries = self.bus.trace().take();
+        if entries.is_empty() || self.conversation.log.is_none() {
+            return;
+        }
+        let record = stud_protocol::session_records::SessionRecord::Trace {
+            entries: entries
+                .iter()
+                .filter_map(|e| serde_json::to_value(e).ok())
+                .collect(),
+        };
+        self.append_record(record.to_line()).await;
     }
 
     /// The turn's journal entry (with the tree after it, when it may have

@@ -96,6 +96,11 @@ impl UsageLedger {
         Err(BudgetExceeded { spent, budget })
     }
 
+    /// A new budget (a replay runs each start's turns under its budget).
+    pub fn set_max_cost(&mut self, max_cost_usd: Option<f64>) {
+        self.max_cost_usd = max_cost_usd;
+    }
+
     /// Whether the session has cost its budget (`--max-cost`); no turn
     /// can start then.
     pub fn budget_spent(&self) -> bool {

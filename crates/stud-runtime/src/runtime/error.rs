@@ -129,7 +129,7 @@ pub enum CallError {
     },
 
     #[error(
-        "extension `{id}` used {used_ms:.0} ms of CPU this turn, over its budget of {budget_ms} ms (`limits.cpu-ms-per-turn`); its calls are refused until the next turn"
+        "extension `{id}` used {used_ms:.0} ms of CPU this turn, over its budget of {budget_ms} ms (the lower of its manifest's `limits.cpu-ms-per-turn` and settings `budget.extensions.{id}.cpuMsPerTurn`); its calls are refused until the next turn"
     )]
     CpuBudget {
         id: ExtensionId,

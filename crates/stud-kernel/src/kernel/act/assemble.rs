@@ -155,16 +155,7 @@ fn count(budget: &mut ResponseBudget, batch: &[StreamEvent]) -> Result<(), TooLa
     Ok(())
 }
 
-pub(crate) fn finish_str(f: FinishReason) -> &'static str {
-    match f {
-        FinishReason::Stop => "stop",
-        FinishReason::ToolCalls => "tool-calls",
-        FinishReason::Length => "length",
-        FinishReason::ContentFilter => "content-filter",
-        FinishReason::Error => "error",
-        FinishReason::Other => "other",
-    }
-}
+pub(crate) use crate::kernel::replay::stream_json::finish_str;
 
 /// A thinking delta: a signature closes the block it ends (Anthropic sends
 /// one per block), so text after it starts a new block; a signature with

@@ -116,7 +116,8 @@ impl ActParts<'_> {
                 return Err(fail(
                     "token-budget",
                     format!(
-                        "provider `{}` has spent {spent} tokens in this session, its budget (`limits.tokens-per-session` = {budget}); start a new session or raise the budget",
+                        "provider `{}` has spent {spent} tokens in this session, its budget of {budget} (the lower of its manifest's `limits.tokens-per-session` and settings `budget.extensions.{}.tokensPerSession`); start a new session or raise the budget",
+                        provider.id(),
                         provider.id()
                     ),
                 ));

@@ -10,12 +10,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::cancel::{call_error_code, cancellable};
 use super::editor_tool::{self, EditorOp};
+use crate::kernel::replay::replayer::outcome_of;
 pub(crate) use crate::kernel::tool_outcome::{Delegated, Ran};
 use crate::kernel::tools::ToolRunner;
 use crate::mcp::tool::{McpOutcome, McpPart};
 use crate::runtime::CallError;
 use crate::runtime::domain::ToolOutput;
 use crate::runtime::domain::{Image, ImageSource, ResultPart, ToolCall};
+use stud_protocol::replay_trace::TraceEntry;
 
 impl Ran {
     fn of_component(outcome: Option<Result<ToolOutput, CallError>>) -> Self {
@@ -81,8 +83,60 @@ impl Ran {
 
 impl ActParts<'_> {
     /// Run an admitted call. `envelope`: the tools of the stage it was
-    /// made in (a `task` child never gets more).
+    /// made in (a `task` child never gets more). How it ended goes into
+    /// the trace. In a replay, a call that may write or execute gets its
+    /// recorded result instead of running (unless `--live-tools`).
     pub(crate) async fn run_admitted(
+        &self,
+        runner: &ToolRunner,
+        call: &ToolCall,
+        envelope: Option<&BTreeSet<String>>,
+        cancel: &CancellationToken,
+    ) -> Delegated {
+        let agent = self.bus.agent_path();
+        let delegated =
+            match self.bus.replayer() {
+                Some(replay) if !replay.live_tools && self.may_write(runner, &call.name) => {
+                    Delegated::Ran(replay.result(agent, &call.id, &call.name).unwrap_or_else(
+                        || Ran::Failed {
+                            class: "ToolTerminal".into(),
+                            code: "replay-no-result".into(),
+                            message: "this call has no recorded result".into(),
+                            detail: format!(
+                                "replay: call {} ({}) has no recorded result",
+                                call.id, call.name
+                            ),
+                        },
+                    ))
+                }
+                _ => self.run_now(runner, call, envelope, cancel).await,
+            };
+        if let Delegated::Ran(ran) = &delegated {
+            self.bus.trace().push(TraceEntry::ToolResult {
+                agent: agent.map(str::to_string),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                outcome: outcome_of(ran),
+            });
+        }
+        delegated
+    }
+
+    /// Whether running `tool` may change something outside the session:
+    /// what is not known to only read is taken to write. A subagent and a
+    /// skill run on (their own calls are judged one by one).
+    fn may_write(&self, runner: &ToolRunner, tool: &str) -> bool {
+        match runner {
+            ToolRunner::Task | ToolRunner::Skill => false,
+            ToolRunner::Component(_) | ToolRunner::Mcp(_) => !self
+                .roster
+                .tools
+                .get(tool)
+                .is_some_and(|e| e.spec.read_only),
+        }
+    }
+
+    async fn run_now(
         &self,
         runner: &ToolRunner,
         call: &ToolCall,

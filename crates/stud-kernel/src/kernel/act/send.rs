@@ -16,10 +16,14 @@ use crate::runtime::domain::{Request, StreamEvent};
 use crate::runtime::kinds::ResponseStream;
 use stud_protocol::events::KernelEvent;
 use stud_protocol::hook_payloads::{SendRequest, SlotPayload};
+use stud_protocol::replay_trace::TraceEntry;
 
 /// Events a response may send before its first visible one (usage,
 /// keep-alives); more is a broken or hostile endpoint.
 const MAX_EVENTS_BEFORE_VISIBLE: usize = 4096;
+
+/// The code of a turn a replay stopped: its request was not recorded.
+pub(crate) const REPLAY_DIVERGED: &str = "replay-diverged";
 
 /// A response whose first visible events (or end) have arrived. A stream
 /// that already ended answers `next` with its end, without a guest call.
@@ -27,6 +31,8 @@ pub(crate) struct Started {
     pub stream: ResponseStream,
     /// Everything read so far, in order.
     pub events: Vec<StreamEvent>,
+    /// The digest of the request it answers (for the trace).
+    pub request: String,
 }
 
 pub(crate) async fn send_request<L: Lane>(
@@ -74,14 +80,35 @@ impl ActParts<'_> {
             });
             return Err(fail(MissingCapability::CODE, missing.to_string()));
         }
-        let (sha256, bytes) = crate::kernel::request_digest::digest(&request);
+        let (sha256, bytes, parts) = crate::kernel::request_digest::digests(&request);
         self.bus.record(KernelEvent::ProviderRequestSent {
             provider: self.provider_id().into(),
             model: self.roster.model.clone(),
             iteration: iteration.into(),
-            sha256,
+            sha256: sha256.clone(),
             bytes,
         });
+        let agent = self.bus.agent_path().map(str::to_string);
+        self.bus.trace().push(TraceEntry::Request {
+            agent: agent.clone(),
+            sha256: sha256.clone(),
+            bytes,
+            parts: parts.clone(),
+        });
+        if let Some(replay) = self.bus.replayer() {
+            // A replay: the response recorded for these very bytes, or
+            // the branch stops.
+            self.first_request.open();
+            let events = replay
+                .respond(agent.as_deref(), &sha256, &parts)
+                .map_err(|d| fail(REPLAY_DIVERGED, d.to_string()))?;
+            self.post(Stage::SendRequest, || info).await?;
+            return Ok(Started {
+                stream: ResponseStream::ended(),
+                events,
+                request: sha256,
+            });
+        }
         let provider = self.roster.provider.clone();
         let policy = self.config.retry;
         let mut attempt = 0;
@@ -129,7 +156,10 @@ impl ActParts<'_> {
             }
         };
         self.post(Stage::SendRequest, || info).await?;
-        Ok(started)
+        Ok(Started {
+            request: sha256,
+            ..started
+        })
     }
 
     /// Read `stream` until its first event the person would see (text,
@@ -155,7 +185,13 @@ impl ActParts<'_> {
                     provider.provider_close(stream).await;
                     return Err(e);
                 }
-                Some(Ok(None)) => return Ok(Started { stream, events }),
+                Some(Ok(None)) => {
+                    return Ok(Started {
+                        stream,
+                        events,
+                        request: String::new(),
+                    });
+                }
                 Some(Ok(Some(batch))) => {
                     if events.len() + batch.len() > MAX_EVENTS_BEFORE_VISIBLE {
                         provider.provider_close(stream).await;
@@ -181,7 +217,11 @@ impl ActParts<'_> {
                     });
                     events.extend(batch);
                     if visible {
-                        return Ok(Started { stream, events });
+                        return Ok(Started {
+                            stream,
+                            events,
+                            request: String::new(),
+                        });
                     }
                 }
             }

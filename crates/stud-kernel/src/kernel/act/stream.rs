@@ -19,6 +19,7 @@ use crate::manifest::Stage;
 use crate::runtime::domain::Usage;
 use stud_protocol::events::KernelEvent;
 use stud_protocol::hook_payloads::{SlotPayload, StreamDone, StreamStart};
+use stud_protocol::replay_trace::TraceEntry;
 
 pub(crate) async fn stream_response<L: Lane>(
     lane: &mut L,
@@ -37,7 +38,12 @@ impl ActParts<'_> {
         cancel: &CancellationToken,
         usage: &mut Usage,
     ) -> Result<Assembled, TurnStatus> {
-        let Started { mut stream, events } = started;
+        let Started {
+            mut stream,
+            events,
+            request,
+        } = started;
+        let usage_before = *usage;
         let info = StreamStart {
             provider: self.roster.provider.id().to_string(),
             model: self.roster.model.clone(),
@@ -83,6 +89,17 @@ impl ActParts<'_> {
             }
         }
         let done = assembly.finish();
+        self.bus.trace().push(TraceEntry::Response {
+            agent: self.bus.agent_path().map(str::to_string),
+            request,
+            events: crate::kernel::replay::stream_json::events_json(
+                &done.text,
+                &done.thinking,
+                &done.calls,
+                &usage_less(usage, &usage_before),
+                done.finish,
+            ),
+        });
         self.bus.record(KernelEvent::ProviderRequestCompleted {
             provider: self.roster.provider.id().to_string(),
             model: self.roster.model.clone(),
@@ -137,5 +154,19 @@ impl ActParts<'_> {
                 }),
             }
         }
+    }
+}
+
+/// What `now` counts beyond `before`.
+fn usage_less(now: &Usage, before: &Usage) -> Usage {
+    Usage {
+        input_tokens: now.input_tokens.saturating_sub(before.input_tokens),
+        output_tokens: now.output_tokens.saturating_sub(before.output_tokens),
+        cache_read_tokens: now
+            .cache_read_tokens
+            .saturating_sub(before.cache_read_tokens),
+        cache_write_tokens: now
+            .cache_write_tokens
+            .saturating_sub(before.cache_write_tokens),
     }
 }

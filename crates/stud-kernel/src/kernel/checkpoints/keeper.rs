@@ -553,6 +553,21 @@ impl Checkpoints {
     }
 }
 
+impl Checkpoints {
+    /// Put the files of `plan` back under `root` (a copy of the project),
+    /// whatever they are there now: a replay's throwaway copy of the
+    /// project as it was before the session's first change.
+    pub fn restore_into(&self, plan: &RestorePlan, root: &Path) -> Result<(), CheckpointError> {
+        let changes: Vec<Change> = plan
+            .changes
+            .iter()
+            .filter(|c| !matches!(c, Change::Unkept { .. }))
+            .cloned()
+            .collect();
+        restore(root, &self.objects, &changes).map_err(io("restore"))
+    }
+}
+
 /// "turn 3 (“the prompt”)", or what a restore did.
 pub fn describe(r: &Record) -> String {
     match r.kind {

@@ -43,8 +43,14 @@ pub(super) async fn discover(
             })
         })
     });
-    let discovery =
+    let mut discovery =
         tracing::debug_span!("discovery").in_scope(|| Discovery::scan(&opts.home, &opts.project));
+    if let Some(replay) = &opts.replay {
+        bus.set_replayer(replay.replayer.clone());
+        for (id, dir) in &replay.substitutes {
+            discovery.substitute(id, dir)?;
+        }
+    }
     let runtime = engine
         .await
         .map_err(|e| RuntimeError::Engine(format!("making the engine panicked: {e}")))??;

@@ -102,6 +102,15 @@ pub struct LaunchOptions {
     /// as a headless run does (an editor opening a session shows it
     /// loading; its first prompt then has the servers' tools).
     pub settle_mcp: bool,
+    /// Make this session a replay of a recorded one (`stud session replay`).
+    pub replay: Option<ReplayLaunch>,
+}
+
+/// What makes a launch a replay: what answers it, and the extensions it
+/// runs from other folders (`--with ID=DIR`).
+pub struct ReplayLaunch {
+    pub replayer: std::sync::Arc<crate::kernel::replay::Replayer>,
+    pub substitutes: Vec<(String, PathBuf)>,
 }
 
 impl LaunchOptions {
@@ -134,6 +143,7 @@ impl LaunchOptions {
             editor_files: None,
             editor_mcp: Vec::new(),
             settle_mcp: false,
+            replay: None,
         }
     }
 }
@@ -160,6 +170,8 @@ pub enum LaunchError {
     Workflow(#[from] super::workflow_def::WorkflowError),
     #[error(transparent)]
     Set(#[from] super::extension_set::SetError),
+    #[error(transparent)]
+    Substitute(#[from] crate::extensions::discovery::SubstituteError),
 }
 
 /// Why the session runs on the provider it runs on (the first-run banner

@@ -47,6 +47,14 @@ pub(super) async fn open(
     let lock = SessionLock::acquire(opts.home.root(), &session.id)?;
     session.announce();
     commands.announce();
+    session
+        .bus
+        .trace()
+        .push(stud_protocol::replay_trace::TraceEntry::Options {
+            max_cost_usd: session.config.max_cost_usd,
+            max_iterations: session.config.max_iterations,
+            tool_parallelism: session.config.tool_parallelism as u64,
+        });
     let recorded = resumed.as_ref().map(|r| r.state_machine.clone());
     if let Some(r) = resumed {
         session.adopt(r).await;

@@ -148,7 +148,9 @@ pub(super) async fn assemble(
         start_mcp(opts, bus, &interactions, warnings).await
     };
     let (reloader, watch) = reloader(opts, found, loaded, warnings);
-    let persistence = loaded.store.clone().map(|store| Persistence {
+    // A replay leaves no session of its own behind.
+    let store = loaded.store.clone().filter(|_| opts.replay.is_none());
+    let persistence = store.map(|store| Persistence {
         store,
         created_ms: persist::now_ms(),
         project_root: loaded.project_root.clone(),
@@ -178,7 +180,8 @@ pub(super) async fn assemble(
             mcp_tools,
             reloader: Some(reloader),
             persistence,
-            checkpoints: checkpoint_place(opts, &settings.checkpoints),
+            checkpoints: checkpoint_place(opts, &settings.checkpoints)
+                .filter(|_| opts.replay.is_none()),
         },
         commands,
         provider_pick,

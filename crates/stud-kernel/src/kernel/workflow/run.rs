@@ -22,13 +22,16 @@ impl Session {
     /// `input` as the task, or the stage a resumed session stopped at)
     /// until it terminates, fails or is cancelled.
     pub async fn run_workflow(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
+        self.trace_input(input);
         // Cheap handles: the session keeps its own, so the manifest names
         // the state machine while the workflow runs.
-        let Some(attached) = self.workflow.clone() else {
-            return self.run_turn(input, cancel).await;
+        let outcome = match self.workflow.clone() {
+            None => self.run_turn(input, cancel).await,
+            // Every stage's turn already saved the manifest.
+            Some(attached) => self.drive(&attached, input, cancel).await,
         };
-        // Every stage's turn already saved the manifest.
-        self.drive(&attached, input, cancel).await
+        self.flush_trace().await;
+        outcome
     }
 
     async fn drive(

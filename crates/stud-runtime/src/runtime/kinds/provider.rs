@@ -11,9 +11,23 @@ use crate::runtime::services::{ErrorClass, ext_error};
 /// A response in progress inside the provider's instance. It is tied to
 /// that instance: if the instance faults, the stream ends with the error.
 pub struct ResponseStream {
-    resource: ResourceAny,
+    /// `None`: a stream made [`ended`](ResponseStream::ended), never in a
+    /// guest.
+    resource: Option<ResourceAny>,
     generation: u64,
     done: bool,
+}
+
+impl ResponseStream {
+    /// A stream that has already ended: the events of a response that did
+    /// not come from a guest (a replay's recorded one) are all read before.
+    pub fn ended() -> Self {
+        ResponseStream {
+            resource: None,
+            generation: 0,
+            done: true,
+        }
+    }
 }
 
 impl Extension {
@@ -38,7 +52,7 @@ impl Extension {
             })
             .await?;
         Ok(ResponseStream {
-            resource,
+            resource: Some(resource),
             generation,
             done: false,
         })
@@ -49,10 +63,10 @@ impl Extension {
         &self,
         stream: &mut ResponseStream,
     ) -> Result<Option<Vec<StreamEvent>>, CallError> {
-        if stream.done {
+        let Some(resource) = stream.resource.filter(|_| !stream.done) else {
             return Ok(None);
-        }
-        let (resource, generation) = (stream.resource, stream.generation);
+        };
+        let generation = stream.generation;
         let result = self
             .run_call("next", move |inst| {
                 Box::pin(async move {
@@ -85,11 +99,11 @@ impl Extension {
 
     /// Drop a stream early (the turn was cancelled).
     pub async fn provider_close(&self, mut stream: ResponseStream) {
-        if stream.done {
+        let Some(resource) = stream.resource.filter(|_| !stream.done) else {
             return;
-        }
+        };
         stream.done = true;
-        let (resource, generation) = (stream.resource, stream.generation);
+        let generation = stream.generation;
         let _ = self
             .run_on_live("drop-stream", move |inst| {
                 Box::pin(async move {
