@@ -634,6 +634,18 @@ fn a_tool_replaced_during_a_session_answers_anew_and_keeps_its_state() {
             .contains("counter"),
         "{failed}"
     );
+    // The replaced version was retired after the swap: `deactivate`, then
+    // `dispose`, called on its instance; the new one keeps serving.
+    let said: Vec<(usize, &str)> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["event"] == "extension.log" && e["payload"]["extension"] == "counter")
+        .map(|(i, e)| (i, e["payload"]["message"].as_str().unwrap_or_default()))
+        .collect();
+    let lines: Vec<&str> = said.iter().map(|(_, m)| *m).collect();
+    assert_eq!(&lines[..2], ["v1 deactivate", "v1 dispose"], "{said:?}");
+    assert!(said[0].0 > at, "retired before the swap: {said:?}");
+    assert!(!lines.contains(&"v2 dispose") || lines.last() == Some(&"v2 dispose"));
 }
 
 /// A hand-placed extension is swapped for a version whose manifest asks

@@ -275,3 +275,24 @@ fn a_settings_budget_limits_an_extension_its_manifest_does_not() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("over its budget of 50 ms"), "{said}");
 }
+
+/// A command component is loaded at its first use, after the session
+/// started: it is metered from then on (its row in `--stats`) and retired
+/// with the session (`deactivate`, then `dispose`, seen from inside it).
+#[test]
+fn a_command_loaded_at_first_use_is_metered_and_retired() {
+    let env = StudEnv::new();
+    env.install("tally");
+    env.script(json!([{"text": "hello"}]), json!({}));
+    let out = env.on_terminal("--yolo", "/tally\n/tally\nhi\n");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("tally 2"), "{said}");
+    let log = std::fs::read_to_string(env.project.path().join("lifecycle.log"))
+        .unwrap_or_else(|e| panic!("no lifecycle.log ({e}): {said}"));
+    assert_eq!(log, "deactivate after 2 runs\ndispose\n");
+    let rows = stats(&env);
+    let tally = row(&rows, "tally");
+    assert_eq!(tally["kind"], "command", "{tally:#}");
+    // `describe` at load, then two runs.
+    assert!(tally["calls"].as_u64().unwrap() >= 3, "{tally:#}");
+}

@@ -234,3 +234,37 @@ fn bad_replay_input_names_what_was_wrong() {
     assert_ne!(code, 0);
     assert!(err.contains("cannot replay session `s-none`"), "{err}");
 }
+
+/// A tool that only reads runs again: a file changed since the recording
+/// gives another result, which the report shows (recorded and now), and
+/// the request carrying it is then not the recorded one.
+#[test]
+fn a_read_that_finds_other_content_is_a_different_tool_result() {
+    let env = StudEnv::new();
+    let (id, _) = record(&env);
+    env.file("notes.txt", "other notes\n");
+    let (code, out, err) = replay(&env, &[&id, "--json"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    let report: Value = serde_json::from_str(&out).expect("json report");
+    let divergences = report["divergences"].as_array().unwrap();
+    let result = divergences
+        .iter()
+        .find(|d| d["kind"] == "tool-result")
+        .unwrap_or_else(|| panic!("no tool-result divergence: {report:#}"));
+    assert_eq!(result["tool"], "read", "{result:#}");
+    assert_eq!(result["turn"], 1, "{result:#}");
+    assert!(
+        result["recorded"].as_str().unwrap().contains("some notes"),
+        "{result:#}"
+    );
+    assert!(
+        result["replayed"].as_str().unwrap().contains("other notes"),
+        "{result:#}"
+    );
+    assert!(
+        divergences.iter().any(|d| d["kind"] == "request"
+            && d["request"] == 2
+            && d["parts"] == json!(["messages"])),
+        "{report:#}"
+    );
+}

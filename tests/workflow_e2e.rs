@@ -879,3 +879,56 @@ fn a_workflow_session_replays_exactly_and_a_narrower_envelope_is_named() {
     );
     assert_eq!(report["requests"], 0, "{report:#}");
 }
+
+/// The state machine sends the workflow elsewhere after stage `a` (to `c`
+/// instead of `b`): `a` replays exactly, then the report names the other
+/// path (where, what was recorded, what ran now) and the request `c` sends,
+/// which nothing recorded answers.
+#[test]
+fn a_workflow_that_takes_another_path_is_named_in_the_replay() {
+    let sm = |after_a: &str| {
+        json!({
+            "entry": "a",
+            "stages": [
+                {"id": "a", "allowedTools": [], "turnCap": 2},
+                {"id": "b", "allowedTools": [], "turnCap": 2},
+                {"id": "c", "allowedTools": [], "turnCap": 2}
+            ],
+            "next": {"a": {"stages": [after_a]}}
+        })
+    };
+    let done = json!({"text": "", "tool_calls": [tool("d", "done", json!({}))]});
+    let env = workflow_env(
+        sm("b"),
+        json!({"a": [done.clone()], "b": [done.clone()], "c": [done]}),
+        Value::Null,
+    );
+    let (_, _, res) = run_sm(&env, &[]);
+    assert_eq!(res["status"], "ok", "{res}");
+    let id = res["session_id"].as_str().expect("id").to_string();
+    let settings_file = env.home.path().join("settings.json");
+    let mut settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings_file).unwrap()).unwrap();
+    settings["stateMachines"]["workflow"] = sm("c");
+    std::fs::write(&settings_file, settings.to_string()).unwrap();
+    let out = env.run(&["session", "replay", &id, "--json"], "");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert_eq!(out.status.code(), Some(1), "{report:#}");
+    let divergences = report["divergences"].as_array().unwrap();
+    let path = divergences
+        .iter()
+        .find(|d| d["kind"] == "workflow")
+        .unwrap_or_else(|| panic!("no workflow divergence: {report:#}"));
+    assert_eq!(path["position"], 1, "{path:#}");
+    assert_eq!(path["recorded"], "b (attempt 1)", "{path:#}");
+    assert_eq!(path["replayed"], "c (attempt 1)", "{path:#}");
+    assert!(
+        divergences.iter().any(|d| d["kind"] == "request"
+            && d["request"] == 2
+            && d["parts"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("system prompt"))),
+        "{report:#}"
+    );
+}

@@ -76,6 +76,8 @@ pub enum TraceEntry {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         value: Option<String>,
     },
+    /// A workflow stage execution began (the path the workflow takes).
+    StageStarted { stage_id: String, attempt: u64 },
     /// A workflow stage execution ended.
     Stage {
         stage_id: String,

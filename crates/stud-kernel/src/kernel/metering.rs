@@ -59,6 +59,14 @@ impl Metering {
         self.reported.remove(ext.id().as_str());
     }
 
+    /// An extension loaded after the start (a command at its first use)
+    /// is metered from then on.
+    pub fn join(&mut self, ext: &Arc<Extension>) {
+        if !self.members.iter().any(|m| Arc::ptr_eq(m, ext)) {
+            self.members.push(ext.clone());
+        }
+    }
+
     pub fn turn_started(&self) {
         for m in &self.members {
             m.meter().turn_started();

@@ -134,11 +134,17 @@ impl Session {
     /// Write what the trace collected to the session's log (the main
     /// session's, outside a replay: a replay keeps its own to compare).
     pub(crate) async fn flush_trace(&self) {
-        if self.bus.agent_path().is_some() || self.bus.replayer().is_some() {
+        // A session with nothing kept yet (only commands ran) is not
+        // saved for its trace alone.
+        if self.bus.agent_path().is_some()
+            || self.bus.replayer().is_some()
+            || self.conversation.log.is_none()
+            || !self.conversation.has_content()
+        {
             return;
         }
         let entries = self.bus.trace().take();
-        if entries.is_empty() || self.conversation.log.is_none() {
+        if entries.is_empty() {
             return;
         }
         let record = stud_protocol::session_records::SessionRecord::Trace {

@@ -121,6 +121,9 @@ pub struct Commands {
     registry: Arc<Registry>,
     /// Command components instantiated so far, by id.
     instances: HashMap<String, Arc<Extension>>,
+    /// Those the session's metering has not taken up yet (loaded while a
+    /// turn ran, when the session was not at hand).
+    unmetered: Vec<Arc<Extension>>,
     bridge: Arc<Bridge>,
     bus: Bus,
     interactions: Arc<Interactions>,
@@ -159,6 +162,7 @@ impl Commands {
                 settings,
                 registry,
                 instances: HashMap::new(),
+                unmetered: Vec::new(),
                 bridge,
                 bus,
                 interactions,
@@ -255,6 +259,11 @@ impl Commands {
             .await
     }
 
+    /// The command components loaded so far (retired with the session).
+    pub fn loaded(&self) -> impl Iterator<Item = &Arc<Extension>> {
+        self.instances.values()
+    }
+
     /// The snapshot turn-safe commands read while the turn about to start
     /// runs.
     pub fn turn_view(&self, session: &Session) -> TurnView {
@@ -338,8 +347,16 @@ impl Commands {
             extension: id.clone(),
             arguments: args.raw.clone(),
         });
+        let mut access = access;
         let out = match self.instance(&entry).await {
-            Ok(ext) => self.run(&ext, entry.scope, args, access).await,
+            Ok(ext) => {
+                if let Access::Live(session) = &mut access {
+                    for e in self.unmetered.drain(..) {
+                        session.metering.join(&e);
+                    }
+                }
+                self.run(&ext, entry.scope, args, access).await
+            }
             Err(text) => Dispatched::error(text),
         };
         self.resulted(&command, &id, out.status, &out.text, started);
@@ -417,6 +434,7 @@ impl Commands {
         }
         let ext = Arc::new(ext);
         self.instances.insert(entry.id().to_string(), ext.clone());
+        self.unmetered.push(ext.clone());
         Ok(ext)
     }
 

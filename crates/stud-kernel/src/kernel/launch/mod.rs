@@ -288,9 +288,11 @@ impl Launched {
         }
         // Every extension with a live instance gets `deactivate` and
         // `dispose`, all at once, each bounded.
+        // Command components loaded at their first use go too.
         futures::future::join_all(
             self.extensions
                 .iter()
+                .chain(self.commands.loaded())
                 .map(|e| e.retire(crate::runtime::RETIRE_WITHIN)),
         )
         .await;

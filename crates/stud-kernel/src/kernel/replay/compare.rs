@@ -22,6 +22,8 @@ struct Call {
 struct Indexed {
     decisions: BTreeMap<CallKey, Call>,
     results: BTreeMap<CallKey, (u64, String, ToolOutcome)>,
+    /// Stage executions as they began (the path), then as they ended.
+    path: Vec<(u64, String)>,
     stages: Vec<(u64, String)>,
 }
 
@@ -70,6 +72,9 @@ fn index(entries: &[TraceEntry]) -> Indexed {
                     (turn, tool.clone(), outcome.clone()),
                 );
             }
+            TraceEntry::StageStarted { stage_id, attempt } => out
+                .path
+                .push((turn, format!("{stage_id} (attempt {attempt})"))),
             TraceEntry::Stage {
                 stage_id, outcome, ..
             } => out.stages.push((turn, format!("{stage_id} ({outcome})"))),
@@ -118,24 +123,39 @@ pub fn compare(
             });
         }
     }
-    let n = rec.stages.len().max(rep.stages.len());
-    for i in 0..n {
-        let (r, p) = (rec.stages.get(i), rep.stages.get(i));
+    // The path first (a stage the replay entered that the recording did
+    // not), then how the executions ended.
+    if let Some(d) = first_difference(&rec.path, &rep.path, finished)
+        .or_else(|| first_difference(&rec.stages, &rep.stages, finished))
+    {
+        out.push(d);
+    }
+    out.sort_by_key(turn_of);
+    out
+}
+
+/// Where two sequences of stage executions first differ. A replay that
+/// stopped early ran fewer: that alone is no difference.
+fn first_difference(
+    rec: &[(u64, String)],
+    rep: &[(u64, String)],
+    finished: bool,
+) -> Option<Divergence> {
+    for i in 0..rec.len().max(rep.len()) {
+        let (r, p) = (rec.get(i), rep.get(i));
         if p.is_none() && !finished {
-            break;
+            return None;
         }
         if r.map(|s| &s.1) != p.map(|s| &s.1) {
-            out.push(Divergence::Workflow {
+            return Some(Divergence::Workflow {
                 turn: r.or(p).map_or(0, |s| s.0),
                 position: i as u64,
                 recorded: r.map(|s| s.1.clone()),
                 replayed: p.map(|s| s.1.clone()),
             });
-            break;
         }
     }
-    out.sort_by_key(turn_of);
-    out
+    None
 }
 
 fn turn_of(d: &Divergence) -> u64 {

@@ -19,6 +19,7 @@ use crate::kernel::usage::{add_usage, zero_usage};
 use crate::runtime::domain::{AssertOutcome, Gate};
 use crate::runtime::domain::{ContentPart, Message, Role, Usage};
 use stud_protocol::events::{KernelEvent, PhaseAt, StageOutcome};
+use stud_protocol::replay_trace::TraceEntry;
 
 /// Context keys only the kernel writes.
 const RESERVED: [&str; 3] = ["input", "results", "siblings"];
@@ -122,6 +123,13 @@ impl Scope<'_> {
             session_id: self.session.id.clone(),
             compound_turn_id: self.compound_turn_id.map(str::to_string),
         };
+        if name == "setup" && phase == "pre" {
+            // The path the workflow takes, for a replay to compare.
+            self.session.bus.trace().push(TraceEntry::StageStarted {
+                stage_id: def.id.clone(),
+                attempt: attempt.into(),
+            });
+        }
         self.session.bus.publish(if phase == "pre" {
             KernelEvent::WorkflowPhasePre { at }
         } else {
