@@ -317,3 +317,124 @@ fn ran_of(outcome: ToolOutcome) -> Ran {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn recorded() -> Vec<TraceEntry> {
+        vec![
+            TraceEntry::Request {
+                agent: None,
+                sha256: "aa".into(),
+                bytes: 10,
+                parts: RequestParts {
+                    system: "s".into(),
+                    messages: "m1".into(),
+                    tools: "t".into(),
+                    params: "p".into(),
+                },
+            },
+            TraceEntry::Response {
+                agent: None,
+                request: "aa".into(),
+                events: vec![json!({"text": "hi"}), json!({"finish": "stop"})],
+            },
+            TraceEntry::ToolResult {
+                agent: None,
+                call_id: "c1".into(),
+                tool: "bash".into(),
+                outcome: ToolOutcome::Ok {
+                    content: vec![json!({"type": "text", "text": "done"})],
+                    details: None,
+                },
+            },
+            TraceEntry::Answer {
+                agent: None,
+                question: json!({"confirm": "go on?"}),
+                status: "accepted".into(),
+                value: Some("yes".into()),
+            },
+            TraceEntry::Answer {
+                agent: None,
+                question: json!({"approve": "bash", "key": "ls"}),
+                status: "halted".into(),
+                value: None,
+            },
+        ]
+    }
+
+    #[test]
+    fn a_recorded_request_is_answered_and_another_names_its_parts_once() {
+        let r = Replayer::new(&recorded(), false).unwrap();
+        r.set_turn(1);
+        let parts = |messages: &str| RequestParts {
+            system: "s".into(),
+            messages: messages.into(),
+            tools: "t".into(),
+            params: "p".into(),
+        };
+        let events = r.respond(None, "aa", &parts("m1")).unwrap();
+        assert_eq!(events.len(), 2);
+        assert_eq!(r.served(), 1);
+        // The same bytes again: nothing recorded is left for them.
+        let d = r.respond(None, "aa", &parts("m1")).unwrap_err();
+        assert!(
+            matches!(*d, Divergence::Request { request: 2, .. }),
+            "{d:?}"
+        );
+        assert!(r.stopped());
+        let later = r.respond(None, "bb", &parts("m2"));
+        assert!(later.is_err());
+        assert_eq!(r.take_divergences().len(), 1, "one stop, reported once");
+    }
+
+    #[test]
+    fn a_differing_request_names_the_part_that_differs() {
+        let r = Replayer::new(&recorded(), false).unwrap();
+        let other = RequestParts {
+            system: "s".into(),
+            messages: "m2".into(),
+            tools: "t".into(),
+            params: "p".into(),
+        };
+        let d = r.respond(None, "bb", &other).unwrap_err();
+        assert!(
+            matches!(&*d, Divergence::Request { parts, .. } if parts == &["messages"]),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn results_and_answers_come_from_the_recording_or_are_divergences() {
+        let r = Replayer::new(&recorded(), false).unwrap();
+        assert!(matches!(r.result(None, "c1", "bash"), Some(Ran::Ok(_))));
+        // Another call of the same id finds nothing left: it stops.
+        assert!(r.result(None, "c1", "bash").is_none());
+        assert!(r.stopped());
+        assert!(matches!(
+            r.answer(None, &json!({"confirm": "go on?"})),
+            ReplayAnswer::Answered { ref status, .. } if status == "accepted"
+        ));
+        assert!(matches!(
+            r.answer(None, &json!({"approve": "bash", "key": "ls"})),
+            ReplayAnswer::Halted
+        ));
+        assert!(matches!(
+            r.answer(None, &json!({"ask": "never asked"})),
+            ReplayAnswer::Unknown
+        ));
+        let kinds: Vec<String> = r
+            .take_divergences()
+            .iter()
+            .map(|d| {
+                serde_json::to_value(d).unwrap()["kind"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(kinds, ["no-recorded-result", "question"]);
+    }
+}

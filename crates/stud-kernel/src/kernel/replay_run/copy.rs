@@ -47,21 +47,135 @@ pub fn throwaway_copy(
     Ok(dir)
 }
 
-/// Copy the tree at `from` into `to` (symbolic links as links).
+/// Copy the tree at `from` into `to`: the files a checkpoint covers
+/// (`.gitignore`d files such as build output are left out, as `.git`
+/// itself), symbolic links as links. In a git repository the copy gets a
+/// repository of its own: a local clone (objects hard-linked, the
+/// project's repository untouched) whose index is its HEAD.
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        let kind = entry.file_type()?;
+    if from.join(".git").exists() {
+        clone_git(from, to);
+    }
+    let walk = ignore::WalkBuilder::new(from)
+        .require_git(false)
+        .follow_links(false)
+        .hidden(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    for entry in walk {
+        let entry = entry.map_err(std::io::Error::other)?;
+        let Ok(rel) = entry.path().strip_prefix(from) else {
+            continue;
+        };
+        if rel.as_os_str().is_empty() {
+            continue;
+        }
+        let dst = to.join(rel);
+        let Some(kind) = entry.file_type() else {
+            continue;
+        };
         if kind.is_symlink() {
             #[cfg(unix)]
-            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &dst)?;
         } else if kind.is_dir() {
-            std::fs::create_dir(&dst)?;
-            copy_tree(&src, &dst)?;
+            std::fs::create_dir_all(&dst)?;
         } else if kind.is_file() {
-            std::fs::copy(&src, &dst)?;
+            if let Some(parent) = dst.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::copy(entry.path(), &dst)?;
         }
     }
+    if to.join(".git").exists() {
+        git(to, &["reset", "--quiet"]);
+    }
     Ok(())
+}
+
+/// `git clone --local --no-checkout` of `from` into the empty `to`. A
+/// failure (no git, no commit yet) leaves the copy without a repository.
+fn clone_git(from: &Path, to: &Path) {
+    let ok = std::process::Command::new("git")
+        .args(["clone", "--quiet", "--local", "--no-checkout", "--"])
+        .arg(from)
+        .arg(to)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        let _ = std::fs::remove_dir_all(to.join(".git"));
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let _ = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_copy_leaves_out_ignored_files_and_gets_its_own_repository() {
+        let project = tempfile::tempdir().unwrap();
+        let p = project.path();
+        let run = |args: &[&str]| {
+            std::process::Command::new("git")
+                .arg("-C")
+                .arg(p)
+                .args(args)
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+        };
+        std::fs::write(p.join(".gitignore"), "target/\n").unwrap();
+        std::fs::create_dir_all(p.join("target")).unwrap();
+        std::fs::write(p.join("target/big.bin"), "build output").unwrap();
+        std::fs::create_dir_all(p.join("src")).unwrap();
+        std::fs::write(p.join("src/lib.rs"), "fn main() {}\n").unwrap();
+        let git = run(&["init", "-q"])
+            && run(&["-c", "user.email=t@t", "-c", "user.name=t", "add", "."])
+            && run(&[
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "user.name=t",
+                "commit",
+                "-qm",
+                "one",
+            ]);
+        std::fs::write(p.join("src/lib.rs"), "fn main() { changed() }\n").unwrap();
+        let copy = tempfile::tempdir().unwrap();
+        copy_tree(p, copy.path()).unwrap();
+        let c = copy.path();
+        assert_eq!(
+            std::fs::read_to_string(c.join("src/lib.rs")).unwrap(),
+            "fn main() { changed() }\n"
+        );
+        assert!(c.join(".gitignore").exists());
+        assert!(
+            !c.join("target").exists(),
+            "ignored build output was copied"
+        );
+        if git {
+            let status = std::process::Command::new("git")
+                .arg("-C")
+                .arg(c)
+                .args(["status", "--porcelain"])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&status.stdout), " M src/lib.rs\n");
+            // The project's own repository was not touched.
+            assert!(run(&["diff", "--quiet", "HEAD", "--", ".gitignore"]));
+        }
+    }
 }
