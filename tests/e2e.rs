@@ -5,6 +5,7 @@ mod common;
 
 mod acp_e2e;
 mod agents_e2e;
+mod audit_e2e;
 mod authoring_e2e;
 mod authority_e2e;
 mod bring_your_own_e2e;

@@ -28,6 +28,7 @@ macro_rules! errout {
 }
 
 mod agents;
+mod audit;
 mod config;
 mod console;
 mod ext;
@@ -96,9 +97,11 @@ enum Command {
     /// Show settings.
     #[command(subcommand)]
     Config(config::ConfigCommand),
-    /// Kept sessions: list, show, delete.
+    /// Kept sessions: list, show, rewind, replay, delete.
     #[command(subcommand)]
     Session(session::SessionCommand),
+    /// The authority stack's decisions across kept sessions, filtered by tool, mode, decision, layer, day.
+    Audit(audit::AuditArgs),
     /// Subagents the `task` tool can start: list.
     #[command(subcommand)]
     Agents(agents::AgentsCommand),
@@ -153,6 +156,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Mcp(cmd) => mcp::run(cmd),
         Command::Config(cmd) => config::run(cmd),
         Command::Session(cmd) => session::run(cmd),
+        Command::Audit(args) => audit::run(args),
         Command::Agents(cmd) => agents::run(cmd),
         Command::Skills(cmd) => skills::run(cmd),
         Command::Acp => crate::acp::run(),

@@ -62,7 +62,7 @@ pub enum SessionCommand {
     Delete { id: String },
 }
 
-async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
+pub(super) async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
     let home = StudHome::resolve()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let scope = recorded_scope(home.root(), &cwd);

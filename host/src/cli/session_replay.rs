@@ -65,7 +65,11 @@ pub async fn run(store: &Arc<Extension>, here: &str, args: ReplayArgs) -> anyhow
     let ids = match &args.id {
         Some(id) => vec![id.clone()],
         None => {
-            let since = args.since.as_deref().map(day_start_ms).transpose()?;
+            let since = args
+                .since
+                .as_deref()
+                .map(|d| crate::kernel::audit::day_start_ms("--since", d))
+                .transpose()?;
             let mut all: Vec<_> = store
                 .store_list()
                 .await?
@@ -158,31 +162,6 @@ fn parse_with(w: &str) -> anyhow::Result<(String, PathBuf)> {
     }
 }
 
-/// Milliseconds since the epoch at the start of day `date` (UTC).
-fn day_start_ms(date: &str) -> anyhow::Result<u64> {
-    let bad = || anyhow::anyhow!("--since {date}: expected a day as YYYY-MM-DD");
-    let mut parts = date
-        .splitn(3, '-')
-        .map(|p| p.parse::<i64>().map_err(|_| bad()));
-    let (y, m, d) = (
-        parts.next().ok_or_else(bad)??,
-        parts.next().ok_or_else(bad)??,
-        parts.next().ok_or_else(bad)??,
-    );
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || y < 1970 {
-        return Err(bad());
-    }
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Ok((days * 86_400_000) as u64)
-}
-
 async fn replay_one(
     store: &Arc<Extension>,
     home: &StudHome,
@@ -262,14 +241,6 @@ async fn replay_one(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn days_are_read_as_utc_midnight() {
-        assert_eq!(day_start_ms("1970-01-01").unwrap(), 0);
-        assert_eq!(day_start_ms("2026-11-27").unwrap(), 1_795_737_600_000);
-        assert!(day_start_ms("2026-13-01").is_err());
-        assert!(day_start_ms("yesterday").is_err());
-    }
 
     #[test]
     fn with_needs_an_id_and_a_folder() {

@@ -57,6 +57,12 @@ pub enum TraceEntry {
         decision: Decision,
         layer: String,
         reason: String,
+        /// The security mode that decided (the mode layer's record).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<String>,
+        /// When (ms since the epoch): `stud audit --since`.
+        #[serde(default)]
+        at_ms: u64,
     },
     /// How a tool call that ran ended.
     ToolResult {
@@ -166,6 +172,8 @@ mod tests {
             decision: Decision::Approve,
             layer: "mode".into(),
             reason: "yolo".into(),
+            mode: Some("yolo".into()),
+            at_ms: 1,
         };
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(v["kind"], "decision");

@@ -5,6 +5,7 @@
 pub(crate) mod act;
 pub mod agent_catalog;
 pub mod agents;
+pub mod audit;
 pub mod authority;
 pub mod capabilities;
 pub mod checkpoints;

@@ -43,6 +43,7 @@ fn index(entries: &[TraceEntry]) -> Indexed {
                 decision,
                 layer,
                 reason,
+                ..
             } => {
                 let n = responses.get(agent).copied().unwrap_or(0);
                 out.decisions
@@ -231,6 +232,8 @@ mod tests {
             decision: d,
             layer: layer.into(),
             reason: reason.into(),
+            mode: None,
+            at_ms: 0,
         }
     }
 

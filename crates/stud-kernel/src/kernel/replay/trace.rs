@@ -53,6 +53,7 @@ impl Trace {
                 decision,
                 layer,
                 reason,
+                mode,
                 ..
             } => TraceEntry::Decision {
                 agent: agent.map(str::to_string),
@@ -62,6 +63,8 @@ impl Trace {
                 decision: *decision,
                 layer: layer.clone(),
                 reason: reason.clone(),
+                mode: mode.clone(),
+                at_ms: now_ms(),
             },
             KernelEvent::WorkflowStageEnded {
                 stage_id,
@@ -77,4 +80,10 @@ impl Trace {
         };
         self.push(entry);
     }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
