@@ -44,6 +44,7 @@ mod screen_model_e2e;
 mod sessions_e2e;
 mod settings_scope_e2e;
 mod startup_e2e;
+mod store_contract;
 mod tools_e2e;
 mod tui_e2e;
 mod workflow_e2e;
