@@ -160,10 +160,15 @@ fn a_stricter_guard_substituted_is_named_with_its_layer_and_reason() {
         )),
         "{line}"
     );
+    // Only the layers that differ, in the line; the decision before the
+    // request it changed.
     assert!(
-        line.contains("approve by guard:house-guard (the guard allowed the call); now"),
+        line.contains("recorded approve by guard:house-guard (the guard allowed the call); now deny by guard:house-guard"),
         "{line}"
     );
+    let decided = out.find("decided differently").unwrap();
+    let request = out.find("request 3 is not the one recorded").unwrap();
+    assert!(decided < request, "{out}");
     assert!(
         line.contains("deny by guard:house-guard (house rule: no `rm` in bash"),
         "{line}"

@@ -159,7 +159,22 @@ fn first_difference(
     None
 }
 
-fn turn_of(d: &Divergence) -> u64 {
+/// A divergence's place in the report: its turn, then what happened
+/// first within the turn (a call decided or answered differently comes
+/// before the request that carries its other result).
+fn turn_of(d: &Divergence) -> (u64, u8) {
+    let rank = match d {
+        Divergence::Decision { .. } => 0,
+        Divergence::Question { .. } => 1,
+        Divergence::ToolResult { .. } => 2,
+        Divergence::NoRecordedResult { .. } => 3,
+        Divergence::Workflow { .. } => 4,
+        Divergence::Request { .. } => 5,
+    };
+    (turn_only(d), rank)
+}
+
+fn turn_only(d: &Divergence) -> u64 {
     match d {
         Divergence::Request { turn, .. }
         | Divergence::Decision { turn, .. }
@@ -264,7 +279,10 @@ mod tests {
         assert_eq!(d.len(), 1, "{d:?}");
         let text = d[0].to_string();
         assert!(text.contains("turn 1"), "{text}");
-        assert!(text.contains("deny by guard:strict (no rm)"), "{text}");
+        assert!(
+            text.ends_with("recorded no decision; now deny by guard:strict (no rm)"),
+            "the layers both agree on are left out: {text}"
+        );
     }
 
     #[test]

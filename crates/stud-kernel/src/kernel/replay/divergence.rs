@@ -148,14 +148,23 @@ impl fmt::Display for Divergence {
                 key,
                 recorded,
                 replayed,
-            } => write!(
-                f,
-                "turn {turn}{}: call {call_id} ({tool} `{}`) decided differently: recorded {}; now {}",
-                who(agent),
-                one_line(key),
-                steps(recorded),
-                steps(replayed)
-            ),
+            } => {
+                // The layers both agree on first are left out of the line
+                // (`--json` has them all).
+                let same = recorded
+                    .iter()
+                    .zip(replayed)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                write!(
+                    f,
+                    "turn {turn}{}: call {call_id} ({tool} `{}`) decided differently: recorded {}; now {}",
+                    who(agent),
+                    one_line(key),
+                    steps(&recorded[same..]),
+                    steps(&replayed[same..])
+                )
+            }
             Divergence::ToolResult {
                 turn,
                 agent,

@@ -129,7 +129,9 @@ pub async fn drive(session: &mut Session, recorded: &[TraceEntry]) -> Replayed {
                 replay.set_turn(turns);
                 session.run_workflow(&text, &CancellationToken::new()).await;
                 if replay.stopped() {
-                    stopped = Some(format!("turn {turns} diverged (see below)"));
+                    stopped = Some(format!(
+                        "at turn {turns}, where the replay could not go on as recorded"
+                    ));
                     break;
                 }
             }
