@@ -155,7 +155,7 @@ fn ext_list_shows_bundled_and_global_with_digests() {
     assert_eq!(exts.len(), BUNDLED.len() + 1);
     let read = exts.iter().find(|e| e["id"] == "read").unwrap();
     assert_eq!(read["scope"], "bundled");
-    assert_eq!(read["contract"], "0.1.3");
+    assert_eq!(read["contract"], "0.1.4");
     assert_eq!(read["capabilities"]["filesystem"][0]["dir"], "project");
     assert_eq!(read["sha256"].as_str().unwrap().len(), 64);
     let scripted = exts.iter().find(|e| e["id"] == "scripted").unwrap();
@@ -225,7 +225,7 @@ fn ext_check_reports_a_bad_extension_and_keeps_the_rest() {
     assert_eq!(bad["status"], "failed");
     let msg = bad["error"].as_str().unwrap();
     assert!(
-        msg.contains("0.9.0") && msg.contains("0.1.0 to 0.1.3"),
+        msg.contains("0.9.0") && msg.contains("0.1.0 to 0.1.4"),
         "{msg}"
     );
     assert_eq!(

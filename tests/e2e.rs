@@ -43,6 +43,7 @@ mod screen_habits_e2e;
 mod screen_model_e2e;
 mod sessions_e2e;
 mod settings_scope_e2e;
+mod socket_e2e;
 mod startup_e2e;
 mod store_contract;
 mod tools_e2e;

@@ -163,13 +163,13 @@ async fn unsupported_contract_is_refused_before_instantiation() {
         } => {
             assert_eq!(id.as_str(), "future-contract");
             assert_eq!(built_for, "0.9.0");
-            assert_eq!(supported, "0.1.0 to 0.1.3");
+            assert_eq!(supported, "0.1.0 to 0.1.4");
         }
         other => panic!("expected a contract error, got {other}"),
     }
     let text = err.to_string();
     assert!(
-        text.contains("0.9.0") && text.contains("0.1.0 to 0.1.3"),
+        text.contains("0.9.0") && text.contains("0.1.0 to 0.1.4"),
         "{text}"
     );
     // Refused before compiling: nothing was compiled.

@@ -73,6 +73,7 @@ fn load_hostile(rt: &Arc<Runtime>) -> Extension {
         secrets: Default::default(),
         processes: Default::default(),
         net_limits: Default::default(),
+        sockets: Vec::new(),
         state: None,
         services: Arc::new(Quiet),
     })

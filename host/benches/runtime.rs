@@ -43,6 +43,7 @@ fn load(rt: &Arc<Runtime>, dir: &str) -> Extension {
         secrets: Default::default(),
         processes: Default::default(),
         net_limits: Default::default(),
+        sockets: Vec::new(),
         protected: Default::default(),
         state: None,
         services: Arc::new(Quiet),

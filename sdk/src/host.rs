@@ -121,6 +121,51 @@ pub mod http {
     }
 }
 
+/// TCP, optionally TLS, to a granted host and port (contract 0.1.4; tools
+/// and session stores with `capabilities.sockets`). The host resolves the
+/// name, checks it against the grant and connects; an extension never sees
+/// an address.
+pub mod socket {
+    pub use super::w::socket::Connection;
+    use super::*;
+
+    /// Open a connection to `host`:`port` (TLS, checked against the web's
+    /// roots for `host`, when `tls`).
+    pub fn connect(host: &str, port: u16, tls: bool) -> Result<Connection, Error> {
+        w::socket::connect(host, port, tls).map_err(Error::from)
+    }
+
+    /// A connection as [`std::io::Read`] and [`std::io::Write`], for
+    /// protocol crates that speak over a stream.
+    pub struct Stream(pub Connection);
+
+    impl std::io::Read for Stream {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let max = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+            let bytes = self
+                .0
+                .read(max)
+                .map_err(|e| std::io::Error::other(Error::from(e).to_string()))?;
+            let n = bytes.len().min(buf.len());
+            buf[..n].copy_from_slice(&bytes[..n]);
+            Ok(n)
+        }
+    }
+
+    impl std::io::Write for Stream {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .write(buf)
+                .map_err(|e| std::io::Error::other(Error::from(e).to_string()))?;
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+}
+
 /// Run processes in the project (needs `capabilities.exec`).
 pub mod process {
     pub use super::w::process::{Command, ProcessOutput, SpawnRequest};

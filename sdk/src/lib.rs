@@ -71,7 +71,7 @@ pub use kinds::ui::{Screen, Ui, UiAction};
 pub use serde_json::{Value, json};
 
 /// The contract (`stud:extension` WIT package) version this SDK builds for.
-pub const CONTRACT_VERSION: &str = "0.1.3";
+pub const CONTRACT_VERSION: &str = "0.1.4";
 
 /// Name of the custom section that carries [`CONTRACT_VERSION`].
 pub const CONTRACT_SECTION: &str = "stud:contract-version";
@@ -81,7 +81,7 @@ pub const CONTRACT_SECTION: &str = "stud:contract-version";
 #[allow(missing_docs)]
 pub mod wit {
     wit_bindgen::generate!({
-        path: "../wit/since_v0.1.3",
+        path: "../wit/since_v0.1.4",
         world: "all-imports",
         generate_all,
     });

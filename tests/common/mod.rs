@@ -151,6 +151,7 @@ pub fn fixture_spec(
         secrets: Default::default(),
         processes: Default::default(),
         net_limits: Default::default(),
+        sockets: Vec::new(),
         protected: Default::default(),
         state: None,
         services: Arc::new(Recorder::default()),

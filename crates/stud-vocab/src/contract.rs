@@ -4,12 +4,13 @@
 use semver::{Version, VersionReq};
 
 /// The `stud:extension` WIT package version the host's bindings are
-/// generated from (`wit/since_v0.1.3`). 0.1.1 added the `session` import
+/// generated from (`wit/since_v0.1.4`). 0.1.1 added the `session` import
 /// for commands, 0.1.2 the `files` import for tools, 0.1.3 path completion,
-/// input history and the editor to `terminal`; older components link
-/// against it unchanged (wasmtime matches `@0.1.0` to `@0.1.2` names to
-/// `@0.1.3` definitions).
-pub const HOST_CONTRACT: Version = Version::new(0, 1, 3);
+/// input history and the editor to `terminal`, 0.1.4 the `socket` import
+/// for tools and session stores; older components link against it
+/// unchanged (wasmtime matches `@0.1.0` to `@0.1.3` names to `@0.1.4`
+/// definitions).
+pub const HOST_CONTRACT: Version = Version::new(0, 1, 4);
 
 /// The WIT package whose interfaces extensions import and export.
 pub const PACKAGE: &str = "stud:extension";
@@ -22,7 +23,7 @@ pub fn supported() -> VersionReq {
     VersionReq::parse(&format!(">=0.1.0, <={HOST_CONTRACT}")).expect("static version range")
 }
 
-/// The supported range for people: `0.1.0 to 0.1.3`.
+/// The supported range for people: `0.1.0 to 0.1.4`.
 pub fn supported_text() -> String {
     format!("0.1.0 to {HOST_CONTRACT}")
 }
@@ -50,7 +51,8 @@ mod tests {
         );
         assert!(is_supported(&Version::new(0, 1, 1)));
         assert!(is_supported(&Version::new(0, 1, 2)));
-        assert!(!is_supported(&Version::new(0, 1, 4)));
+        assert!(is_supported(&Version::new(0, 1, 3)));
+        assert!(!is_supported(&Version::new(0, 1, 5)));
         assert!(!is_supported(&Version::new(0, 2, 0)));
         assert!(!is_supported(&Version::new(1, 0, 0)));
     }

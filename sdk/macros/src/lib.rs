@@ -10,9 +10,9 @@
 use proc_macro::TokenStream;
 
 /// Folder of the WIT package this SDK is built against.
-const WIT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/since_v0.1.3");
+const WIT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../wit/since_v0.1.4");
 const PACKAGE: &str = "stud:extension";
-const VERSION: &str = "0.1.3";
+const VERSION: &str = "0.1.4";
 const BASE_IMPORTS: &[&str] = &[
     "types", "log", "events", "state", "config", "clock", "cancel",
 ];

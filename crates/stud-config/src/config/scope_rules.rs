@@ -139,6 +139,8 @@ pub const RULES: &[(&str, ScopeRule)] = {
         ("stateMachines.*", GlobalOnly),
         ("ordering.hooks", Free),
         ("network.*", Reviewed),
+        // A socket grant opens internal addresses: only the person's own.
+        ("sockets", GlobalOnly),
         ("secrets", GlobalOnly),
         ("pricing", GlobalOnly),
         ("budget.maxCostUsd", Tighten(Lower { default: None })),

@@ -66,6 +66,11 @@ pub struct Settings {
     /// extensions whose manifest says `user-hosts = true`).
     #[serde(default)]
     pub network: HashMap<String, Vec<String>>,
+    /// `host:port` pairs granted per extension id for its `socket` import
+    /// (over what its manifest's `sockets` lists: a `*:port` there, or an
+    /// internal address, needs the person's exact grant here).
+    #[serde(default)]
+    pub sockets: HashMap<String, Vec<String>>,
     /// Where each extension's declared secrets come from, by extension id
     /// and secret name. Unlisted names come from the environment variable
     /// of the same name.

@@ -9,9 +9,17 @@ use super::fields::{Fields, as_str, as_table};
 use super::host_pattern::HostPattern;
 use super::kind::Kind;
 use super::problems::{Problems, quote};
+use super::socket_request::SocketRequest;
 use stud_protocol::text_enum;
 
-pub(crate) const KNOWN: &[&str] = &["filesystem", "network", "user-hosts", "exec", "secrets"];
+pub(crate) const KNOWN: &[&str] = &[
+    "filesystem",
+    "network",
+    "user-hosts",
+    "exec",
+    "secrets",
+    "sockets",
+];
 const FS_KNOWN: &[&str] = &["dir", "access"];
 const FS_EXAMPLE: &str = "filesystem = [{ dir = \"project\", access = \"read\" }]";
 const MAX_SECRET_LEN: usize = 128;
@@ -24,6 +32,9 @@ pub const NETWORK_KINDS: &[Kind] = &[Kind::Provider, Kind::Tool];
 pub const EXEC_KINDS: &[Kind] = &[Kind::Tool, Kind::Hook];
 /// Only providers hold API keys.
 pub const SECRETS_KINDS: &[Kind] = &[Kind::Provider];
+/// Only tools and session stores open sockets (contract 0.1.4): a store on
+/// a database server, a tool that speaks a database's protocol.
+pub const SOCKET_KINDS: &[Kind] = &[Kind::Tool, Kind::SessionStore];
 
 text_enum! {
     /// A directory the host can preopen for the extension.
@@ -62,6 +73,8 @@ pub struct Capabilities {
     pub exec: bool,
     /// Environment/secret-store names, e.g. `OPENAI_API_KEY`.
     pub secrets: Vec<String>,
+    /// Hosts and ports it may open TCP connections to (contract 0.1.4).
+    pub sockets: Vec<SocketRequest>,
 }
 
 /// Reads `[capabilities]`; kind restrictions are checked when `kind` is
@@ -94,8 +107,32 @@ pub(crate) fn read_capabilities(
         check_kind(&fields, &SECRETS, !entries.is_empty(), kind, p);
         caps.secrets = read_secrets(&fields, entries, p);
     }
+    if let Some(entries) = fields.array("sockets", "sockets = [\"db.example.com:5432\"]", p) {
+        check_kind(&fields, &SOCKETS, !entries.is_empty(), kind, p);
+        caps.sockets = read_sockets(&fields, entries, p);
+    }
     fields.unknown_keys(KNOWN, p);
     caps
+}
+
+fn read_sockets(
+    fields: &Fields<'_>,
+    entries: &[toml::Value],
+    p: &mut Problems,
+) -> Vec<SocketRequest> {
+    let mut out: Vec<SocketRequest> = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let at = format!("{}[{i}]", fields.path("sockets"));
+        let Some(text) = as_str(entry, &at, "\"db.example.com:5432\"", p) else {
+            continue;
+        };
+        match text.parse::<SocketRequest>() {
+            Ok(r) if out.contains(&r) => p.push(at, format!("\"{r}\" is listed twice; remove one")),
+            Ok(r) => out.push(r),
+            Err(e) => p.push(at, e.to_string()),
+        }
+    }
+    out
 }
 
 /// A capability only some kinds may request.
@@ -120,6 +157,11 @@ const EXEC: KindRule = KindRule {
     key: "exec",
     what: "run processes",
     kinds: EXEC_KINDS,
+};
+const SOCKETS: KindRule = KindRule {
+    key: "sockets",
+    what: "open sockets",
+    kinds: SOCKET_KINDS,
 };
 const SECRETS: KindRule = KindRule {
     key: "secrets",

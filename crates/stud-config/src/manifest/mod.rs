@@ -21,6 +21,7 @@ mod limits;
 mod problems;
 mod schema;
 mod slots;
+mod socket_request;
 mod state;
 mod validate;
 mod versions;
@@ -29,7 +30,7 @@ use std::path::PathBuf;
 
 pub use capabilities::{
     Capabilities, EXEC_KINDS, FsAccess, FsDir, FsRequest, NETWORK_KINDS, SECRETS_KINDS,
-    is_secret_name,
+    SOCKET_KINDS, is_secret_name,
 };
 pub use command::{CommandDecl, CommandName, InvalidCommandName};
 pub use component::DEFAULT_COMPONENT;
@@ -46,6 +47,7 @@ pub use problems::{MAX_PROBLEMS, ManifestError, Problem};
 pub use slots::{
     HookKind, HookSlot, Phase, SlotRule, Stage, UnknownSlot, attach_points, slot_allows,
 };
+pub use socket_request::{InvalidSocketRequest, SocketRequest};
 pub use state::{DriftPolicy, StateSlot};
 pub use stud_protocol::text_enum::UnknownName;
 pub use validate::{

@@ -26,6 +26,15 @@ pub fn describe(caps: &Capabilities) -> Vec<String> {
     if caps.exec {
         out.push("run programs in the project folder".into());
     }
+    for s in &caps.sockets {
+        match &s.host {
+            Some(host) => out.push(format!("open TCP connections to {host}")),
+            None => out.push(format!(
+                "open TCP connections on port {} to hosts you grant it in settings (`sockets.<id>`)",
+                s.port
+            )),
+        }
+    }
     for s in &caps.secrets {
         out.push(format!("read the secret {s}"));
     }

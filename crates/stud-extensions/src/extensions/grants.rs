@@ -35,6 +35,8 @@ pub struct UserGrants {
     pub protected: Arc<ProtectedPaths>,
     /// The person's budgets per extension id (`budget.extensions`).
     pub budgets: HashMap<String, ExtensionBudget>,
+    /// The person's socket grants per extension id (`sockets`, global).
+    pub sockets: HashMap<String, Vec<String>>,
 }
 
 impl UserGrants {
@@ -50,6 +52,56 @@ impl UserGrants {
         };
         limits.cpu_ms_per_turn = lower(limits.cpu_ms_per_turn, b.cpu_ms_per_turn);
         limits.tokens_per_session = lower(limits.tokens_per_session, b.tokens_per_session);
+    }
+
+    /// What `manifest`'s `socket` import may reach: each host its
+    /// manifest names, and each `host:port` the person granted that the
+    /// manifest covers (those marked as the person's: they may be internal
+    /// addresses). A grant the manifest does not cover is left out, with a
+    /// warning in `warnings`.
+    pub fn sockets_for(
+        &self,
+        manifest: &Manifest,
+        warnings: &mut Vec<String>,
+    ) -> Vec<crate::runtime::caps::socket::SocketGrant> {
+        use crate::runtime::caps::socket::SocketGrant;
+        let requests = &manifest.capabilities.sockets;
+        let mut out: Vec<SocketGrant> = Vec::new();
+        let id = manifest.id.as_str();
+        for text in self.sockets.get(id).into_iter().flatten() {
+            let pattern = text
+                .parse::<HostPattern>()
+                .ok()
+                .filter(|p| !p.wildcard)
+                .and_then(|p| p.port.map(|port| (p, port)));
+            let Some((pattern, port)) = pattern else {
+                warnings.push(format!(
+                    "settings `sockets.{id}`: \"{text}\" is not a host and port (e.g. \"db.internal:5432\"); it grants nothing"
+                ));
+                continue;
+            };
+            if !requests.iter().any(|r| r.covers(&pattern.host, port)) {
+                warnings.push(format!(
+                    "settings `sockets.{id}`: extension `{id}` does not ask for \"{text}\" in its manifest (`sockets`), so the grant is not used"
+                ));
+                continue;
+            }
+            out.push(SocketGrant {
+                host: pattern,
+                port,
+                by_person: true,
+            });
+        }
+        for r in requests {
+            if let Some(host) = &r.host {
+                out.push(SocketGrant {
+                    host: host.clone(),
+                    port: r.port,
+                    by_person: false,
+                });
+            }
+        }
+        out
     }
 
     /// The grants of the layered settings (network grants kept apart by
@@ -94,6 +146,7 @@ impl UserGrants {
                 net_limits: net_limits(&settings.runtime.network),
                 protected: Arc::new(protected_paths(settings, &mut warnings)),
                 budgets: settings.budget.extensions.clone(),
+                sockets: settings.sockets.clone(),
             },
             warnings,
         )

@@ -277,7 +277,7 @@ mod tests {
         // The kit is unpacked once and holds the SDK and its WIT.
         let kit = home.path().join("sdk").join(stud_sdk::CONTRACT_VERSION);
         assert!(kit.join("sdk/Cargo.toml").is_file());
-        assert!(kit.join("wit/since_v0.1.3/host-files.wit").is_file());
+        assert!(kit.join("wit/since_v0.1.4/host-socket.wit").is_file());
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub struct ExtensionContext {
     pub secret_values: HashMap<String, Result<String, String>>,
     /// Outbound network, when the manifest asks for any.
     pub net: Option<Arc<NetAccess>>,
+    /// The host:port pairs its `socket` import may reach.
+    pub sockets: Vec<super::caps::socket::SocketGrant>,
     pub processes: ProcessConfinement,
     pub services: Arc<dyn Services>,
     /// How fast this extension may publish events and log lines.

@@ -12,7 +12,7 @@ use super::host_state::HostState;
 use crate::manifest::{Capabilities, Kind};
 
 /// The interfaces that have something to link.
-const LINKABLE: [HostInterface; 13] = [
+const LINKABLE: [HostInterface; 14] = [
     HostInterface::Log,
     HostInterface::Events,
     HostInterface::State,
@@ -26,6 +26,7 @@ const LINKABLE: [HostInterface; 13] = [
     HostInterface::Process,
     HostInterface::Session,
     HostInterface::Files,
+    HostInterface::Socket,
 ];
 
 /// Which interfaces get linked for this kind and these capabilities; two
@@ -69,6 +70,7 @@ fn link(linker: &mut Linker<HostState>, iface: HostInterface) -> wasmtime::Resul
         HostInterface::Http => b::http::add_to_linker::<HostState, D>(linker, get),
         HostInterface::Session => b::session::add_to_linker::<HostState, D>(linker, get),
         HostInterface::Files => b::files::add_to_linker::<HostState, D>(linker, get),
+        HostInterface::Socket => b::socket::add_to_linker::<HostState, D>(linker, get),
         // Types-only interfaces have no functions.
         HostInterface::Types | HostInterface::KindTypes => Ok(()),
     }

@@ -56,6 +56,9 @@ pub struct LoadSpec {
     pub processes: ProcessConfinement,
     /// What one HTTP response may cost (when it may send any).
     pub net_limits: NetLimits,
+    /// The host:port pairs it may open sockets to: its manifest's
+    /// `sockets` with the person's grants applied.
+    pub sockets: Vec<super::caps::socket::SocketGrant>,
     /// A state slot value to start with (a reload carries the old
     /// version's state over; it must match the new state schema).
     pub state: Option<String>,
@@ -179,6 +182,7 @@ impl Runtime {
             secret_values: spec.secrets,
             processes: spec.processes,
             net,
+            sockets: spec.sockets,
             services: spec.services,
             emits: Default::default(),
             meter: Default::default(),

@@ -12,6 +12,7 @@ mod interaction;
 pub mod process;
 mod secrets;
 mod session;
+pub mod socket;
 mod terminal;
 
 use crate::manifest::{Capabilities, Kind};
@@ -35,6 +36,9 @@ pub enum HostInterface {
     Session,
     /// Since 0.1.2: many files read at once, for tools granted a folder.
     Files,
+    /// Since 0.1.4: TCP to granted hosts and ports, for tools and session
+    /// stores.
+    Socket,
     /// Types-only interfaces of a kind (`tool-types`, ...): nothing to link.
     KindTypes,
 }
@@ -72,6 +76,7 @@ impl HostInterface {
             "process" => Self::Process,
             "session" => Self::Session,
             "files" => Self::Files,
+            "socket" => Self::Socket,
             n if n.ends_with("-types") => Self::KindTypes,
             _ => return None,
         })
@@ -89,6 +94,7 @@ impl HostInterface {
             Process => matches!(kind, Kind::Tool | Kind::Hook),
             Files => kind == Kind::Tool,
             Session => kind == Kind::Command,
+            Socket => matches!(kind, Kind::Tool | Kind::SessionStore),
         };
         if !in_world {
             return Gate::NotInWorld;
@@ -105,6 +111,10 @@ impl HostInterface {
             Files if caps.filesystem.is_empty() => Gate::Capability {
                 name: "filesystem",
                 manifest_line: "filesystem = [{ dir = \"project\", access = \"read\" }]",
+            },
+            Socket if caps.sockets.is_empty() => Gate::Capability {
+                name: "sockets",
+                manifest_line: "sockets = [\"db.example.com:5432\"] (or \"*:5432\": a host you grant)",
             },
             Process if !caps.exec => Gate::Capability {
                 name: "exec",

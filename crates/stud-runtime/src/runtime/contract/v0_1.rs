@@ -1,4 +1,4 @@
-//! Host bindings for contract 0.1.x (`wit/since_v0.1.3`): the generated
+//! Host bindings for contract 0.1.x (`wit/since_v0.1.4`): the generated
 //! types and traits of this version. Only the runtime (its kinds and
 //! capabilities, the adapter for this version) names them; the kernel uses
 //! [`crate::runtime::domain`].
@@ -14,20 +14,20 @@
 //! types into the domain's (see `contract/mod.rs`).
 
 wasmtime::component::bindgen!({
-    path: "../../wit/since_v0.1.3",
+    path: "../../wit/since_v0.1.4",
     inline: "
         package stud:host;
 
         world superset {
-            include stud:extension/provider@0.1.3;
-            include stud:extension/tool@0.1.3;
-            include stud:extension/hook@0.1.3;
-            include stud:extension/tui@0.1.3;
-            include stud:extension/logger@0.1.3;
-            include stud:extension/context-provider@0.1.3;
-            include stud:extension/state-machine@0.1.3;
-            include stud:extension/command@0.1.3;
-            include stud:extension/session-store@0.1.3;
+            include stud:extension/provider@0.1.4;
+            include stud:extension/tool@0.1.4;
+            include stud:extension/hook@0.1.4;
+            include stud:extension/tui@0.1.4;
+            include stud:extension/logger@0.1.4;
+            include stud:extension/context-provider@0.1.4;
+            include stud:extension/state-machine@0.1.4;
+            include stud:extension/command@0.1.4;
+            include stud:extension/session-store@0.1.4;
         }
     ",
     world: "stud:host/superset",
@@ -36,5 +36,6 @@ wasmtime::component::bindgen!({
     with: {
         "stud:extension/http.response": crate::runtime::caps::http::HttpResponse,
         "stud:extension/files.walk": crate::runtime::caps::files::FileWalk,
+        "stud:extension/socket.connection": crate::runtime::caps::socket::Connection,
     },
 });

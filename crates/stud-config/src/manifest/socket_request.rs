@@ -1,0 +1,91 @@
+//! One `sockets` entry of `[capabilities]` (contract 0.1.4): a host and a
+//! port the extension may open a TCP connection to. `"db.example.com:5432"`
+//! names the host (a `*.domain` wildcard too); `"*:5432"` means any host
+//! the person grants it in their settings, on that port. The port is
+//! always required: a socket grant is never "any port".
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::host_pattern::HostPattern;
+use super::problems::quote;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SocketRequest {
+    /// `None`: `*`, a host the person names.
+    pub host: Option<HostPattern>,
+    pub port: u16,
+}
+
+impl SocketRequest {
+    /// Whether a connection to `host:port` is within this request.
+    pub fn covers(&self, host: &str, port: u16) -> bool {
+        port == self.port && self.host.as_ref().is_none_or(|p| p.matches(host, port))
+    }
+}
+
+/// Why a text is not a socket request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{value} is not a socket grant: {reason}; write a host and a port, e.g. \"db.example.com:5432\", or \"*:5432\" for a host the person grants"
+)]
+pub struct InvalidSocketRequest {
+    pub value: String,
+    pub reason: String,
+}
+
+impl FromStr for SocketRequest {
+    type Err = InvalidSocketRequest;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |reason: String| InvalidSocketRequest {
+            value: quote(s).to_string(),
+            reason,
+        };
+        if let Some(port) = s.strip_prefix("*:") {
+            let port = port
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| bad("the port is not a number from 1 to 65535".into()))?;
+            return Ok(SocketRequest { host: None, port });
+        }
+        let pattern: HostPattern = s
+            .parse()
+            .map_err(|e: super::InvalidHostPattern| bad(e.reason))?;
+        let port = pattern.port.ok_or_else(|| bad("it has no port".into()))?;
+        Ok(SocketRequest {
+            host: Some(pattern),
+            port,
+        })
+    }
+}
+
+impl fmt::Display for SocketRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.host {
+            Some(p) => write!(f, "{p}"),
+            None => write!(f, "*:{}", self.port),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_grant_is_a_host_and_a_port() {
+        let exact: SocketRequest = "db.example.com:5432".parse().unwrap();
+        assert!(exact.covers("DB.example.com", 5432));
+        assert!(!exact.covers("db.example.com", 5433));
+        assert!(!exact.covers("other.example.com", 5432));
+        let any: SocketRequest = "*:5432".parse().unwrap();
+        assert!(any.covers("10.0.0.5", 5432) && !any.covers("10.0.0.5", 22));
+        assert_eq!(any.to_string(), "*:5432");
+        for bad in ["db.example.com", "*:0", "*:x", "postgres://db:5432", "*"] {
+            let e = bad.parse::<SocketRequest>().unwrap_err().to_string();
+            assert!(e.contains("is not a socket grant"), "{bad}: {e}");
+        }
+    }
+}

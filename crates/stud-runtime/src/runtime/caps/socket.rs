@@ -1,0 +1,274 @@
+//! `socket` (contract 0.1.4): TCP, optionally TLS, to the host:port pairs
+//! an extension was granted. The host resolves the name and checks every
+//! address before connecting: an internal address (loopback, private,
+//! link-local, ...) only when the person granted exactly that host and
+//! port in their settings, never on the manifest's word alone. Components
+//! never see an address or open a socket themselves (WASI sockets stay
+//! off), so a grant cannot be widened by resolving names or by a DNS
+//! rebinding between check and connect. Time spent waiting on the network
+//! does not count against the guest's deadline; cancelling the turn
+//! aborts the wait.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
+use wasmtime::component::Resource;
+
+use crate::manifest::HostPattern;
+use crate::runtime::contract::v0_1::stud::extension::socket as s;
+use crate::runtime::host_state::HostState;
+use crate::runtime::net::is_internal;
+use crate::runtime::services::{ErrorClass, ExtError, ext_error};
+
+/// Longest wait for a connection (name lookup, TCP, TLS handshake).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Longest wait for bytes to arrive, or to be taken.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Most bytes one `read` returns.
+const MAX_READ: u32 = 1 << 20;
+
+/// Hosts on one port an extension may connect to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SocketGrant {
+    /// The host (or `*.domain`), with its port.
+    pub host: HostPattern,
+    pub port: u16,
+    /// The person granted exactly this host and port (global settings
+    /// `sockets.<id>`): internal addresses are allowed for it.
+    pub by_person: bool,
+}
+
+trait Stream: AsyncRead + AsyncWrite + Send + Sync + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Sync + Unpin> Stream for T {}
+
+/// An open connection, held in the instance's resource table.
+pub struct Connection {
+    stream: Box<dyn Stream>,
+    peer: String,
+}
+
+fn refused(code: &str, message: String) -> ExtError {
+    ext_error(ErrorClass::ToolTerminal, code, message)
+}
+
+fn network(code: &str, message: String) -> ExtError {
+    ext_error(ErrorClass::ProviderTransient, code, message)
+}
+
+fn cancelled() -> ExtError {
+    ext_error(
+        ErrorClass::Cancellation,
+        "cancelled",
+        "the connection was cancelled",
+    )
+}
+
+/// The TLS settings every connection shares: the web's roots, ring's
+/// primitives. `None` if they cannot be put together (never seen).
+fn tls_config() -> Option<Arc<rustls::ClientConfig>> {
+    static CONFIG: OnceLock<Option<Arc<rustls::ClientConfig>>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let roots =
+                rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .ok()
+                .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
+        })
+        .clone()
+}
+
+impl HostState {
+    /// The grant that covers `host`:`port`, or why none does.
+    fn socket_grant(&self, host: &str, port: u16) -> Result<SocketGrant, ExtError> {
+        let id = &self.ext.id;
+        // The person's own grant first: it is the one that allows an
+        // internal address.
+        let mut covering: Vec<&SocketGrant> = self
+            .ext
+            .sockets
+            .iter()
+            .filter(|g| g.port == port && g.host.matches(host, port))
+            .collect();
+        covering.sort_by_key(|g| !g.by_person);
+        covering
+            .first()
+            .map(|g| (*g).clone())
+            .ok_or_else(|| {
+                refused(
+                    "socket-denied",
+                    format!(
+                        "extension `{id}` may not connect to `{host}:{port}`: it is not granted; its manifest must list it under [capabilities] sockets (or `*:{port}`), and for `*` or an internal address you grant it in your global settings: \"sockets\": {{\"{id}\": [\"{host}:{port}\"]}}"
+                    ),
+                )
+            })
+    }
+}
+
+/// Resolve, check each address, connect to the first that answers.
+async fn open(
+    id: &crate::manifest::ExtensionId,
+    host: &str,
+    grant: &SocketGrant,
+) -> Result<(tokio::net::TcpStream, SocketAddr), ExtError> {
+    let port = grant.port;
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| network("socket-resolve", format!("cannot resolve `{host}`: {e}")))?
+        .collect();
+    let mut last = None;
+    let mut internal = None;
+    for addr in addrs {
+        if is_internal(addr.ip()) && !grant.by_person {
+            internal = Some(addr);
+            continue;
+        }
+        match tokio::net::TcpStream::connect(addr).await {
+            Ok(stream) => return Ok((stream, addr)),
+            Err(e) => last = Some(format!("{addr}: {e}")),
+        }
+    }
+    Err(match (last, internal) {
+        (Some(why), _) => network(
+            "socket-connect",
+            format!("cannot connect to `{host}:{port}` ({why})"),
+        ),
+        (None, Some(addr)) => refused(
+            "socket-denied",
+            format!(
+                "extension `{id}` may not connect to `{host}:{port}`: it resolves to the internal address {}, which is refused unless you grant exactly that host and port in your global settings: \"sockets\": {{\"{id}\": [\"{host}:{port}\"]}}",
+                addr.ip()
+            ),
+        ),
+        (None, None) => network("socket-resolve", format!("`{host}` resolves to no address")),
+    })
+}
+
+impl s::Host for HostState {
+    async fn connect(
+        &mut self,
+        host: String,
+        port: u16,
+        tls: bool,
+    ) -> wasmtime::Result<Result<Resource<Connection>, ExtError>> {
+        if let Err(message) = self.effects_allowed("socket.connect") {
+            return Ok(Err(refused("effect-outside-call", message)));
+        }
+        let grant = match self.socket_grant(&host, port) {
+            Ok(g) => g,
+            Err(e) => return Ok(Err(e)),
+        };
+        let id = self.ext.id.clone();
+        let cancel = self.deadline.cancelled();
+        let paused = self.deadline.pause();
+        let opened = async {
+            let (tcp, addr) = open(&id, &host, &grant).await?;
+            let _ = tcp.set_nodelay(true);
+            let stream: Box<dyn Stream> = if tls {
+                let name = rustls::pki_types::ServerName::try_from(host.clone()).map_err(|e| {
+                    refused(
+                        "input-invalid",
+                        format!("`{host}` is not a TLS server name: {e}"),
+                    )
+                })?;
+                let config = tls_config().ok_or_else(|| {
+                    network("socket-tls", "TLS is not available in this build".into())
+                })?;
+                let tls = tokio_rustls::TlsConnector::from(config)
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| {
+                        network(
+                            "socket-tls",
+                            format!("TLS with `{host}:{port}` failed: {e}"),
+                        )
+                    })?;
+                Box::new(tls)
+            } else {
+                Box::new(tcp)
+            };
+            Ok::<_, ExtError>((stream, addr))
+        };
+        let result = tokio::select! {
+            r = tokio::time::timeout(CONNECT_TIMEOUT, opened) => r.unwrap_or_else(|_| {
+                Err(network("socket-timeout", format!("connecting to `{host}:{port}` took longer than {} s", CONNECT_TIMEOUT.as_secs())))
+            }),
+            _ = cancel => Err(cancelled()),
+        };
+        drop(paused);
+        let (stream, addr) = match result {
+            Ok(x) => x,
+            Err(e) => return Ok(Err(e)),
+        };
+        let handle = self.table().push(Connection {
+            stream,
+            peer: format!("{host}:{port} ({addr})"),
+        })?;
+        Ok(Ok(handle))
+    }
+}
+
+impl s::HostConnection for HostState {
+    async fn read(
+        &mut self,
+        this: Resource<Connection>,
+        max: u32,
+    ) -> wasmtime::Result<Result<Vec<u8>, ExtError>> {
+        let cancel = self.deadline.cancelled();
+        let paused = self.deadline.pause();
+        let conn = self.table().get_mut(&this)?;
+        let mut buf = vec![0u8; max.clamp(1, MAX_READ) as usize];
+        let result = tokio::select! {
+            r = tokio::time::timeout(IDLE_TIMEOUT, conn.stream.read(&mut buf)) => match r {
+                Ok(Ok(n)) => {
+                    buf.truncate(n);
+                    Ok(buf)
+                }
+                Ok(Err(e)) => Err(network("socket-read", format!("reading from {} failed: {e}", conn.peer))),
+                Err(_) => Err(network("socket-timeout", format!("nothing from {} for {} s", conn.peer, IDLE_TIMEOUT.as_secs()))),
+            },
+            _ = cancel => Err(cancelled()),
+        };
+        drop(paused);
+        if let Ok(bytes) = &result {
+            self.ext.meter.add_net(0, bytes.len() as u64);
+        }
+        Ok(result)
+    }
+
+    async fn write(
+        &mut self,
+        this: Resource<Connection>,
+        bytes: Vec<u8>,
+    ) -> wasmtime::Result<Result<(), ExtError>> {
+        let cancel = self.deadline.cancelled();
+        let paused = self.deadline.pause();
+        let sent = bytes.len() as u64;
+        let conn = self.table().get_mut(&this)?;
+        let result = tokio::select! {
+            r = tokio::time::timeout(IDLE_TIMEOUT, async {
+                conn.stream.write_all(&bytes).await?;
+                conn.stream.flush().await
+            }) => match r {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(network("socket-write", format!("writing to {} failed: {e}", conn.peer))),
+                Err(_) => Err(network("socket-timeout", format!("{} took nothing for {} s", conn.peer, IDLE_TIMEOUT.as_secs()))),
+            },
+            _ = cancel => Err(cancelled()),
+        };
+        drop(paused);
+        if result.is_ok() {
+            self.ext.meter.add_net(sent, 0);
+        }
+        Ok(result)
+    }
+
+    async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
+        self.table().delete(this)?;
+        Ok(())
+    }
+}
