@@ -168,3 +168,30 @@ fn only_tools_and_session_stores_may_ask_for_sockets() {
         "{said}"
     );
 }
+
+/// The person's grant is for their own extension of that id: a trusted
+/// project that brings an extension under the same id (asking `*:port`)
+/// does not inherit it, and reaches nothing.
+#[test]
+fn a_projects_extension_of_the_same_id_does_not_get_the_persons_grant() {
+    let (port, accepted) = echo_server();
+    let env = StudEnv::new();
+    let stud = env.project.path().join(".stud");
+    let dir = common::install_fixture(&stud, "socket-probe");
+    let manifest = dir.join("extension.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("sockets = [\"*:7\"]", &format!("sockets = [\"*:{port}\"]")),
+    )
+    .unwrap();
+    env.ok(&["trust", "grant"]);
+    let grant = json!({"sockets": {"socket-probe": [format!("127.0.0.1:{port}")]}});
+    let err = probe(&env, port, false, grant).unwrap_err();
+    assert!(err.contains("it is not granted"), "{err}");
+    assert_eq!(
+        *accepted.lock().unwrap(),
+        0,
+        "the project's extension used the person's grant"
+    );
+}

@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::kernel::agents::is_child_id;
-use crate::kernel::audit::{AuditQuery, AuditRow, day_start_ms, rows_of};
+use crate::kernel::audit::{AuditQuery, AuditRow, day_start_ms, rows_of, utc_time};
 
 #[derive(Args)]
 pub struct AuditArgs {
@@ -125,7 +125,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default();
             outln!(
                 "{}  {}{agent}  {} `{key}`  {} by {} ({} mode): {}",
-                time(r.at_ms),
+                utc_time(r.at_ms),
                 r.session_id,
                 r.tool,
                 r.decision,
@@ -139,38 +139,4 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
         outln!("(no decisions match)");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `YYYY-MM-DD HH:MM:SS` UTC.
-fn time(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
-    // Civil date from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn times_are_utc() {
-        assert_eq!(super::time(0), "1970-01-01 00:00:00");
-        assert_eq!(
-            super::time(1_795_737_600_000 + 3_723_000),
-            "2026-11-27 01:02:03"
-        );
-    }
 }

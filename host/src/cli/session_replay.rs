@@ -22,7 +22,6 @@ use crate::kernel::{LaunchOptions, Mode, launch};
 use crate::paths::StudHome;
 use crate::runtime::Extension;
 use stud_protocol::replay_trace::TraceEntry;
-use stud_protocol::session_records::SessionRecord;
 
 #[derive(Args)]
 pub struct ReplayArgs {
@@ -172,16 +171,7 @@ async fn replay_one(
     let data = store.store_read(id).await?;
     let manifest: Value = serde_json::from_str(&data.manifest)
         .with_context(|| format!("session `{id}`: its manifest is not JSON"))?;
-    let recorded: Vec<TraceEntry> = data
-        .records
-        .iter()
-        .filter_map(|r| match SessionRecord::parse(r)? {
-            SessionRecord::Trace { entries } => Some(entries),
-            _ => None,
-        })
-        .flatten()
-        .filter_map(|v| TraceEntry::from_value(&v))
-        .collect();
+    let recorded = stud_protocol::replay_trace::entries_of(&data.records);
     if !recorded
         .iter()
         .any(|e| matches!(e, TraceEntry::Input { .. }))

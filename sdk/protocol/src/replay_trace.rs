@@ -136,6 +136,20 @@ pub enum ToolOutcome {
     Cancelled,
 }
 
+/// Every trace entry a session's stored records hold, in order (records
+/// of other types, unknown entry kinds and torn lines skipped).
+pub fn entries_of(records: &[String]) -> Vec<TraceEntry> {
+    records
+        .iter()
+        .filter_map(|r| match crate::session_records::SessionRecord::parse(r)? {
+            crate::session_records::SessionRecord::Trace { entries } => Some(entries),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|v| TraceEntry::from_value(&v))
+        .collect()
+}
+
 impl TraceEntry {
     /// The entry a stored value is; `None` for a kind this build does not
     /// know.

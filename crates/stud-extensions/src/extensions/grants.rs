@@ -35,8 +35,9 @@ pub struct UserGrants {
     pub protected: Arc<ProtectedPaths>,
     /// The person's budgets per extension id (`budget.extensions`).
     pub budgets: HashMap<String, ExtensionBudget>,
-    /// The person's socket grants per extension id (`sockets`, global).
-    pub sockets: HashMap<String, Vec<String>>,
+    /// The person's socket grants per extension id (`sockets`, global):
+    /// exact hosts with their ports.
+    pub sockets: HashMap<String, Vec<(HostPattern, u16)>>,
 }
 
 impl UserGrants {
@@ -56,51 +57,38 @@ impl UserGrants {
 
     /// What `manifest`'s `socket` import may reach: each host its
     /// manifest names, and each `host:port` the person granted that the
-    /// manifest covers (those marked as the person's: they may be internal
-    /// addresses). A grant the manifest does not cover is left out, with a
-    /// warning in `warnings`.
+    /// manifest covers (marked as the person's: they may be internal
+    /// addresses). The person's grants are theirs for their own
+    /// extensions of that id (bundled or global), never for a project's
+    /// that takes the same id: the grant follows who the extension is, not
+    /// its name.
     pub fn sockets_for(
         &self,
         manifest: &Manifest,
-        warnings: &mut Vec<String>,
+        scope: Scope,
     ) -> Vec<crate::runtime::caps::socket::SocketGrant> {
         use crate::runtime::caps::socket::SocketGrant;
         let requests = &manifest.capabilities.sockets;
-        let mut out: Vec<SocketGrant> = Vec::new();
-        let id = manifest.id.as_str();
-        for text in self.sockets.get(id).into_iter().flatten() {
-            let pattern = text
-                .parse::<HostPattern>()
-                .ok()
-                .filter(|p| !p.wildcard)
-                .and_then(|p| p.port.map(|port| (p, port)));
-            let Some((pattern, port)) = pattern else {
-                warnings.push(format!(
-                    "settings `sockets.{id}`: \"{text}\" is not a host and port (e.g. \"db.internal:5432\"); it grants nothing"
-                ));
-                continue;
-            };
-            if !requests.iter().any(|r| r.covers(&pattern.host, port)) {
-                warnings.push(format!(
-                    "settings `sockets.{id}`: extension `{id}` does not ask for \"{text}\" in its manifest (`sockets`), so the grant is not used"
-                ));
-                continue;
-            }
-            out.push(SocketGrant {
-                host: pattern,
-                port,
+        let persons = (scope != Scope::Project)
+            .then(|| self.sockets.get(manifest.id.as_str()))
+            .flatten();
+        let mut out: Vec<SocketGrant> = persons
+            .into_iter()
+            .flatten()
+            .filter(|(host, port)| requests.iter().any(|r| r.covers(&host.host, *port)))
+            .map(|(host, port)| SocketGrant {
+                host: host.clone(),
+                port: *port,
                 by_person: true,
-            });
-        }
-        for r in requests {
-            if let Some(host) = &r.host {
-                out.push(SocketGrant {
-                    host: host.clone(),
-                    port: r.port,
-                    by_person: false,
-                });
-            }
-        }
+            })
+            .collect();
+        out.extend(requests.iter().filter_map(|r| {
+            r.host.as_ref().map(|host| SocketGrant {
+                host: host.clone(),
+                port: r.port,
+                by_person: false,
+            })
+        }));
         out
     }
 
@@ -146,7 +134,7 @@ impl UserGrants {
                 net_limits: net_limits(&settings.runtime.network),
                 protected: Arc::new(protected_paths(settings, &mut warnings)),
                 budgets: settings.budget.extensions.clone(),
-                sockets: settings.sockets.clone(),
+                sockets: socket_grants(&settings.sockets, &mut warnings),
             },
             warnings,
         )
@@ -356,6 +344,36 @@ pub fn with_guard_grants(mut configs: ExtensionConfigs, allow: &[String]) -> Ext
         );
     }
     configs
+}
+
+/// `sockets.<id>` entries: an exact host and a port each; anything else
+/// grants nothing and is named in a warning.
+fn socket_grants(
+    entries: &HashMap<String, Vec<String>>,
+    warnings: &mut Vec<String>,
+) -> HashMap<String, Vec<(HostPattern, u16)>> {
+    entries
+        .iter()
+        .map(|(id, texts)| {
+            let grants = texts
+                .iter()
+                .filter_map(|text| {
+                    let exact = text
+                        .parse::<HostPattern>()
+                        .ok()
+                        .filter(|p| !p.wildcard)
+                        .and_then(|p| p.port.map(|port| (p, port)));
+                    if exact.is_none() {
+                        warnings.push(format!(
+                            "settings.json: sockets.{id}: \"{text}\" is not a host and port (e.g. \"db.internal:5432\"); it grants nothing"
+                        ));
+                    }
+                    exact
+                })
+                .collect();
+            (id.clone(), grants)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -172,7 +172,7 @@ impl Registry {
             secrets: self.grants.secrets_for(&d.manifest, d.scope),
             processes: self.grants.processes.clone(),
             net_limits: self.grants.net_limits,
-            sockets: self.grants.sockets_for(&d.manifest, &mut Vec::new()),
+            sockets: self.grants.sockets_for(&d.manifest, d.scope),
             state: None,
             services: self.services.clone(),
         })

@@ -7,7 +7,6 @@
 use serde::Serialize;
 use serde_json::Value;
 use stud_protocol::replay_trace::TraceEntry;
-use stud_protocol::session_records::SessionRecord;
 
 /// One layer's decision on one call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,15 +59,7 @@ pub fn rows_of(session_id: &str, manifest: &Value, records: &[String]) -> Vec<Au
     // Where the current call's rows start, and the mode it was decided in.
     let mut call_start = 0;
     let mut call_mode: Option<String> = None;
-    let decisions = records
-        .iter()
-        .filter_map(|r| match SessionRecord::parse(r)? {
-            SessionRecord::Trace { entries } => Some(entries),
-            _ => None,
-        })
-        .flatten()
-        .filter_map(|v| TraceEntry::from_value(&v));
-    for e in decisions {
+    for e in stud_protocol::replay_trace::entries_of(records) {
         let TraceEntry::Decision {
             agent,
             call_id,
@@ -154,6 +145,29 @@ pub fn day_start_ms(flag: &'static str, date: &str) -> Result<u64, BadDay> {
     Ok((days * 86_400_000) as u64)
 }
 
+/// `YYYY-MM-DD HH:MM:SS` UTC of `ms` since the epoch (the inverse of
+/// [`day_start_ms`], to the second).
+pub fn utc_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +188,8 @@ mod tests {
         })
         .unwrap()
     }
+
+    use stud_protocol::session_records::SessionRecord;
 
     #[test]
     fn each_call_carries_the_mode_it_was_decided_in() {
@@ -228,5 +244,12 @@ mod tests {
         );
         assert!(day_start_ms("--since", "2026-13-01").is_err());
         assert!(day_start_ms("--since", "yesterday").is_err());
+        assert_eq!(utc_time(0), "1970-01-01 00:00:00");
+        assert_eq!(
+            utc_time(1_795_737_600_000 + 3_723_000),
+            "2026-11-27 01:02:03"
+        );
+        let day = day_start_ms("--since", "2024-02-29").unwrap();
+        assert_eq!(utc_time(day), "2024-02-29 00:00:00");
     }
 }

@@ -387,6 +387,16 @@ impl Bus {
             .unwrap_or_else(|p| p.into_inner()) = redactor;
     }
 
+    /// Known secret values cut from every string of `value`, in place:
+    /// before it is serialized, so an escaped form cannot slip past.
+    pub fn redact_value(&self, value: &mut Value) {
+        self.inner
+            .redactor
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .value(value)
+    }
+
     /// `text` with known secret values cut (for messages that leave the bus).
     pub fn redact(&self, text: &str) -> String {
         self.inner

@@ -134,26 +134,25 @@ impl Session {
     /// Write what the trace collected to the session's log (the main
     /// session's, outside a replay: a replay keeps its own to compare).
     pub(crate) async fn flush_trace(&self) {
-        // A session with nothing kept yet (only commands ran) is not
-        // saved for its trace alone.
-        if self.bus.agent_path().is_some()
-            || self.bus.replayer().is_some()
-            || self.conversation.log.is_none()
-            || !self.conversation.has_content()
-        {
+        if self.bus.agent_path().is_some() || self.bus.replayer().is_some() {
+            return;
+        }
+        // Nowhere to keep it: what was collected goes (it would only grow).
+        if self.conversation.log.is_none() {
+            self.bus.trace().take();
+            return;
+        }
+        // A session with nothing kept yet (only commands ran) is not saved
+        // for its trace alone; it waits for the first turn.
+        if !self.conversation.has_content() {
             return;
         }
         let entries = self.bus.trace().take();
         if entries.is_empty() {
             return;
         }
-        let record = stud_protocol::session_records::SessionRecord::Trace {
-            entries: entries
-                .iter()
-                .filter_map(|e| serde_json::to_value(e).ok())
-                .collect(),
-        };
-        self.append_record(record.to_line()).await;
+        let record = super::replay::trace::record(&entries, &self.bus);
+        self.append_record(record).await;
     }
 
     /// The turn's journal entry (with the tree after it, when it may have

@@ -82,8 +82,55 @@ impl Trace {
     }
 }
 
+/// The `trace` record of `entries`, secret values cut from every string
+/// before it is serialized (as events are: a value JSON would escape
+/// cannot slip past a cut made on the text).
+pub fn record(entries: &[TraceEntry], bus: &crate::kernel::events::Bus) -> String {
+    let entries = entries
+        .iter()
+        .filter_map(|e| serde_json::to_value(e).ok())
+        .map(|mut v| {
+            bus.redact_value(&mut v);
+            v
+        })
+        .collect();
+    stud_protocol::session_records::SessionRecord::Trace { entries }.to_line()
+}
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::events::Bus;
+    use crate::kernel::redact::Redactor;
+
+    #[test]
+    fn a_secret_is_cut_from_the_record_even_where_json_escapes_it() {
+        let secret = "sk-\"quoted\\key-0123456789";
+        let bus = Bus::new();
+        bus.set_redactor(Redactor::new(vec![secret.to_string()]));
+        let entries = vec![TraceEntry::Input {
+            text: format!("my key is {secret}"),
+        }];
+        let line = record(&entries, &bus);
+        let escaped = serde_json::to_string(secret).unwrap();
+        assert!(!line.contains(escaped.trim_matches('"')), "{line}");
+        assert!(!line.contains("0123456789"), "{line}");
+        // Cut on the text alone, the escaped form stays.
+        let plain = bus.redact(
+            &stud_protocol::session_records::SessionRecord::Trace {
+                entries: vec![serde_json::to_value(&entries[0]).unwrap()],
+            }
+            .to_line(),
+        );
+        assert!(
+            plain.contains("0123456789"),
+            "the test would not see the difference"
+        );
+    }
 }

@@ -75,8 +75,13 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
             continue;
         };
         if kind.is_symlink() {
-            #[cfg(unix)]
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &dst)?;
+            // A link out of the project would let a tool in the copy
+            // write to the real files: only links that stay inside come.
+            let target = std::fs::read_link(entry.path())?;
+            if stays_inside(rel, &target) {
+                #[cfg(unix)]
+                std::os::unix::fs::symlink(&target, &dst)?;
+            }
         } else if kind.is_dir() {
             std::fs::create_dir_all(&dst)?;
         } else if kind.is_file() {
@@ -90,6 +95,29 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         git(to, &["reset", "--quiet"]);
     }
     Ok(())
+}
+
+/// Whether a link at `link` (relative to the project root) to `target`
+/// resolves inside the project, by its path alone: an absolute target, or
+/// one whose `..` climb above the root, does not.
+fn stays_inside(link: &Path, target: &Path) -> bool {
+    use std::path::Component;
+    if target.is_absolute() {
+        return false;
+    }
+    let mut depth: i64 = link.components().count() as i64 - 1;
+    for c in target.components() {
+        match c {
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return false,
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    true
 }
 
 /// `git clone --local --no-checkout` of `from` into the empty `to`. A
@@ -154,6 +182,9 @@ mod tests {
                 "one",
             ]);
         std::fs::write(p.join("src/lib.rs"), "fn main() { changed() }\n").unwrap();
+        std::os::unix::fs::symlink("lib.rs", p.join("src/inside")).unwrap();
+        std::os::unix::fs::symlink(p.join("src/lib.rs"), p.join("src/abs")).unwrap();
+        std::os::unix::fs::symlink("../../elsewhere", p.join("src/up")).unwrap();
         let copy = tempfile::tempdir().unwrap();
         copy_tree(p, copy.path()).unwrap();
         let c = copy.path();
@@ -166,11 +197,16 @@ mod tests {
             !c.join("target").exists(),
             "ignored build output was copied"
         );
+        // Links that leave the project are not copied (a write through
+        // one would reach the real files); one inside is.
+        assert!(c.join("src/inside").is_symlink());
+        assert!(!c.join("src/abs").is_symlink());
+        assert!(!c.join("src/up").is_symlink());
         if git {
             let status = std::process::Command::new("git")
                 .arg("-C")
                 .arg(c)
-                .args(["status", "--porcelain"])
+                .args(["status", "--porcelain", "--untracked-files=no"])
                 .output()
                 .unwrap();
             assert_eq!(String::from_utf8_lossy(&status.stdout), " M src/lib.rs\n");
