@@ -151,7 +151,7 @@ impl Session {
         if entries.is_empty() {
             return;
         }
-        let record = super::replay::trace::record(&entries, &self.bus);
+        let record = super::replay::trace::record(&entries, |v| self.bus.redact_value(v));
         self.append_record(record).await;
     }
 

@@ -85,12 +85,14 @@ impl Trace {
 /// The `trace` record of `entries`, secret values cut from every string
 /// before it is serialized (as events are: a value JSON would escape
 /// cannot slip past a cut made on the text).
-pub fn record(entries: &[TraceEntry], bus: &crate::kernel::events::Bus) -> String {
+/// `redact` cuts them from one value (the session's redactor: the bus's
+/// [`redact_value`](crate::kernel::events::Bus::redact_value)).
+pub fn record(entries: &[TraceEntry], redact: impl Fn(&mut serde_json::Value)) -> String {
     let entries = entries
         .iter()
         .filter_map(|e| serde_json::to_value(e).ok())
         .map(|mut v| {
-            bus.redact_value(&mut v);
+            redact(&mut v);
             v
         })
         .collect();
@@ -106,23 +108,21 @@ fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::events::Bus;
     use crate::kernel::redact::Redactor;
 
     #[test]
     fn a_secret_is_cut_from_the_record_even_where_json_escapes_it() {
         let secret = "sk-\"quoted\\key-0123456789";
-        let bus = Bus::new();
-        bus.set_redactor(Redactor::new(vec![secret.to_string()]));
+        let redactor = Redactor::new(vec![secret.to_string()]);
         let entries = vec![TraceEntry::Input {
             text: format!("my key is {secret}"),
         }];
-        let line = record(&entries, &bus);
+        let line = record(&entries, |v| redactor.value(v));
         let escaped = serde_json::to_string(secret).unwrap();
         assert!(!line.contains(escaped.trim_matches('"')), "{line}");
         assert!(!line.contains("0123456789"), "{line}");
         // Cut on the text alone, the escaped form stays.
-        let plain = bus.redact(
+        let plain = redactor.text(
             &stud_protocol::session_records::SessionRecord::Trace {
                 entries: vec![serde_json::to_value(&entries[0]).unwrap()],
             }
