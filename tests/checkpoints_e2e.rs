@@ -305,14 +305,22 @@ fn a_headless_rewind_says_what_it_would_do_until_told_yes() {
 }
 
 /// kill -9 while a rewind writes 400 files: every file is whole, either
-/// as the turn left it or as restored, never torn.
+/// as the turn left it or as restored, never torn. The kill must land
+/// mid-way (some files restored, some not): the restore renames each
+/// file into place in path order, so the test waits for the first one's
+/// new inode and kills at once; a kill that still came too late (or too
+/// early) is tried again, a bounded number of times.
 #[test]
 fn a_kill_during_a_restore_leaves_no_torn_file() {
+    use std::os::unix::fs::MetadataExt as _;
+    const FILES: usize = 400;
+    const TRIES: usize = 5;
     let env = StudEnv::new();
+    let name = |i: usize| format!("data/f{i:03}.txt");
     let old = |i: usize| format!("{i:04} old ").repeat(16 * 1024);
     let new = |i: usize| format!("{i:04} new ").repeat(16 * 1024);
-    for i in 0..400 {
-        env.file(&format!("data/f{i:03}.txt"), &old(i));
+    for i in 0..FILES {
+        env.file(&name(i), &old(i));
     }
     env.script(
         json!([
@@ -321,46 +329,77 @@ fn a_kill_during_a_restore_leaves_no_torn_file() {
         ]),
         json!({}),
     );
-    env.on_terminal("run --yolo", "rewrite\n");
+    env.on_terminal(
+        "run --yolo",
+        "rewrite
+",
+    );
     assert_eq!(env.read("data/f007.txt"), new(7));
     let id = session_id(&env);
-    let mut child = env
-        .command(&["session", "rewind", &id, "1", "--files", "--yes"])
-        .spawn()
-        .expect("start");
-    // Wait until the restore has started writing, then kill it.
-    let started = std::time::Instant::now();
-    loop {
-        let any_back = (0..400).any(|i| {
-            std::fs::read_to_string(env.project.path().join(format!("data/f{i:03}.txt")))
-                .is_ok_and(|t| t == old(i))
-        });
-        if any_back || started.elapsed() > std::time::Duration::from_secs(30) {
+    let first = env.project.path().join(name(0));
+    let inode = || std::fs::symlink_metadata(&first).map(|m| m.ino()).ok();
+    // Once a try ran to the end, the files are put back as the turn left
+    // them by the test, so the next tries overwrite "changed since" files.
+    let mut overwrite = false;
+    let mut landed = None;
+    for attempt in 1..=TRIES {
+        let mut args = vec!["session", "rewind", &id, "1", "--files", "--yes"];
+        if overwrite {
+            args.push("--overwrite");
+        }
+        let was = inode();
+        let mut child = env.command(&args).spawn().expect("start");
+        let started = std::time::Instant::now();
+        while inode() == was
+            && started.elapsed() < std::time::Duration::from_secs(60)
+            && child.try_wait().expect("wait").is_none()
+        {
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        let _ = child.kill();
+        let output = child.wait_with_output().expect("wait");
+        let (mut olds, mut news) = (0, 0);
+        for i in 0..FILES {
+            let text = env.read(&name(i));
+            if text == old(i) {
+                olds += 1;
+            } else if text == new(i) {
+                news += 1;
+            } else {
+                panic!("{} is torn ({} bytes)", name(i), text.len());
+            }
+        }
+        eprintln!(
+            "try {attempt}: after kill -9, {olds} restored, {news} not yet ({})",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+        if olds > 0 && news > 0 {
+            landed = Some(olds);
             break;
         }
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
-    common::signal(&child, "KILL");
-    let _ = child.wait();
-    let (mut olds, mut news) = (0, 0);
-    for i in 0..400 {
-        let text = env.read(&format!("data/f{i:03}.txt"));
-        if text == old(i) {
-            olds += 1;
-        } else if text == new(i) {
-            news += 1;
-        } else {
-            panic!("data/f{i:03}.txt is torn ({} bytes)", text.len());
+        if olds > 0 {
+            for i in 0..FILES {
+                env.file(&name(i), &new(i));
+            }
+            overwrite = true;
         }
     }
-    eprintln!("after kill -9: {olds} restored, {news} not yet");
-    assert_eq!(olds + news, 400);
-    assert!(olds > 0, "the restore had started");
+    let restored = landed.unwrap_or_else(|| {
+        panic!("in {TRIES} tries the kill never landed mid-way through the restore")
+    });
+    assert!(restored < FILES);
     // The rewind can be run again and finishes the job.
-    let done = env.ok(&["session", "rewind", &id, "1", "--files", "--yes"]);
-    assert!(done.contains("restored"), "{done}");
-    for i in 0..400 {
-        assert_eq!(env.read(&format!("data/f{i:03}.txt")), old(i));
+    let mut args = vec!["session", "rewind", &id, "1", "--files", "--yes"];
+    if overwrite {
+        args.push("--overwrite");
+    }
+    let done = env.ok(&args);
+    assert!(
+        done.contains(&format!("restored {} file(s)", FILES - restored)),
+        "{done}"
+    );
+    for i in 0..FILES {
+        assert_eq!(env.read(&name(i)), old(i));
     }
 }
 
@@ -450,4 +489,159 @@ fn a_file_too_large_to_keep_is_named_and_the_rest_restored() {
     );
     assert_eq!(env.read("small.txt"), "small\n");
     assert!(env.read("big.bin").ends_with("xy\n"));
+}
+
+/// `stud session rewind` opens the checkpoints with the person's
+/// `checkpoints.*`, as the session did: with `gitCommits: false` it writes
+/// nothing under `.git`, not even an unreferenced commit.
+#[test]
+fn a_headless_rewind_with_git_commits_off_leaves_every_byte_of_git_alone() {
+    let env = StudEnv::new();
+    seed(&env);
+    let p = env.project.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    git(p, &["add", "-A"]);
+    git(p, &["commit", "-qm", "first"]);
+    script_turn(&env, vec![]);
+    env.scripted_settings(json!({"checkpoints": {"gitCommits": false}}));
+    let dot_git = git_dir(p);
+    let before = tree(p);
+    env.on_terminal("run --yolo", "change things\n");
+    assert_ne!(tree(p), before);
+    assert_eq!(git_dir(p), dot_git, "the session wrote under .git");
+    let id = session_id(&env);
+    let done = env.ok(&["session", "rewind", &id, "1", "--files", "--yes"]);
+    assert!(done.contains("restored 7 file(s)"), "{done}");
+    assert_eq!(tree(p), before);
+    let now = git_dir(p);
+    let added: Vec<&String> = now.keys().filter(|k| !dot_git.contains_key(*k)).collect();
+    assert!(added.is_empty(), "the rewind wrote under .git: {added:?}");
+    assert_eq!(now, dot_git, "the rewind changed .git");
+}
+
+/// With `checkpoints.includeIgnored: true` an ignored file the turn
+/// changed is put back by the headless rewind too, and described as the
+/// session would (not as removed since, nor as changed since).
+#[test]
+fn a_headless_rewind_keeps_ignored_files_when_the_settings_say_so() {
+    let env = StudEnv::new();
+    env.file(".gitignore", "build/\n");
+    env.file("build/out.o", "old output\n");
+    env.file("src.txt", "source\n");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("bash", json!({"command": "echo new output > build/out.o && echo changed > src.txt"}))]},
+            {"text": "built"}
+        ]),
+        json!({"checkpoints": {"includeIgnored": true}}),
+    );
+    env.on_terminal("run --yolo", "build it\n");
+    assert_eq!(env.read("build/out.o"), "new output\n");
+    let id = session_id(&env);
+    let dry = env.ok(&["session", "rewind", &id, "1", "--files"]);
+    assert!(dry.contains("build/out.o: put back (+1 -1 lines)"), "{dry}");
+    assert!(!dry.contains("changed since"), "{dry}");
+    let done = env.ok(&["session", "rewind", &id, "1", "--files", "--yes"]);
+    assert!(done.contains("restored 2 file(s)"), "{done}");
+    assert_eq!(env.read("build/out.o"), "old output\n");
+    assert_eq!(env.read("src.txt"), "source\n");
+}
+
+/// `stud session rewind ID TURN --conversation`: the stored history is
+/// cut back to before the turn (a resume continues from there), files
+/// untouched.
+#[test]
+fn a_headless_rewind_of_the_conversation_alone() {
+    let env = StudEnv::new();
+    env.file("notes.txt", "mine\n");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("write", json!({"path": "notes.txt", "content": "the model's\n"}))]},
+            {"text": "first answer, {{messages}} messages"},
+            {"text": "second answer, {{messages}} messages"},
+            {"text": "third answer, {{messages}} messages"}
+        ]),
+        json!({}),
+    );
+    let out = env.on_terminal("run --yolo", "one\ntwo\n");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("second answer, 5 messages"), "{screen}");
+    let id = session_id(&env);
+    let dry = env.ok(&["session", "rewind", &id, "2", "--conversation"]);
+    assert!(
+        dry.contains("conversation: 4 message(s) kept of 6"),
+        "{dry}"
+    );
+    assert!(!dry.contains("notes.txt"), "{dry}");
+    let done = env.ok(&["session", "rewind", &id, "2", "--conversation", "--yes"]);
+    assert!(done.contains("conversation rewound"), "{done}");
+    assert!(!done.contains("restored"), "{done}");
+    assert_eq!(env.read("notes.txt"), "the model's\n");
+    // Resumed, the next request has turn 1's 4 messages and the new
+    // prompt: 5, not 7.
+    let out = env.on_terminal("-c", "three\n");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("third answer, 5 messages"), "{screen}");
+}
+
+/// A file the person edited after the turn: a headless rewind names it
+/// and keeps it; only `--overwrite` puts it back too.
+#[test]
+fn a_headless_rewind_overwrites_the_persons_edit_only_with_overwrite() {
+    let env = StudEnv::new();
+    seed(&env);
+    script_turn(&env, vec![]);
+    let before = tree(env.project.path());
+    env.on_terminal("run --yolo", "change things\n");
+    env.file("edited.txt", "my own words\n");
+    let id = session_id(&env);
+    let done = env.ok(&["session", "rewind", &id, "1", "--files", "--yes"]);
+    assert!(
+        done.contains("changed since (kept unless --overwrite): edited.txt"),
+        "{done}"
+    );
+    assert!(done.contains("kept edited.txt (changed since)"), "{done}");
+    assert!(done.contains("restored 6 file(s)"), "{done}");
+    assert_eq!(env.read("edited.txt"), "my own words\n");
+    assert_eq!(env.read("sed.txt"), "alpha beta\n");
+    let done = env.ok(&[
+        "session",
+        "rewind",
+        &id,
+        "1",
+        "--files",
+        "--yes",
+        "--overwrite",
+    ]);
+    assert!(done.contains("restored 1 file(s)"), "{done}");
+    assert_eq!(tree(env.project.path()), before);
+}
+
+/// "Files and conversation" after the conversation was compacted: the
+/// conversation cannot go back, so nothing is done (no file restored
+/// first and then the conversation refused).
+#[test]
+fn a_rewind_of_files_and_conversation_after_a_compaction_changes_nothing() {
+    let env = StudEnv::new();
+    env.file("notes.txt", "mine\n");
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [call("write", json!({"path": "notes.txt", "content": "the model's\n"}))]},
+            {"text": "first answer"},
+            {"text": "second answer"},
+            {"text": "SUMMARY OF THE EARLY TALK"},
+            {"text": "later answer"},
+            {"text": "later answer"}
+        ]),
+        json!({"compaction": {"keepRecent": 2}}),
+    );
+    let out = env.on_terminal("run --yolo", "one\ntwo\n/compact\n/rewind 1\n1\ny\n");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("compacted:"), "{screen}");
+    assert!(
+        screen.contains("the conversation changed since that turn"),
+        "{screen}"
+    );
+    assert!(!screen.contains("restored notes.txt"), "{screen}");
+    assert_eq!(env.read("notes.txt"), "the model's\n");
 }

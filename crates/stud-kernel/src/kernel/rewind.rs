@@ -133,6 +133,9 @@ pub async fn rewind(session: &mut Session, arg: &str) -> Result<String, String> 
         let c = c.clone();
         blocking(move || c.plan_rewind(turn)).await?
     };
+    // A conversation that cannot go back is refused before the files'
+    // question, so "Files and conversation" never does half of it.
+    conversation_can_go_back(session, &plan, scope)?;
     let consent = if scope.files() && !plan.is_empty() {
         ask(session, &format!("Rewind {}?", plan.what), &plan).await
     } else {
@@ -141,7 +144,31 @@ pub async fn rewind(session: &mut Session, arg: &str) -> Result<String, String> 
     carry_out(session, c, plan, consent, scope).await
 }
 
-/// Carry out a plan the person agreed to.
+/// What a rewind of the conversation says when the history no longer
+/// lines up with the turn.
+const MOVED: &str = "the conversation changed since that turn (compacted or cleared), so it cannot be rewound; nothing was changed (\"Files only\" rewinds its files)";
+
+/// `Err` when `scope` takes the conversation back and the history no
+/// longer lines up with where the plan's turn began.
+fn conversation_can_go_back(
+    session: &Session,
+    plan: &RestorePlan,
+    scope: Scope,
+) -> Result<(), String> {
+    match &plan.history {
+        Some((len, first))
+            if scope.conversation() && !session.conversation_lines_up(*len, first.as_deref()) =>
+        {
+            Err(MOVED.into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Carry out a plan the person agreed to. Nothing is changed when the
+/// conversation part cannot be done; files changed since the turn (also
+/// while the question was open) are kept and named unless the person
+/// said to overwrite them.
 pub async fn carry_out(
     session: &mut Session,
     c: Arc<Checkpoints>,
@@ -152,17 +179,16 @@ pub async fn carry_out(
     if consent == Consent::No {
         return Ok("nothing restored".into());
     }
+    conversation_can_go_back(session, &plan, scope)?;
     let mut said = Vec::new();
     let mut kept = Vec::new();
     let mut restored = Vec::new();
     if scope.files() && !plan.is_empty() {
         let overwrite = consent == Consent::Overwrite;
         let p = plan.clone();
-        let record = blocking(move || c.carry_out(&p, overwrite)).await?;
-        restored = record.map(|r| r.changed).unwrap_or_default();
-        if !overwrite {
-            kept = plan.conflicts.clone();
-        }
+        let done = blocking(move || c.carry_out(&p, overwrite)).await?;
+        restored = done.record.map(|r| r.changed).unwrap_or_default();
+        kept = done.kept;
         said.push(if restored.is_empty() {
             "no file was restored".to_string()
         } else {
@@ -277,11 +303,15 @@ pub async fn rewind_stored(r: StoredRewind<'_>) -> Result<Vec<String>, String> {
         .as_str()
         .filter(|p| !p.is_empty())
         .ok_or_else(|| format!("session `{}` names no project folder", r.id))?;
+    // The person's `checkpoints.*`, as the session had them (whether to
+    // write git commits, ignored files, the size limits).
+    let settings =
+        super::checkpoints::CheckpointSettings::of_person(r.home, std::path::Path::new(project))?;
     let c = Arc::new(Checkpoints::open(
         r.home,
         std::path::Path::new(project),
         r.id,
-        &Default::default(),
+        &settings,
     ));
     let plan = {
         let (c, turn) = (c.clone(), r.turn);
@@ -312,7 +342,7 @@ pub async fn rewind_stored(r: StoredRewind<'_>) -> Result<Vec<String>, String> {
                 None => *len <= history.len(),
             };
             if !lines_up {
-                return Err("the conversation changed since that turn (compacted or cleared); rewind only its files (--files)".into());
+                return Err("the conversation changed since that turn (compacted or cleared); nothing was changed; rewind only its files (--files)".into());
             }
             out.push(format!(
                 "conversation: {} message(s) kept of {}",
@@ -330,8 +360,11 @@ pub async fn rewind_stored(r: StoredRewind<'_>) -> Result<Vec<String>, String> {
     if r.scope.files() && !plan.is_empty() {
         let (c, p, overwrite) = (c.clone(), plan.clone(), r.overwrite);
         let done = blocking(move || c.carry_out(&p, overwrite)).await?;
-        let restored = done.map(|d| d.changed).unwrap_or_default();
+        let restored = done.record.map(|d| d.changed).unwrap_or_default();
         out.push(format!("restored {} file(s)", restored.len()));
+        if !done.kept.is_empty() {
+            out.push(format!("kept {} (changed since)", done.kept.join(", ")));
+        }
     }
     if let Some(len) = cut {
         let record = stud_protocol::session_records::SessionRecord::Compaction {

@@ -338,6 +338,19 @@ impl Session {
         self.conversation.clear(&self.id);
     }
 
+    /// Whether the history still holds, after its first `keep` messages,
+    /// the message whose digest is `first` (what a rewind of the
+    /// conversation to `keep` messages needs).
+    pub fn conversation_lines_up(&self, keep: usize, first: Option<&str>) -> bool {
+        let messages = &self.conversation.messages;
+        match first {
+            Some(d) => messages
+                .get(keep)
+                .is_some_and(|m| super::checkpoints::message_digest(m) == d),
+            None => keep <= messages.len(),
+        }
+    }
+
     /// Cut the conversation back to its first `keep` messages (a rewind),
     /// in the store too: a resume starts from what is left. `first` is
     /// the digest the first dropped message must have; a history that no
@@ -348,14 +361,7 @@ impl Session {
         first: Option<&str>,
     ) -> Result<(), String> {
         let moved = "the conversation changed since that turn (compacted or cleared); only its files can be rewound";
-        let messages = &self.conversation.messages;
-        let lines_up = match first {
-            Some(d) => messages
-                .get(keep)
-                .is_some_and(|m| super::checkpoints::message_digest(m) == d),
-            None => keep <= messages.len(),
-        };
-        if !lines_up {
+        if !self.conversation_lines_up(keep, first) {
             return Err(moved.into());
         }
         self.conversation.messages.truncate(keep);

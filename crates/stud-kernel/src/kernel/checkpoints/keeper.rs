@@ -41,6 +41,39 @@ impl Default for CheckpointSettings {
     }
 }
 
+impl CheckpointSettings {
+    /// The settings' `checkpoints.*` over the defaults.
+    pub fn from_config(s: &crate::config::Checkpoints) -> Self {
+        let d = CheckpointSettings::default();
+        let mib =
+            |v: Option<u64>, default: u64| v.map_or(default, |m| m.saturating_mul(1024 * 1024));
+        CheckpointSettings {
+            enabled: s.enabled.unwrap_or(d.enabled),
+            limits: Limits {
+                max_file_bytes: mib(s.max_file_mib, d.limits.max_file_bytes),
+                max_new_bytes: mib(s.max_snapshot_mib, d.limits.max_new_bytes),
+            },
+            include_ignored: s.include_ignored.unwrap_or(d.include_ignored),
+            keep_days: s.keep_days.unwrap_or(d.keep_days),
+            git_commits: s.git_commits.unwrap_or(d.git_commits),
+        }
+    }
+
+    /// The person's `checkpoints.*` as a session in `project` reads them:
+    /// the layered settings of the stud home at `home` (every
+    /// `checkpoints.*` key is global only, so in effect the global file).
+    /// For what opens a session's checkpoints without running it
+    /// (`stud session rewind`, a replay's copy).
+    pub fn of_person(home: &Path, project: &Path) -> Result<Self, String> {
+        let home = crate::paths::StudHome::at(home);
+        let scope = crate::extensions::trust::recorded_scope(home.root(), project);
+        let layered =
+            crate::config::Layered::load(&home.settings_file(), scope.settings_layer().as_ref())
+                .map_err(|e| e.to_string())?;
+        Ok(Self::from_config(&layered.settings.checkpoints))
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
     #[error("checkpoint {what} failed: {source}")]
@@ -130,6 +163,22 @@ pub struct RestorePlan {
     /// For a conversation rewind: the messages to keep, and the digest the
     /// first dropped one must have.
     pub history: Option<(usize, Option<String>)>,
+    /// Each changed path as the turns left it (`None`: they removed it):
+    /// what the file must still be for the restore to write over it
+    /// without being told to overwrite. Checked when the plan is made
+    /// (`conflicts`) and again when it is carried out.
+    pub expected: BTreeMap<String, Option<Entry>>,
+}
+
+/// What carrying out a plan did.
+#[derive(Debug, Clone, Default)]
+pub struct Carried {
+    /// The restore's journal entry; `None` when nothing was put back.
+    pub record: Option<Record>,
+    /// Files kept as they are because they changed since the turn, found
+    /// when the restore was carried out (the plan's `conflicts`, and any
+    /// changed while the question was open). Empty with `overwrite`.
+    pub kept: Vec<String>,
 }
 
 impl RestorePlan {
@@ -439,6 +488,7 @@ impl Checkpoints {
             conflicts: Vec::new(),
             unkept: Vec::new(),
             history,
+            expected: BTreeMap::new(),
         };
         for (path, t) in &target {
             let then = get(t)?.files.get(path).cloned();
@@ -468,6 +518,7 @@ impl Checkpoints {
             };
             plan.lines.push(self.line(&change, cur));
             plan.changes.push(change);
+            plan.expected.insert(path.clone(), left);
         }
         Ok(plan)
     }
@@ -506,27 +557,44 @@ impl Checkpoints {
         }
     }
 
-    /// Carry `plan` out; files in `plan.conflicts` are overwritten only
-    /// when `overwrite` says so (else kept as they are). The restore is a
-    /// journal entry of its own (so it can be undone), returned; `None`
-    /// when nothing was left to put back.
+    /// Carry `plan` out. Every file is checked again against what the
+    /// turns left (as when the plan was made): one changed since (before
+    /// the question, or while it was open) is overwritten only when
+    /// `overwrite` says so, else kept as it is and named in `kept`. The
+    /// restore is a journal entry of its own (so it can be undone),
+    /// returned; `None` when nothing was left to put back.
     pub fn carry_out(
         &self,
         plan: &RestorePlan,
         overwrite: bool,
-    ) -> Result<Option<Record>, CheckpointError> {
-        let changes: Vec<Change> = plan
-            .changes
-            .iter()
-            .filter(|c| overwrite || !plan.conflicts.iter().any(|p| p == change_path(c)))
-            .filter(|c| !matches!(c, Change::Unkept { .. }))
-            .cloned()
-            .collect();
-        if changes.is_empty() {
-            return Ok(None);
-        }
+    ) -> Result<Carried, CheckpointError> {
         let mut state = self.lock();
         let (bd, b) = self.snapshot(&mut state)?;
+        let mut kept = Vec::new();
+        let mut changes = Vec::new();
+        for change in &plan.changes {
+            let path = change_path(change);
+            let now = b.files.get(path);
+            let done = match change {
+                Change::Write { digest, mode, .. } => now.is_some_and(|e| {
+                    e.digest.as_deref() == Some(digest.as_str()) && e.mode == *mode
+                }),
+                Change::Remove { .. } => now.is_none(),
+                Change::Unkept { .. } => true,
+            };
+            if done {
+                continue;
+            }
+            let left = plan.expected.get(path).and_then(Option::as_ref);
+            if !overwrite && !same(left, now) {
+                kept.push(path.to_string());
+                continue;
+            }
+            changes.push(change.clone());
+        }
+        if changes.is_empty() {
+            return Ok(Carried { record: None, kept });
+        }
         restore(&self.project, &self.objects, &changes).map_err(io("restore"))?;
         let (ad, a) = self.snapshot(&mut state)?;
         let commit = self.git.as_ref().and_then(|git| {
@@ -549,7 +617,10 @@ impl Checkpoints {
             commit,
         };
         self.journal.append(&record).map_err(io("journal"))?;
-        Ok(Some(record))
+        Ok(Carried {
+            record: Some(record),
+            kept,
+        })
     }
 }
 
@@ -713,12 +784,97 @@ mod tests {
         std::fs::write(p.join("a.txt"), "mine\n").expect("w");
         let plan = c.plan_undo().expect("plan");
         assert_eq!(plan.conflicts, vec!["a.txt"]);
-        c.carry_out(&plan, false).expect("undo");
+        let done = c.carry_out(&plan, false).expect("undo");
+        assert_eq!(done.kept, vec!["a.txt"]);
+        assert!(done.record.is_none());
         assert_eq!(
             std::fs::read_to_string(p.join("a.txt")).expect("r"),
             "mine\n"
         );
-        c.carry_out(&c.plan_undo().expect("plan"), true)
+        let done = c
+            .carry_out(&c.plan_undo().expect("plan"), true)
             .expect("undo");
+        assert!(done.kept.is_empty());
+        assert_eq!(
+            std::fs::read_to_string(p.join("a.txt")).expect("r"),
+            "one\n"
+        );
+    }
+
+    /// What opens a session's checkpoints without running it reads the
+    /// person's `checkpoints.*` (a project's values are ignored).
+    #[test]
+    fn the_persons_checkpoint_settings_are_read_from_the_home() {
+        let home = tempfile::tempdir().expect("h");
+        let project = tempfile::tempdir().expect("p");
+        let defaults = CheckpointSettings::of_person(home.path(), project.path()).expect("none");
+        assert!(defaults.git_commits && !defaults.include_ignored);
+        std::fs::write(
+            home.path().join("settings.json"),
+            r#"{"checkpoints": {"gitCommits": false, "includeIgnored": true, "maxFileMiB": 1, "keepDays": 3}}"#,
+        )
+        .expect("w");
+        let s = CheckpointSettings::of_person(home.path(), project.path()).expect("read");
+        assert!(!s.git_commits && s.include_ignored && s.enabled);
+        assert_eq!(s.limits.max_file_bytes, 1024 * 1024);
+        assert_eq!(s.keep_days, 3);
+        assert_eq!(
+            s.limits.max_new_bytes,
+            CheckpointSettings::default().limits.max_new_bytes
+        );
+    }
+
+    /// With `overwrite`, a file changed while the question was open is
+    /// put back too.
+    #[test]
+    fn overwrite_covers_a_file_changed_while_the_question_is_open() {
+        let home = tempfile::tempdir().expect("h");
+        let project = tempfile::tempdir().expect("p");
+        let p = project.path().to_path_buf();
+        std::fs::write(p.join("a.txt"), "one\n").expect("w");
+        let c = Checkpoints::open(home.path(), &p, "s1", &CheckpointSettings::default());
+        turn(&c, 1, || {
+            std::fs::write(p.join("a.txt"), "two\n").expect("w")
+        });
+        let plan = c.plan_undo().expect("plan");
+        std::fs::write(p.join("a.txt"), "mine\n").expect("w");
+        let done = c.carry_out(&plan, true).expect("undo");
+        assert!(done.kept.is_empty());
+        assert_eq!(
+            std::fs::read_to_string(p.join("a.txt")).expect("r"),
+            "one\n"
+        );
+    }
+
+    /// The question is open (the plan made) when the person edits a file
+    /// the plan would put back: carrying it out keeps that file.
+    #[test]
+    fn a_file_changed_while_the_question_is_open_is_kept() {
+        let home = tempfile::tempdir().expect("h");
+        let project = tempfile::tempdir().expect("p");
+        let p = project.path().to_path_buf();
+        std::fs::write(p.join("a.txt"), "one\n").expect("w");
+        std::fs::write(p.join("b.txt"), "one\n").expect("w");
+        let c = Checkpoints::open(home.path(), &p, "s1", &CheckpointSettings::default());
+        turn(&c, 1, || {
+            std::fs::write(p.join("a.txt"), "two\n").expect("w");
+            std::fs::write(p.join("b.txt"), "two\n").expect("w");
+        });
+        let plan = c.plan_undo().expect("plan");
+        assert!(plan.conflicts.is_empty(), "{:?}", plan.conflicts);
+        // Meanwhile, the person saves a.txt.
+        std::fs::write(p.join("a.txt"), "mine, longer\n").expect("w");
+        let done = c.carry_out(&plan, false).expect("undo");
+        assert_eq!(done.kept, vec!["a.txt"]);
+        let record = done.record.expect("b.txt restored");
+        assert_eq!(record.changed, vec!["b.txt"]);
+        assert_eq!(
+            std::fs::read_to_string(p.join("a.txt")).expect("r"),
+            "mine, longer\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(p.join("b.txt")).expect("r"),
+            "one\n"
+        );
     }
 }

@@ -21,7 +21,7 @@ pub use capture::{Coverage, Entry, Limits, Snapshot, take, take_covering};
 pub use git_form::GitObjects;
 pub use journal::{Journal, Kind, Record, standing};
 pub use keeper::{
-    CheckpointError, CheckpointSettings, Checkpoints, RestorePlan, change_path, describe,
+    Carried, CheckpointError, CheckpointSettings, Checkpoints, RestorePlan, change_path, describe,
     journal_of, message_digest, project_dir,
 };
 pub use objects::Objects;

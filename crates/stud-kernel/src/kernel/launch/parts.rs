@@ -277,24 +277,14 @@ fn checkpoint_place(
     opts: &LaunchOptions,
     s: &crate::config::Checkpoints,
 ) -> Option<crate::kernel::session::CheckpointPlace> {
-    use crate::kernel::checkpoints::{CheckpointSettings, Limits};
-    if s.enabled == Some(false) {
-        return None;
-    }
-    let d = CheckpointSettings::default();
-    let mib = |v: Option<u64>, default: u64| v.map_or(default, |m| m.saturating_mul(1024 * 1024));
-    Some(crate::kernel::session::CheckpointPlace {
-        home: opts.home.root().to_path_buf(),
-        project: project_dir(&opts.cwd),
-        settings: CheckpointSettings {
-            enabled: true,
-            limits: Limits {
-                max_file_bytes: mib(s.max_file_mib, d.limits.max_file_bytes),
-                max_new_bytes: mib(s.max_snapshot_mib, d.limits.max_new_bytes),
-            },
-            include_ignored: s.include_ignored.unwrap_or(d.include_ignored),
-            keep_days: s.keep_days.unwrap_or(d.keep_days),
-            git_commits: s.git_commits.unwrap_or(d.git_commits),
-        },
-    })
+    use crate::kernel::checkpoints::CheckpointSettings;
+    // One reading of the settings for sessions and headless rewinds alike.
+    let settings = CheckpointSettings::from_config(s);
+    settings
+        .enabled
+        .then(|| crate::kernel::session::CheckpointPlace {
+            home: opts.home.root().to_path_buf(),
+            project: project_dir(&opts.cwd),
+            settings,
+        })
 }

@@ -17,6 +17,8 @@ pub enum CopyError {
     },
     #[error("cannot put the copy back as it was before the session: {0}")]
     Checkpoint(#[from] CheckpointError),
+    #[error("cannot read the checkpoint settings: {0}")]
+    Settings(String),
 }
 
 /// A temporary copy of `project`, with what the session changed put back
@@ -34,7 +36,10 @@ pub fn throwaway_copy(
         project: project.to_path_buf(),
         source,
     })?;
-    let checkpoints = Checkpoints::open(home, project, id, &CheckpointSettings::default());
+    // Opened as the session had them: a snapshot of the tree now that left
+    // out what the session kept (`includeIgnored`) would misread it.
+    let settings = CheckpointSettings::of_person(home, project).map_err(CopyError::Settings)?;
+    let checkpoints = Checkpoints::open(home, project, id, &settings);
     let first = checkpoints
         .records()
         .iter()
