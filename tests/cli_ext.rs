@@ -43,7 +43,7 @@ fn json_of(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-const BUNDLED: [&str; 44] = [
+const BUNDLED: [&str; 45] = [
     "anthropic",
     "ask-user",
     "bash",
@@ -70,6 +70,7 @@ const BUNDLED: [&str; 44] = [
     "openai-compatible",
     "openai-responses",
     "plan-build-review",
+    "postgres",
     "project-instructions",
     "protect-paths",
     "provider",

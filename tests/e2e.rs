@@ -31,6 +31,7 @@ mod mcp_e2e;
 mod mcp_oauth_e2e;
 mod mcp_serve_e2e;
 mod metering_e2e;
+mod postgres_e2e;
 mod profiles_e2e;
 mod project_trust_e2e;
 mod properties;

@@ -12,6 +12,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
+use common::screen::Screen;
 use common::stream::named;
 use common::{StudEnv, call};
 use serde_json::{Value, json};
@@ -318,52 +319,6 @@ fn a_dev_link_cannot_take_a_bundled_id() {
         problems.contains("console/extension.toml") && problems.contains("reserved"),
         "{problems}"
     );
-}
-
-/// Everything `stud` printed so far (stdout and stderr), read on threads.
-struct Screen(std::sync::Arc<std::sync::Mutex<String>>);
-
-impl Screen {
-    fn of(child: &mut std::process::Child) -> Self {
-        use std::io::Read as _;
-        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let readers: Vec<Box<dyn std::io::Read + Send>> = vec![
-            Box::new(child.stdout.take().expect("stdout")),
-            Box::new(child.stderr.take().expect("stderr")),
-        ];
-        for mut out in readers {
-            let sink = text.clone();
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = out.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    sink.lock()
-                        .expect("screen")
-                        .push_str(&String::from_utf8_lossy(&buf[..n]));
-                }
-            });
-        }
-        Screen(text)
-    }
-
-    fn text(&self) -> String {
-        self.0.lock().expect("screen").clone()
-    }
-
-    /// Wait (at most 60 s) until any of `needles` is printed.
-    fn wait_for(&self, needles: &[&str]) -> bool {
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while std::time::Instant::now() < until {
-            let text = self.text();
-            if needles.iter().any(|n| text.contains(n)) {
-                return true;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        false
-    }
 }
 
 /// A command linked with `stud ext dev` is pinned when the session

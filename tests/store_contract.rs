@@ -3,7 +3,8 @@
 //! list|show|delete`, workflows' positions, subagent trees and the audit
 //! trail. [`suite`] takes a way to open the store (twice over the same
 //! place, as two processes would), so a second store runs the very same
-//! checks; here it runs on the bundled `filesystem` store.
+//! checks; here it runs on the bundled `filesystem` store and on the
+//! `postgres` store against a real PostgreSQL server.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -53,15 +54,25 @@ pub(crate) async fn suite(open: Open<'_>) {
     assert_eq!(m["title"], "first, again", "the newest manifest");
 
     // Another opening over the same place (another process) sees it all,
-    // and what it appends follows.
+    // and what it writes the first one sees.
     let b = open().await;
+    assert_eq!(
+        b.store_read("s-one").await.expect("read").records,
+        data.records
+    );
     b.store_append(
-        "s-one",
+        "s-two",
         &[json!({"type": "workflow", "position": {}}).to_string()],
     )
     .await
     .expect("append from the other");
-    assert_eq!(a.store_read("s-one").await.expect("read").records.len(), 4);
+    b.store_write_manifest("s-two", &manifest("s-two", "/p/one", "second", 4000))
+        .await
+        .expect("manifest from the other");
+    assert_eq!(a.store_read("s-two").await.expect("read").records.len(), 1);
+    // An append of no records claims a session and stores nothing.
+    a.store_append("s-one", &[]).await.expect("claim");
+    assert_eq!(a.store_read("s-one").await.expect("read").records.len(), 3);
 
     // Listings carry what the manifest says.
     for i in 0..20 {
@@ -74,7 +85,12 @@ pub(crate) async fn suite(open: Open<'_>) {
             .unwrap();
     }
     let list = a.store_list().await.expect("list");
-    assert_eq!(list.len(), 21, "{list:?}");
+    assert_eq!(list.len(), 22, "{list:?}");
+    // Newest first.
+    assert!(
+        list.windows(2).all(|w| w[0].updated_ms >= w[1].updated_ms),
+        "{list:?}"
+    );
     let one = list.iter().find(|s| s.session_id == "s-one").unwrap();
     assert_eq!(
         (
@@ -123,4 +139,69 @@ async fn the_filesystem_store_keeps_the_contract() {
     suite(&open).await;
     // Nothing was written outside the store's own folder of the home.
     assert!(std::fs::read_dir(project.path()).unwrap().next().is_none());
+}
+
+/// Settings that point the `postgres` store at `url`, its password from a
+/// file (a secret reference, as a person would set it up).
+pub(crate) fn postgres_settings(url: &str, password_file: &std::path::Path) -> serde_json::Value {
+    json!({
+        "sessionStores": {"postgres": {"url": url}},
+        "secrets": {"postgres": {"PGPASSWORD": {"file": password_file}}}
+    })
+}
+
+/// The bundled `postgres` store loaded with `settings` (as global settings).
+pub(crate) async fn load_postgres(
+    home: &std::path::Path,
+    project: &std::path::Path,
+    settings: &serde_json::Value,
+) -> Result<Arc<Extension>, String> {
+    use stud::extensions::{Discovery, Registry, UserGrants};
+    let settings = stud::config::Settings::from_value(settings).expect("settings");
+    let (grants, _) = UserGrants::from_settings(&settings);
+    let registry = Registry {
+        runtime: crate::common::runtime(),
+        home: stud::paths::StudHome::at(home),
+        project_dir: project.to_path_buf(),
+        services: Arc::new(Recorder::default()),
+        configs: settings.extension_configs(),
+        fallback_configs: settings.extension_configs(),
+        grants,
+    };
+    let mut discovery = Discovery::scan(&registry.home, &stud::extensions::ProjectScope::None);
+    discovery
+        .found
+        .retain(|d| d.manifest.id.as_str() == "postgres");
+    let report = registry.load_all(&discovery).await;
+    if let Some((_, e)) = report.failed.first() {
+        return Err(e.to_string());
+    }
+    report
+        .loaded
+        .into_iter()
+        .next()
+        .ok_or_else(|| "no postgres store was found".to_string())
+}
+
+#[tokio::test]
+async fn the_postgres_store_keeps_the_contract() {
+    let pg = crate::common::pg::Pg::shared();
+    let db = pg.create_db("contract");
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let pw = home.path().join("pgpass");
+    std::fs::write(&pw, crate::common::pg::Pg::PASSWORD).unwrap();
+    let settings = postgres_settings(&pg.url(&db), &pw);
+    let open = || -> Pin<Box<dyn Future<Output = Arc<Extension>> + '_>> {
+        Box::pin(async {
+            load_postgres(home.path(), project.path(), &settings)
+                .await
+                .expect("the postgres store loads")
+        })
+    };
+    suite(&open).await;
+    // It all went to the database: the store wrote nothing on disk.
+    assert!(std::fs::read_dir(project.path()).unwrap().next().is_none());
+    assert!(!home.path().join("data").join("postgres").exists());
+    assert_eq!(pg.psql(&db, "SELECT version FROM stud_schema"), "1");
 }

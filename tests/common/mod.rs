@@ -3,7 +3,9 @@
 
 pub mod http;
 pub mod npm;
+pub mod pg;
 pub mod pty;
+pub mod screen;
 pub mod stream;
 mod stud_env;
 

@@ -20,8 +20,12 @@ use crate::runtime::{Extension, Runtime, RuntimeOptions};
 
 #[derive(Subcommand)]
 pub enum SessionCommand {
-    /// Sessions, newest first (this folder's first).
+    /// This folder's sessions, newest first.
     List {
+        /// Every session the store keeps: every project's, and with a
+        /// store several machines share, every machine's.
+        #[arg(long)]
+        all: bool,
         #[arg(long)]
         json: bool,
     },
@@ -85,18 +89,73 @@ pub(super) async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
         grants,
     };
     let report = registry.load_all(&discovery).await;
-    for (_, e) in &report.failed {
-        errln!("warning: {e}");
+    let active = &layered.settings.active;
+    let wanted = active.session_store.as_deref();
+    for (id, e) in &report.failed {
+        if Some(id.as_str()) != wanted {
+            errln!("warning: {e}");
+        }
     }
-    let wanted = layered.settings.active.session_store.clone();
-    let store = report
-        .loaded
-        .into_iter()
-        .find(|s| wanted.as_deref().is_none_or(|w| s.id().as_str() == w));
-    match store {
-        Some(s) => Ok((s, project_dir(&cwd).display().to_string())),
-        None => bail!("no session store is loaded; enable the `filesystem` store"),
+    let here = project_dir(&cwd).display().to_string();
+    // The active store did not start: its reason, or the fallback the
+    // person named for that case.
+    let failed = wanted.and_then(|w| report.failed.iter().find(|(id, _)| id.as_str() == w));
+    let wanted = match (failed, active.session_store_fallback.as_deref()) {
+        (Some((id, e)), Some(fallback)) => {
+            errln!(
+                "warning: the session store `{id}` did not start ({e}); showing `{fallback}` (settings active.sessionStoreFallback)"
+            );
+            Some(fallback)
+        }
+        (Some((id, e)), None) => {
+            bail!("the session store `{id}` (settings active.sessionStore) did not start: {e}")
+        }
+        (None, _) => wanted,
+    };
+    let loaded = report.loaded;
+    let store = match wanted {
+        Some(w) => loaded.into_iter().find(|s| s.id().as_str() == w),
+        None => {
+            let default = loaded
+                .iter()
+                .position(|s| s.id().as_str() == crate::kernel::persist::DEFAULT_STORE)
+                .unwrap_or(0);
+            loaded.into_iter().nth(default)
+        }
+    };
+    let Some(store) = store else {
+        bail!("no session store is loaded; enable the `filesystem` store");
+    };
+    // Instances start at first use: start it now, so a database out of
+    // reach is said as such (or the fallback used) before anything else.
+    if let Err(e) = store.start().await {
+        let fallback = active
+            .session_store_fallback
+            .as_deref()
+            .filter(|f| *f != store.id().as_str());
+        let Some(fallback) = fallback else {
+            bail!("the session store `{}` did not start: {e}", store.id());
+        };
+        errln!(
+            "warning: the session store `{}` did not start ({e}); showing `{fallback}` (settings active.sessionStoreFallback)",
+            store.id()
+        );
+        let mut discovery = Discovery::scan(&home, &scope);
+        discovery
+            .found
+            .retain(|d| d.manifest.id.as_str() == fallback);
+        let other = registry
+            .load_all(&discovery)
+            .await
+            .loaded
+            .into_iter()
+            .next();
+        let Some(other) = other else {
+            bail!("the fallback session store `{fallback}` did not load");
+        };
+        return Ok((other, here));
     }
+    Ok((store, here))
 }
 
 pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
@@ -104,10 +163,13 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
     rt.block_on(async {
         let (store, here) = store().await?;
         match cmd {
-            SessionCommand::List { json } => {
+            SessionCommand::List { all: every, json } => {
                 let all = store.store_list().await?;
                 let children = |id: &str| all.iter().filter(|c| is_child_of(&c.session_id, id)).count();
-                let mut sessions: Vec<_> = all.iter().filter(|s| !is_child_id(&s.session_id)).collect();
+                let mut sessions: Vec<_> = all
+                    .iter()
+                    .filter(|s| !is_child_id(&s.session_id) && (every || s.project_root == here))
+                    .collect();
                 sessions.sort_by_key(|s| (s.project_root != here, std::cmp::Reverse(s.updated_ms)));
                 if json {
                     let items: Vec<Value> = sessions
@@ -123,8 +185,11 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
                         };
                         outln!("{}  {}  {}{agents}", s.session_id, s.project_root, s.title);
                     }
-                    if sessions.is_empty() {
-                        outln!("(no sessions)");
+                    let elsewhere = all.iter().filter(|s| !is_child_id(&s.session_id) && s.project_root != here).count();
+                    match (sessions.is_empty(), every || elsewhere == 0) {
+                        (true, true) => outln!("(no sessions)"),
+                        (true, false) => outln!("(no sessions in this folder; `stud session list --all` shows {elsewhere} elsewhere)"),
+                        _ => {}
                     }
                 }
             }

@@ -20,6 +20,9 @@ const PREVIEW_CHARS: usize = 160;
 struct Console {
     /// Text was streamed since the last newline.
     mid_line: bool,
+    /// The session store refused a write and has not confirmed one since:
+    /// said once, not at every record.
+    store_failing: bool,
 }
 
 impl Ui for Console {
@@ -137,6 +140,19 @@ impl Ui for Console {
                     safe(&id),
                     clip(&safe(&why))
                 ));
+            }
+            KernelEvent::PersistenceFailed { error, .. } if !self.store_failing => {
+                self.store_failing = true;
+                self.newline();
+                terminal::write(&format!(
+                    "[not saved] {}\n",
+                    safe(&error).replace('\n', " ")
+                ));
+            }
+            KernelEvent::MessagePersisted { .. } if self.store_failing => {
+                self.store_failing = false;
+                self.newline();
+                terminal::write("[saved] the session store is writing again\n");
             }
             KernelEvent::Diagnostic { level, message } => {
                 self.newline();

@@ -87,6 +87,9 @@ struct Tui {
     search: Option<Search>,
     /// Esc was pressed between turns: another opens `/rewind`.
     esc_armed: bool,
+    /// The session store refused a write and has not confirmed one since
+    /// (said once, not at every record).
+    store_failing: bool,
 }
 
 impl Tui {
@@ -562,6 +565,17 @@ impl Ui for Tui {
                     Color::Red
                 };
                 self.notice(message.trim_end().to_string(), color);
+            }
+            KernelEvent::PersistenceFailed { error, .. } if !self.store_failing => {
+                self.store_failing = true;
+                self.notice(format!("[not saved] {error}"), Color::Red);
+            }
+            KernelEvent::MessagePersisted { .. } if self.store_failing => {
+                self.store_failing = false;
+                self.notice(
+                    "[saved] the session store is writing again",
+                    Color::DarkGray,
+                );
             }
             KernelEvent::Diagnostic { level, message } => {
                 let color = match level {

@@ -23,6 +23,12 @@ pub struct SessionManifest {
     pub updated_ms: Option<u64>,
     /// The project the session belongs to: a resume elsewhere is refused.
     pub project_root: String,
+    /// The machine and the account that ran it, for listings of a store
+    /// several machines share.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub machine: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub user: String,
     /// The security mode (`ask`, `allowlist`, `yolo`, ...).
     pub security_mode: String,
     pub provider: String,

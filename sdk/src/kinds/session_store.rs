@@ -24,6 +24,10 @@ pub trait SessionStore: Default + 'static {
     fn dispose(&mut self) {}
 
     /// Durably append records to a session's log; return only once stored.
+    /// An empty `records` claims the session for writing and stores
+    /// nothing: a store shared by several machines refuses one another
+    /// process writes (code `session-busy`); the kernel claims a session
+    /// it resumes this way before anything else.
     fn append(&mut self, session_id: &str, records: Vec<String>) -> Result<(), Error>;
     /// Atomically replace the session's manifest snapshot.
     fn write_manifest(&mut self, session_id: &str, manifest: String) -> Result<(), Error>;

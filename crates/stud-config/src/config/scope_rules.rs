@@ -136,6 +136,9 @@ pub const RULES: &[(&str, ScopeRule)] = {
         ("commands.*.enabled", GlobalOnly),
         ("commands.*.alias", GlobalOnly),
         ("sessionStores.*", Free),
+        // Where sessions go, and the host and port it grants: the person's.
+        ("sessionStores.*.url", GlobalOnly),
+        ("active.sessionStoreFallback", GlobalOnly),
         ("stateMachines.*", GlobalOnly),
         ("ordering.hooks", Free),
         ("network.*", Reviewed),

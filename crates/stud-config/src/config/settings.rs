@@ -394,6 +394,9 @@ pub struct Active {
     pub cache_hints: Option<bool>,
     /// The session store to use when several are loaded.
     pub session_store: Option<String>,
+    /// The store that keeps sessions when `session_store` cannot start
+    /// (its database unreachable), instead of refusing to start.
+    pub session_store_fallback: Option<String>,
     /// The one UI extension that answers approvals, trust and grant
     /// requests (global settings only); other UIs only observe.
     pub interactor: Option<String>,

@@ -30,8 +30,9 @@ pub const NETWORK_KINDS: &[Kind] = &[Kind::Provider, Kind::Tool];
 /// Hooks since contract 0.1.3: `command-hooks` runs the person's hook
 /// commands (as the bash tool runs commands, under the same confinement).
 pub const EXEC_KINDS: &[Kind] = &[Kind::Tool, Kind::Hook];
-/// Only providers hold API keys.
-pub const SECRETS_KINDS: &[Kind] = &[Kind::Provider];
+/// Only providers hold API keys, and session stores their database's
+/// password (since contract 0.1.4).
+pub const SECRETS_KINDS: &[Kind] = &[Kind::Provider, Kind::SessionStore];
 /// Only tools and session stores open sockets (contract 0.1.4): a store on
 /// a database server, a tool that speaks a database's protocol.
 pub const SOCKET_KINDS: &[Kind] = &[Kind::Tool, Kind::SessionStore];

@@ -1,8 +1,9 @@
 //! One `sockets` entry of `[capabilities]` (contract 0.1.4): a host and a
 //! port the extension may open a TCP connection to. `"db.example.com:5432"`
 //! names the host (a `*.domain` wildcard too); `"*:5432"` means any host
-//! the person grants it in their settings, on that port. The port is
-//! always required: a socket grant is never "any port".
+//! the person grants it in their settings, on that port; `"*:*"` means only
+//! the exact hosts and ports the person grants (a store on a database the
+//! person names). A host the manifest names always comes with its port.
 
 use std::fmt;
 use std::str::FromStr;
@@ -14,13 +15,16 @@ use super::problems::quote;
 pub struct SocketRequest {
     /// `None`: `*`, a host the person names.
     pub host: Option<HostPattern>,
-    pub port: u16,
+    /// `None`: `*`, the port the person names with the host (only with a
+    /// host the person names).
+    pub port: Option<u16>,
 }
 
 impl SocketRequest {
     /// Whether a connection to `host:port` is within this request.
     pub fn covers(&self, host: &str, port: u16) -> bool {
-        port == self.port && self.host.as_ref().is_none_or(|p| p.matches(host, port))
+        self.port.is_none_or(|p| p == port)
+            && self.host.as_ref().is_none_or(|p| p.matches(host, port))
     }
 }
 
@@ -42,13 +46,22 @@ impl FromStr for SocketRequest {
             value: quote(s).to_string(),
             reason,
         };
+        if s == "*:*" {
+            return Ok(SocketRequest {
+                host: None,
+                port: None,
+            });
+        }
         if let Some(port) = s.strip_prefix("*:") {
             let port = port
                 .parse::<u16>()
                 .ok()
                 .filter(|p| *p > 0)
                 .ok_or_else(|| bad("the port is not a number from 1 to 65535".into()))?;
-            return Ok(SocketRequest { host: None, port });
+            return Ok(SocketRequest {
+                host: None,
+                port: Some(port),
+            });
         }
         let pattern: HostPattern = s
             .parse()
@@ -56,7 +69,7 @@ impl FromStr for SocketRequest {
         let port = pattern.port.ok_or_else(|| bad("it has no port".into()))?;
         Ok(SocketRequest {
             host: Some(pattern),
-            port,
+            port: Some(port),
         })
     }
 }
@@ -65,7 +78,10 @@ impl fmt::Display for SocketRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.host {
             Some(p) => write!(f, "{p}"),
-            None => write!(f, "*:{}", self.port),
+            None => match self.port {
+                Some(port) => write!(f, "*:{port}"),
+                None => f.write_str("*:*"),
+            },
         }
     }
 }
@@ -83,7 +99,18 @@ mod tests {
         let any: SocketRequest = "*:5432".parse().unwrap();
         assert!(any.covers("10.0.0.5", 5432) && !any.covers("10.0.0.5", 22));
         assert_eq!(any.to_string(), "*:5432");
-        for bad in ["db.example.com", "*:0", "*:x", "postgres://db:5432", "*"] {
+        // Only what the person grants, on whatever port they name.
+        let granted: SocketRequest = "*:*".parse().unwrap();
+        assert!(granted.covers("10.0.0.5", 6543) && granted.host.is_none());
+        assert_eq!(granted.to_string(), "*:*");
+        for bad in [
+            "db.example.com",
+            "*:0",
+            "*:x",
+            "postgres://db:5432",
+            "*",
+            "db.example.com:*",
+        ] {
             let e = bad.parse::<SocketRequest>().unwrap_err().to_string();
             assert!(e.contains("is not a socket grant"), "{bad}: {e}");
         }

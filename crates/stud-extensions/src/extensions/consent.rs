@@ -29,10 +29,12 @@ pub fn describe(caps: &Capabilities) -> Vec<String> {
     for s in &caps.sockets {
         match &s.host {
             Some(host) => out.push(format!("open TCP connections to {host}")),
-            None => out.push(format!(
-                "open TCP connections on port {} to hosts you grant it in settings (`sockets.<id>`)",
-                s.port
-            )),
+            None => out.push(match s.port {
+                Some(port) => format!(
+                    "open TCP connections on port {port} to hosts you grant it in settings (`sockets.<id>`)"
+                ),
+                None => "open TCP connections to the hosts and ports you grant it in settings (`sockets.<id>`, or a session store's `url`)".to_string(),
+            }),
         }
     }
     for s in &caps.secrets {

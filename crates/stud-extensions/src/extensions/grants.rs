@@ -62,30 +62,45 @@ impl UserGrants {
     /// extensions of that id (bundled or global), never for a project's
     /// that takes the same id: the grant follows who the extension is, not
     /// its name.
+    ///
+    /// A session store's `url` in the person's global settings
+    /// (`global_config`, never a project's) is their grant of exactly that
+    /// host and port, as `sockets.<id>` would be.
     pub fn sockets_for(
         &self,
         manifest: &Manifest,
         scope: Scope,
+        global_config: Option<&Value>,
     ) -> Vec<crate::runtime::caps::socket::SocketGrant> {
         use crate::runtime::caps::socket::SocketGrant;
         let requests = &manifest.capabilities.sockets;
         let persons = (scope != Scope::Project)
             .then(|| self.sockets.get(manifest.id.as_str()))
             .flatten();
+        let store_url = (scope != Scope::Project && manifest.kind == Kind::SessionStore)
+            .then(|| {
+                global_config?
+                    .get("url")?
+                    .as_str()
+                    .and_then(store_url_grant)
+            })
+            .flatten();
         let mut out: Vec<SocketGrant> = persons
             .into_iter()
             .flatten()
+            .cloned()
+            .chain(store_url)
             .filter(|(host, port)| requests.iter().any(|r| r.covers(&host.host, *port)))
             .map(|(host, port)| SocketGrant {
-                host: host.clone(),
-                port: *port,
+                host,
+                port,
                 by_person: true,
             })
             .collect();
         out.extend(requests.iter().filter_map(|r| {
-            r.host.as_ref().map(|host| SocketGrant {
-                host: host.clone(),
-                port: r.port,
+            Some(SocketGrant {
+                host: r.host.clone()?,
+                port: r.port?,
                 by_person: false,
             })
         }));
@@ -298,6 +313,16 @@ fn base_url_host(url: &str) -> Option<HostPattern> {
         .map(|h| format!("[{h}]"))
         .unwrap_or_else(|| host.to_string());
     format!("{host}:{port}").parse().ok()
+}
+
+/// The host and port of a session store's `url` (`postgres://user@host:port/db`;
+/// 5432 when it names none), as an exact grant.
+fn store_url_grant(url: &str) -> Option<(HostPattern, u16)> {
+    let url = reqwest::Url::parse(url).ok()?;
+    let host = url.host_str()?;
+    let port = url.port().unwrap_or(5432);
+    let pattern: HostPattern = format!("{host}:{port}").parse().ok()?;
+    (!pattern.wildcard).then_some((pattern, port))
 }
 
 /// The protected-path policy: the defaults, `protectedPaths.patterns` and

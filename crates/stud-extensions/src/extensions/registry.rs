@@ -172,7 +172,12 @@ impl Registry {
             secrets: self.grants.secrets_for(&d.manifest, d.scope),
             processes: self.grants.processes.clone(),
             net_limits: self.grants.net_limits,
-            sockets: self.grants.sockets_for(&d.manifest, d.scope),
+            sockets: self.grants.sockets_for(
+                &d.manifest,
+                d.scope,
+                self.fallback_configs
+                    .get(d.manifest.kind, d.manifest.id.as_str()),
+            ),
             state: None,
             services: self.services.clone(),
         })

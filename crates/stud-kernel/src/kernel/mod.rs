@@ -35,6 +35,7 @@ mod mentions;
 pub mod metering;
 pub mod named;
 pub mod notifier;
+pub mod origin;
 pub mod path_completion;
 pub mod payloads;
 pub mod persist;

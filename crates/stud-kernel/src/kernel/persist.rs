@@ -18,6 +18,9 @@ use crate::runtime::{CallError, Extension};
 use stud_protocol::session_manifest::SessionManifest;
 use stud_protocol::session_records::SessionRecord;
 
+/// The store that keeps sessions unless the settings name another.
+pub const DEFAULT_STORE: &str = "filesystem";
+
 /// What `--continue` / `--resume` asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResumeTarget {

@@ -34,6 +34,8 @@ impl Session {
             created_ms: p.created_ms,
             updated_ms: None,
             project_root: p.project_root.clone(),
+            machine: super::origin::machine().to_string(),
+            user: super::origin::user().to_string(),
             security_mode: self.authority.mode().as_str().into(),
             provider: self.roster.provider_id().to_string(),
             model: self.roster.model.clone(),

@@ -339,6 +339,13 @@ impl HostState {
         if self.ext.kind == crate::manifest::Kind::Hook && self.serving == "run" {
             return Ok(());
         }
+        // A session store's every call is storage: it reaches its database
+        // (a socket, the only effect its world has, to the exact host and
+        // port the person named) from `init` on, to say at start when the
+        // database is out of reach, and at `deactivate` to write what it held.
+        if self.ext.kind == crate::manifest::Kind::SessionStore {
+            return Ok(());
+        }
         Err(format!(
             "extension `{}` called `{what}` from `{}`; processes and network requests are only allowed while it serves an approved call or a model request ({})",
             self.ext.id,

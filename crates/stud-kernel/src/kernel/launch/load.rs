@@ -78,14 +78,38 @@ pub(super) async fn load(
     // The store is read before the set is known: a resumed session brings
     // the set it was started with.
     let project_root = project_dir(&opts.cwd).display().to_string();
+    let failed: Vec<(String, String)> = report
+        .failed
+        .iter()
+        .map(|(id, e)| (id.to_string(), e.to_string()))
+        .collect();
+    let stores: Vec<Arc<Extension>> = all
+        .iter()
+        .filter(|e| e.kind() == Kind::SessionStore)
+        .cloned()
+        .collect();
     let store = choose_store(
         &configured.settings,
         NamedBy::setting(&configured.provenance, "/active/sessionStore"),
-        all.iter()
-            .filter(|e| e.kind() == Kind::SessionStore)
-            .cloned()
-            .collect(),
+        &stores,
+        &failed,
+        warnings,
     )?;
+    // Started now (instances start at first use): a store that cannot
+    // (its database out of reach) is said before the session begins.
+    let store = match store {
+        Some(s) => match s.start().await {
+            Ok(()) => Some(s),
+            Err(e) => Some(fallback_for(
+                &configured.settings,
+                s.id().as_str(),
+                &e.to_string(),
+                &stores,
+                warnings,
+            )?),
+        },
+        None => None,
+    };
     let resumed = match (&opts.resume, &store) {
         (None, _) => None,
         (Some(_), None) => return Err(ResumeError::NoStore.into()),
@@ -128,37 +152,81 @@ pub(super) async fn load(
 }
 
 /// The session store: `active.sessionStore` (global settings only, so
-/// never a project's store), else the first bundled or global one loaded.
-/// A store writes the manifests resume believes (the state machine a
-/// session ran, its project root), so a project's store is never chosen
-/// by default, not even when the user's own failed to load: then no store
-/// keeps the session.
+/// never a project's store), else the bundled `filesystem` store, else the
+/// first bundled or global one loaded. A store writes the manifests resume
+/// believes (the state machine a session ran, its project root), so a
+/// project's store is never chosen by default, not even when the user's
+/// own failed to load: then no store keeps the session.
+///
+/// The chosen store failing to start (a database out of reach) stops the
+/// launch with its reason, unless `active.sessionStoreFallback` names a
+/// store to keep sessions meanwhile (said in a warning).
 fn choose_store(
     settings: &Settings,
     named_by: NamedBy,
-    stores: Vec<Arc<Extension>>,
+    stores: &[Arc<Extension>],
+    failed: &[(String, String)],
+    warnings: &mut Vec<String>,
 ) -> Result<Option<Arc<Extension>>, LaunchError> {
-    Ok(match &settings.active.session_store {
-        Some(id) => Some({
-            named::check(
-                &stores,
-                Kind::SessionStore,
-                id,
-                named_by,
-                "active.sessionStore",
-            )
-            .map_err(|e| LaunchError::Setting(e.to_string()))?;
-            stores
-                .iter()
-                .find(|s| s.id().as_str() == id)
-                .cloned()
-                .ok_or_else(|| {
-                    LaunchError::Setting(format!(
-                        "settings.json: active.sessionStore: `{id}` is not a loaded session store (loaded: {})",
-                        stores.iter().map(|s| s.id().to_string()).collect::<Vec<_>>().join(", ")
-                    ))
-                })?
-        }),
-        None => stores.iter().find(|s| s.scope <= Scope::Global).cloned(),
-    })
+    let Some(id) = &settings.active.session_store else {
+        return Ok(stores
+            .iter()
+            .find(|s| s.scope <= Scope::Global && s.id().as_str() == persist::DEFAULT_STORE)
+            .or_else(|| stores.iter().find(|s| s.scope <= Scope::Global))
+            .cloned());
+    };
+    if let Some((_, why)) = failed.iter().find(|(f, _)| f == id) {
+        return fallback_for(settings, id, why, stores, warnings).map(Some);
+    }
+    named::check(
+        stores,
+        Kind::SessionStore,
+        id,
+        named_by,
+        "active.sessionStore",
+    )
+    .map_err(|e| LaunchError::Setting(e.to_string()))?;
+    Ok(Some(
+        stores
+            .iter()
+            .find(|s| s.id().as_str() == id)
+            .cloned()
+            .ok_or_else(|| {
+                LaunchError::Setting(format!(
+                    "settings.json: active.sessionStore: `{id}` is not a loaded session store (loaded: {})",
+                    stores.iter().map(|s| s.id().to_string()).collect::<Vec<_>>().join(", ")
+                ))
+            })?,
+    ))
+}
+
+/// The store `id` did not start (`why`): the launch stops with the reason,
+/// unless `active.sessionStoreFallback` names a bundled or global store to
+/// keep sessions meanwhile (said in a warning).
+fn fallback_for(
+    settings: &Settings,
+    id: &str,
+    why: &str,
+    stores: &[Arc<Extension>],
+    warnings: &mut Vec<String>,
+) -> Result<Arc<Extension>, LaunchError> {
+    let Some(fallback) = &settings.active.session_store_fallback else {
+        return Err(LaunchError::Setting(format!(
+            "the session store `{id}` did not start: {why}; mend it, or set `active.sessionStoreFallback` to \"{}\" in your global settings to keep sessions on this machine meanwhile",
+            persist::DEFAULT_STORE
+        )));
+    };
+    let chosen = stores
+        .iter()
+        .find(|s| s.scope <= Scope::Global && s.id().as_str() == fallback && fallback != id)
+        .cloned()
+        .ok_or_else(|| {
+            LaunchError::Setting(format!(
+                "the session store `{id}` did not start ({why}), and its fallback `{fallback}` (settings active.sessionStoreFallback) is not another loaded bundled or global session store"
+            ))
+        })?;
+    warnings.push(format!(
+        "the session store `{id}` did not start ({why}); this session is kept by `{fallback}` (settings active.sessionStoreFallback), and is resumed with it"
+    ));
+    Ok(chosen)
 }

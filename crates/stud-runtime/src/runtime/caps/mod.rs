@@ -89,7 +89,7 @@ impl HostInterface {
             Types | Log | Events | State | Config | Clock | Cancel | KindTypes => true,
             Interaction => matches!(kind, Kind::Tool | Kind::Command | Kind::Ui),
             Terminal => kind == Kind::Ui,
-            Secrets => kind == Kind::Provider,
+            Secrets => matches!(kind, Kind::Provider | Kind::SessionStore),
             Http => matches!(kind, Kind::Provider | Kind::Tool),
             Process => matches!(kind, Kind::Tool | Kind::Hook),
             Files => kind == Kind::Tool,

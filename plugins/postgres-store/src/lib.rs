@@ -1,0 +1,510 @@
+//! `postgres`: sessions in a PostgreSQL database a team shares, so a
+//! session started on one machine is listed, audited and resumed on
+//! another.
+//!
+//! - **Where.** `sessionStores.postgres.url` in the person's global
+//!   settings names the server; that exact host and port is the only
+//!   address the host lets this component reach. The password comes
+//!   through the secret `PGPASSWORD`, never the URL.
+//! - **What.** One row per session (id, project, machine, user, times,
+//!   title, the manifest as written) and one row per record, numbered.
+//!   The tables come from numbered migrations ([`schema`]).
+//! - **One writer per session.** The first write to a session takes a
+//!   PostgreSQL advisory lock on it, held by this connection for the life
+//!   of the process: a second stud, on this machine or another, is refused
+//!   (an append of no records claims the session without writing).
+//! - **A lost database.** Writes that cannot reach the server are held in
+//!   memory, in order, up to `maxPendingRecords` records, and written at
+//!   the next call that reaches it. A write is confirmed only once
+//!   committed; one still held is reported as not stored, so nothing
+//!   confirmed is ever lost.
+
+mod pending;
+mod schema;
+mod url;
+mod wire;
+
+use std::collections::HashMap;
+
+use stud_sdk::prelude::*;
+
+use pending::{Item, Pending};
+use url::Target;
+use wire::{Conn, WireError};
+
+/// The advisory-lock class of session locks (two-key locks, so they never
+/// meet the migration lock's one-key space).
+const LOCK_CLASS: &str = "1937012068";
+const DEFAULT_MAX_PENDING: usize = 10_000;
+
+#[derive(Default)]
+struct Store {
+    /// `None` until a URL is configured: every call then says how to.
+    target: Option<Target>,
+    password: Option<String>,
+    conn: Option<Conn>,
+    /// Sessions this process writes (their lock is ours): the next
+    /// record's number in each.
+    held: HashMap<String, i64>,
+    pending: Pending,
+}
+
+fn check_id(session_id: &str) -> Result<(), Error> {
+    let ok = !session_id.is_empty()
+        && session_id.len() <= 128
+        && session_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid_input(format!(
+            "`{session_id}` is not a session id (letters, digits, - and _)"
+        )))
+    }
+}
+
+fn not_found(session_id: &str) -> Error {
+    Error::new(
+        ErrorClass::Session,
+        "not-found",
+        format!("no session `{session_id}` in this store (see `stud session list --all`)"),
+    )
+}
+
+fn busy(session_id: &str) -> Error {
+    Error::new(
+        ErrorClass::Session,
+        "session-busy",
+        format!(
+            "session {session_id} is open in another stud process (on this machine or another sharing the database); wait for it to finish, or start a new session"
+        ),
+    )
+}
+
+impl Store {
+    fn target(&self) -> Result<&Target, Error> {
+        self.target.as_ref().ok_or_else(|| {
+            Error::new(
+                ErrorClass::Validation,
+                "not-configured",
+                "the postgres session store has no database: set `sessionStores.postgres.url` (e.g. \"postgres://stud@db.internal:5432/stud\") in your global settings",
+            )
+        })
+    }
+
+    fn where_(&self) -> String {
+        self.target
+            .as_ref()
+            .map(|t| format!("{}:{}/{}", t.host, t.port, t.database))
+            .unwrap_or_default()
+    }
+
+    fn wire_error(&self, e: WireError) -> Error {
+        match e {
+            WireError::Lost(m) => Error::new(
+                ErrorClass::Session,
+                "store-unreachable",
+                format!(
+                    "the session database at {} is unreachable: {m}",
+                    self.where_()
+                ),
+            ),
+            WireError::Fatal(m) => Error::new(ErrorClass::Session, "store-refused", m),
+            e @ WireError::Server { .. } => Error::new(
+                ErrorClass::Session,
+                "store-io",
+                format!("the session database at {}: {e}", self.where_()),
+            ),
+        }
+    }
+
+    /// A working connection, opened (and the schema brought up to date,
+    /// the held sessions' locks taken again) when there is none.
+    fn conn(&mut self) -> Result<&mut Conn, WireError> {
+        if self.conn.as_ref().is_some_and(Conn::is_broken) {
+            self.conn = None;
+        }
+        if self.conn.is_none() {
+            let Some(target) = self.target.clone() else {
+                return Err(WireError::Fatal("no database configured".into()));
+            };
+            let mut conn = Conn::open(&target, self.password.as_deref())?;
+            schema::migrate(&mut conn).map_err(|e| match e {
+                schema::SchemaError::Wire(w) => w,
+                schema::SchemaError::Newer { found } => WireError::Fatal(format!(
+                    "the database's stud schema is version {found}, newer than this stud knows ({}); upgrade stud on this machine",
+                    schema::CURRENT
+                )),
+            })?;
+            // A restarted server forgot our locks: take them again, and
+            // give up a session somebody else took in the meantime.
+            let held: Vec<String> = self.held.keys().cloned().collect();
+            for id in held {
+                if !try_lock(&mut conn, &id)? {
+                    self.held.remove(&id);
+                }
+            }
+            self.conn = Some(conn);
+        }
+        match self.conn.as_mut() {
+            Some(c) => Ok(c),
+            None => Err(WireError::Lost("no connection".into())),
+        }
+    }
+
+    /// Take `session_id` for writing (once per process): its lock, and
+    /// where its records go on.
+    fn claim(&mut self, session_id: &str) -> Result<Result<i64, Error>, WireError> {
+        if let Some(next) = self.held.get(session_id) {
+            return Ok(Ok(*next));
+        }
+        let conn = self.conn()?;
+        if !try_lock(conn, session_id)? {
+            return Ok(Err(busy(session_id)));
+        }
+        let rows = conn.query(
+            "SELECT coalesce(max(seq), 0) + 1 FROM stud_records WHERE session_id = $1",
+            vec![Some(session_id)],
+        )?;
+        let next = first_int(&rows).unwrap_or(1);
+        self.held.insert(session_id.to_string(), next);
+        Ok(Ok(next))
+    }
+
+    /// Write what is held, oldest first. Stops at the first failure,
+    /// leaving it and what follows held.
+    fn flush(&mut self) -> Result<(), Error> {
+        while let Some(item) = self.pending.front() {
+            let session_id = item.session_id().to_string();
+            let next = match self.claim(&session_id) {
+                Ok(Ok(next)) => next,
+                Ok(Err(e)) => {
+                    // Somebody else holds it: what we held for it cannot go in.
+                    self.pending.drop_session(&session_id);
+                    return Err(e);
+                }
+                Err(e) => return Err(self.wire_error(e)),
+            };
+            // A session claimed earlier needs no query to claim it, but
+            // the write needs a connection (again, after an outage).
+            if let Err(e) = self.conn() {
+                return Err(self.wire_error(e));
+            }
+            let result = match self.pending.front_mut() {
+                Some(Item::Records {
+                    records, first_seq, ..
+                }) => {
+                    // The numbers are fixed at the first try, so a retry
+                    // after a commit whose answer was lost writes nothing twice.
+                    let first = *first_seq.get_or_insert(next);
+                    let n = records.len() as i64;
+                    let result = write_records(self.conn.as_mut(), &session_id, first, records);
+                    if result.is_ok() {
+                        let at = self.held.entry(session_id.clone()).or_insert(1);
+                        *at = (*at).max(first + n);
+                    }
+                    result
+                }
+                Some(Item::Manifest { text, .. }) => {
+                    write_manifest(self.conn.as_mut(), &session_id, text)
+                }
+                None => Ok(()),
+            };
+            match result {
+                Ok(()) => {
+                    self.pending.pop_front();
+                }
+                Err(e @ WireError::Server { .. }) => {
+                    // The server refused this write itself: retrying will
+                    // not help, and it must not block the ones after it.
+                    self.pending.pop_front();
+                    return Err(self.wire_error(e));
+                }
+                Err(e) => return Err(self.wire_error(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Queue a write and try to get everything held written.
+    fn write(&mut self, item: Item) -> Result<(), Error> {
+        let records = item.record_count();
+        if let Err(dropped) = self.pending.push(item) {
+            return Err(Error::new(
+                ErrorClass::Session,
+                "store-unreachable",
+                format!(
+                    "the session database at {} has been unreachable for {} held records (the most `maxPendingRecords` keeps); these {dropped} are not kept",
+                    self.where_(),
+                    self.pending.records()
+                ),
+            ));
+        }
+        match self.flush() {
+            Ok(()) => Ok(()),
+            Err(e) if e.code() == "store-unreachable" => Err(Error::new(
+                ErrorClass::Session,
+                "store-unreachable",
+                format!(
+                    "{}; {} records held in memory (this write's {records} among them), written in order once it is back",
+                    e.message(),
+                    self.pending.records()
+                ),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn try_lock(conn: &mut Conn, session_id: &str) -> Result<bool, WireError> {
+    let rows = conn.query(
+        &format!("SELECT pg_try_advisory_lock({LOCK_CLASS}, hashtext($1))"),
+        vec![Some(session_id)],
+    )?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(|v| v.as_deref())
+        == Some("t"))
+}
+
+fn first_int(rows: &[wire::Row]) -> Option<i64> {
+    rows.first()?.first()?.as_deref()?.parse().ok()
+}
+
+fn write_records(
+    conn: Option<&mut Conn>,
+    session_id: &str,
+    first: i64,
+    records: &[String],
+) -> Result<(), WireError> {
+    let conn = conn.ok_or_else(|| WireError::Lost("no connection".into()))?;
+    let seqs: Vec<String> = (0..records.len() as i64)
+        .map(|i| (first + i).to_string())
+        .collect();
+    let statements: Vec<(&str, Vec<Option<&str>>)> = records
+        .iter()
+        .zip(&seqs)
+        .map(|(r, seq)| {
+            (
+                "INSERT INTO stud_records (session_id, seq, record) VALUES ($1, $2, $3) ON CONFLICT (session_id, seq) DO NOTHING",
+                vec![Some(session_id), Some(seq.as_str()), Some(r.as_str())],
+            )
+        })
+        .collect();
+    conn.batch(&statements).map(|_| ())
+}
+
+fn write_manifest(conn: Option<&mut Conn>, session_id: &str, text: &str) -> Result<(), WireError> {
+    let conn = conn.ok_or_else(|| WireError::Lost("no connection".into()))?;
+    let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
+    let n = |k: &str| v[k].as_u64().unwrap_or(0).to_string();
+    let created = n("created_ms");
+    let updated = v["updated_ms"]
+        .as_u64()
+        .map(|u| u.to_string())
+        .unwrap_or_else(|| created.clone());
+    let (root, machine, user, title) = (s("project_root"), s("machine"), s("user"), s("title"));
+    conn.query(
+        "INSERT INTO stud_sessions (session_id, project_root, machine, username, created_ms, updated_ms, title, manifest)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (session_id) DO UPDATE SET project_root = EXCLUDED.project_root,
+           machine = EXCLUDED.machine, username = EXCLUDED.username, created_ms = EXCLUDED.created_ms,
+           updated_ms = EXCLUDED.updated_ms, title = EXCLUDED.title, manifest = EXCLUDED.manifest",
+        vec![
+            Some(session_id),
+            Some(&root),
+            Some(&machine),
+            Some(&user),
+            Some(&created),
+            Some(&updated),
+            Some(&title),
+            Some(text),
+        ],
+    )
+    .map(|_| ())
+}
+
+impl SessionStore for Store {
+    fn init(&mut self, config: &Value) -> Result<(), Error> {
+        self.pending = Pending::new(
+            config["maxPendingRecords"]
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(DEFAULT_MAX_PENDING),
+        );
+        let Some(url) = config["url"].as_str() else {
+            // Not configured: loaded, and says how to configure it when used.
+            return Ok(());
+        };
+        let target = url::parse(url).map_err(|why| {
+            Error::invalid_input(format!(
+                "settings.json: sessionStores.postgres.url `{url}`: {why}"
+            ))
+        })?;
+        self.target = Some(target);
+        self.password = stud_sdk::host::secret("PGPASSWORD")
+            .ok()
+            .filter(|p| !p.is_empty());
+        // Reach the database now: a store that cannot is reported when the
+        // session starts, not at its first write.
+        self.conn().map(|_| ()).map_err(|e| self.wire_error(e))
+    }
+
+    fn deactivate(&mut self) -> Result<(), Error> {
+        let left = if self.flush().is_err() {
+            self.pending.records()
+        } else {
+            0
+        };
+        if let Some(conn) = self.conn.take() {
+            conn.close();
+        }
+        self.held.clear();
+        if left > 0 {
+            return Err(Error::new(
+                ErrorClass::Session,
+                "store-unreachable",
+                format!(
+                    "{left} records could not be written to the session database at {} before the session ended",
+                    self.where_()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, session_id: &str, records: Vec<String>) -> Result<(), Error> {
+        check_id(session_id)?;
+        self.target()?;
+        if records.is_empty() {
+            // A claim: the session is ours to write, or somebody else's.
+            return match self.claim(session_id) {
+                Ok(Ok(_)) => self.flush(),
+                Ok(Err(e)) => Err(e),
+                Err(e) => Err(self.wire_error(e)),
+            };
+        }
+        self.write(Item::Records {
+            session_id: session_id.to_string(),
+            records,
+            first_seq: None,
+        })
+    }
+
+    fn write_manifest(&mut self, session_id: &str, manifest: String) -> Result<(), Error> {
+        check_id(session_id)?;
+        self.target()?;
+        serde_json::from_str::<Value>(&manifest)?;
+        self.write(Item::Manifest {
+            session_id: session_id.to_string(),
+            text: manifest,
+        })
+    }
+
+    fn read(&mut self, session_id: &str) -> Result<SessionData, Error> {
+        check_id(session_id)?;
+        self.target()?;
+        // What this process still holds goes in first, when it can.
+        let _ = self.flush();
+        let rows = self
+            .conn()
+            .and_then(|c| {
+                c.batch(&[
+                    (
+                        "SELECT manifest FROM stud_sessions WHERE session_id = $1",
+                        vec![Some(session_id)],
+                    ),
+                    (
+                        "SELECT record FROM stud_records WHERE session_id = $1 ORDER BY seq",
+                        vec![Some(session_id)],
+                    ),
+                ])
+            })
+            .map_err(|e| self.wire_error(e))?;
+        let manifest = rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(|r| r.first().cloned().flatten())
+            .ok_or_else(|| not_found(session_id))?;
+        let records = rows
+            .get(1)
+            .map(|rs| {
+                rs.iter()
+                    .filter_map(|r| r.first().cloned().flatten())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(SessionData { manifest, records })
+    }
+
+    fn list(&mut self) -> Result<Vec<SessionSummary>, Error> {
+        self.target()?;
+        let rows = self
+            .conn()
+            .and_then(|c| {
+                c.query(
+                    "SELECT session_id, project_root, created_ms, updated_ms, title FROM stud_sessions
+                     WHERE manifest IS NOT NULL ORDER BY updated_ms DESC",
+                    vec![],
+                )
+            })
+            .map_err(|e| self.wire_error(e))?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| {
+                let mut r = r.into_iter();
+                let mut text = || r.next().flatten();
+                Some(SessionSummary {
+                    session_id: text()?,
+                    project_root: text().unwrap_or_default(),
+                    created_ms: text().and_then(|t| t.parse().ok()).unwrap_or(0),
+                    updated_ms: text().and_then(|t| t.parse().ok()).unwrap_or(0),
+                    title: text().unwrap_or_default(),
+                })
+            })
+            .collect())
+    }
+
+    fn delete(&mut self, session_id: &str) -> Result<(), Error> {
+        check_id(session_id)?;
+        self.target()?;
+        // Never under a process that is writing it.
+        match self.claim(session_id) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(e) => return Err(self.wire_error(e)),
+        }
+        self.pending.drop_session(session_id);
+        let rows = self
+            .conn()
+            .and_then(|c| {
+                c.batch(&[
+                    (
+                        "DELETE FROM stud_records WHERE session_id = $1",
+                        vec![Some(session_id)],
+                    ),
+                    (
+                        "DELETE FROM stud_sessions WHERE session_id = $1 RETURNING session_id",
+                        vec![Some(session_id)],
+                    ),
+                ])
+            })
+            .map_err(|e| self.wire_error(e))?;
+        self.held.remove(session_id);
+        if let Some(c) = self.conn.as_mut() {
+            let _ = c.query(
+                &format!("SELECT pg_advisory_unlock({LOCK_CLASS}, hashtext($1))"),
+                vec![Some(session_id)],
+            );
+        }
+        if rows.get(1).is_none_or(|r| r.is_empty()) {
+            return Err(not_found(session_id));
+        }
+        Ok(())
+    }
+}
+
+stud_sdk::export_session_store!(Store);
