@@ -461,11 +461,68 @@ fn a_kill_mid_turn_loses_no_confirmed_message() {
         "{shown:?}"
     );
     script(project, json!([{"text": "after: {{last_user}}"}]));
-    let out = ok(&on(
-        &other,
-        project,
-        "m2",
-        &["run", "-p", "--resume", &id, "again"],
-    ));
+    // `-c` finds it as this folder's newest, from the other machine.
+    let out = ok(&on(&other, project, "m2", &["run", "-p", "-c", "again"]));
     assert!(out.contains("after: again"), "{out}");
+    assert_eq!(
+        messages(&other, project, &id).last().map(String::as_str),
+        Some("assistant: after: again")
+    );
+}
+
+#[test]
+fn tls_to_the_database_is_checked_against_the_roots_the_person_names() {
+    let (pg, tls) = Pg::start_with_tls();
+    pg.psql("postgres", "CREATE DATABASE secure");
+    let env = StudEnv::new();
+    let project = env.project.path();
+    script(
+        project,
+        json!([{"text": "over TLS"}, {"text": "over TLS again"}]),
+    );
+    // The team's own certificate authority, named in the URL: the store
+    // speaks TLS, the certificate checked against that CA only.
+    let url = format!(
+        "{}?sslmode=verify-full&sslrootcert={}",
+        pg.url("secure"),
+        tls.ca_pem.display()
+    );
+    team_settings(&env, &url, json!({}));
+    let mut live = Live::start(&env, project, &[]);
+    live.say("hello");
+    live.wait_for("over TLS", 1);
+    let ssl = pg.psql(
+        "secure",
+        "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'stud'",
+    );
+    assert_eq!(ssl, "t", "the store's connection is not TLS");
+    live.finish();
+
+    // Without the CA, the web's roots do not know the certificate: refused,
+    // and the error says what to do.
+    team_settings(
+        &env,
+        &format!("{}?sslmode=require", pg.url("secure")),
+        json!({}),
+    );
+    let out = env.run(&["run", "-p", "again"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "an unknown certificate was taken: {err}"
+    );
+    assert!(err.contains("sslrootcert"), "{err}");
+
+    // A server without TLS, when the URL requires it: refused.
+    let plain = Pg::shared();
+    let db = plain.create_db("no_tls");
+    team_settings(
+        &env,
+        &format!("{}?sslmode=require", plain.url(&db)),
+        json!({}),
+    );
+    let out = env.run(&["run", "-p", "again"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("does not speak TLS"), "{err}");
 }

@@ -5,6 +5,9 @@
 //!
 //! PostgreSQL refuses to run as root, so under root (CI containers) its
 //! tools run as `nobody` through `runuser`, in folders `nobody` can reach.
+//!
+//! [`Pg::start_with_tls`] also gives the server a certificate from a test
+//! certificate authority the `openssl` command line makes in its folder.
 #![cfg(unix)]
 
 use std::os::unix::fs::PermissionsExt as _;
@@ -30,6 +33,19 @@ pub struct Pg {
     log: PathBuf,
     bin: PathBuf,
     port: u16,
+    /// Server options beyond the ones every server has (TLS's), for every
+    /// start, [`Pg::start_again`] too.
+    options: String,
+}
+
+/// A TLS certificate authority and a server certificate it signed for
+/// `127.0.0.1` and `localhost` (subjectAltName IP:127.0.0.1,
+/// DNS:localhost), made with the `openssl` command line in the server's
+/// folder.
+pub struct Tls {
+    /// The CA certificate (PEM), readable by anyone: the one root a client
+    /// needs to verify the server as `127.0.0.1` or `localhost`.
+    pub ca_pem: PathBuf,
 }
 
 impl Pg {
@@ -40,6 +56,29 @@ impl Pg {
     /// 127.0.0.1 on a free port, its unix socket in its own folder: for
     /// tests that stop, kill or break their server.
     pub fn start() -> Pg {
+        let mut pg = Pg::init();
+        pg.launch();
+        pg
+    }
+
+    /// A server of its own, as [`Pg::start`], that also speaks TLS
+    /// (`ssl=on`, its certificate and key from a CA made for it, see
+    /// [`Tls`]). Host connections may use TLS or not: pg_hba's `host`
+    /// lines allow both, with SCRAM.
+    pub fn start_with_tls() -> (Pg, Tls) {
+        let mut pg = Pg::init();
+        let (tls, cert, key) = make_tls(&pg.dir.join("tls"));
+        pg.options = format!(
+            " -c ssl=on -c ssl_cert_file='{}' -c ssl_key_file='{}'",
+            cert.display(),
+            key.display()
+        );
+        pg.launch();
+        (pg, tls)
+    }
+
+    /// A server's folder and cluster, not started yet.
+    fn init() -> Pg {
         let bin = bin_dir().clone();
         remove_stale();
         let base = base_dir();
@@ -62,33 +101,39 @@ impl Pg {
         // Only the server's user (and root) may connect through it: the
         // socket trusts whoever can.
         make_dir(&socket, 0o700);
-        let mut pg = Pg {
+        let pg = Pg {
             data: dir.join("data"),
             log: dir.join("server.log"),
             dir,
             socket,
             bin,
             port: 0,
+            options: String::new(),
         };
         pg.initdb();
+        pg
+    }
+
+    /// Start the server on a free port.
+    fn launch(&mut self) {
         for attempt in 1..=3 {
             // Another process can take the port between our probe and the
             // server's bind: a failed start tries another.
-            pg.port = free_port();
-            let out = pg.pg_ctl_start();
+            self.port = free_port();
+            let out = self.pg_ctl_start();
             if out.status.success() {
-                return pg;
+                return;
             }
-            pg.pg_ctl(&["stop", "-m", "immediate"]);
+            self.pg_ctl(&["stop", "-m", "immediate"]);
             if attempt == 3 {
                 panic!(
                     "PostgreSQL did not start (3 tries, last on port {}): {}\n{}\n\
                      log {}:\n{}",
-                    pg.port,
+                    self.port,
                     String::from_utf8_lossy(&out.stdout),
                     String::from_utf8_lossy(&out.stderr),
-                    pg.log.display(),
-                    pg.log_tail()
+                    self.log.display(),
+                    self.log_tail()
                 );
             }
         }
@@ -250,9 +295,10 @@ impl Pg {
             );
         }
         let options = format!(
-            "-c listen_addresses=127.0.0.1 -p {} -k '{}' -c max_connections=200",
+            "-c listen_addresses=127.0.0.1 -p {} -k '{}' -c max_connections=200{}",
             self.port,
-            self.socket.display()
+            self.socket.display(),
+            self.options
         );
         self.tool("pg_ctl")
             .args(["start", "-w", "-t", "60", "-D"])
@@ -296,6 +342,84 @@ impl Drop for Pg {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// The `openssl` configuration of [`make_tls`]: its certificates' v3
+/// extensions, as rustls and webpki want them.
+const OPENSSL_CNF: &str = "\
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+[ca]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+[server]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1, DNS:localhost
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid, issuer
+";
+
+/// A test CA and a server certificate it signed, in `dir` (made here): EC
+/// P-256 keys, valid for two days. Returns the [`Tls`], the server's
+/// certificate and its key, which the server's user owns with mode 0600
+/// (PostgreSQL refuses a key others may read).
+fn make_tls(dir: &Path) -> (Tls, PathBuf, PathBuf) {
+    make_dir(dir, 0o755);
+    std::fs::write(dir.join("openssl.cnf"), OPENSSL_CNF).expect("write openssl.cnf");
+    // `words` split at spaces, then `args` as they are.
+    let openssl = |words: &str, args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(words.split(' '))
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("run openssl (the TLS tests need the openssl command line): {e}")
+            });
+        assert!(
+            out.status.success(),
+            "openssl {words} {} failed in {}:\n{}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let new_key = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -config openssl.cnf";
+    openssl(
+        &format!("req -x509 {new_key} -keyout ca.key -out ca.pem -days 2 -extensions ca"),
+        &["-subj", "/CN=stud test CA"],
+    );
+    openssl(
+        &format!("req -new {new_key} -keyout server.key -out server.csr -subj /CN=127.0.0.1"),
+        &[],
+    );
+    // -CAcreateserial: a random serial (ca.srl keeps it).
+    openssl(
+        "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+         -out server.pem -extfile openssl.cnf -extensions server",
+        &[],
+    );
+    let mode = |name: &str, mode: u32| {
+        std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(mode))
+            .unwrap_or_else(|e| panic!("chmod {name}: {e}"));
+    };
+    mode("ca.key", 0o600);
+    mode("ca.pem", 0o644);
+    mode("server.pem", 0o644);
+    mode("server.key", 0o600);
+    if as_nobody() {
+        std::os::unix::fs::chown(dir.join("server.key"), Some(NOBODY), Some(NOBODY))
+            .expect("chown the server's key to nobody");
+    }
+    let tls = Tls {
+        ca_pem: dir.join("ca.pem"),
+    };
+    (tls, dir.join("server.pem"), dir.join("server.key"))
 }
 
 fn pg_ctl_at(bin: &Path, data: &Path, args: &[&str]) -> Output {

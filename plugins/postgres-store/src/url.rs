@@ -10,6 +10,20 @@ pub struct Target {
     pub port: u16,
     pub user: String,
     pub database: String,
+    pub tls: Tls,
+}
+
+/// `sslmode`, as this store honours it. A certificate is always checked
+/// (against the web's roots, or only `sslrootcert`'s): stricter than
+/// libpq's `prefer` and `require`, which take any certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tls {
+    /// `disable`: never.
+    Off,
+    /// `allow`, `prefer` (the default): when the server speaks it.
+    Prefer,
+    /// `require`, `verify-ca`, `verify-full`: or not at all.
+    Require,
 }
 
 /// Why a URL is refused, said so the person can mend the setting.
@@ -62,15 +76,20 @@ pub fn parse(url: &str) -> Result<Target, String> {
     } else {
         decode(path)?
     };
+    let mut tls = Tls::Prefer;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match (key, value) {
-            ("sslmode", "disable" | "allow" | "prefer") => {}
+            ("sslmode", "disable") => tls = Tls::Off,
+            ("sslmode", "allow" | "prefer") => tls = Tls::Prefer,
+            ("sslmode", "require" | "verify-ca" | "verify-full") => tls = Tls::Require,
             ("sslmode", other) => {
                 return Err(format!(
-                    "sslmode={other} is not supported yet (PostgreSQL's TLS starts inside the protocol, which the socket capability does not speak); use sslmode=disable on a trusted network or a tunnel"
+                    "sslmode={other} is not one of disable, allow, prefer, require, verify-ca, verify-full"
                 ));
             }
+            // Read by the host, which checks the certificate.
+            ("sslrootcert", _) => {}
             ("application_name" | "connect_timeout", _) => {}
             ("password", _) => {
                 return Err(
@@ -85,6 +104,7 @@ pub fn parse(url: &str) -> Result<Target, String> {
         port,
         user,
         database,
+        tls,
     })
 }
 
@@ -121,7 +141,8 @@ mod tests {
                 host: "db.internal".into(),
                 port: 6543,
                 user: "stud".into(),
-                database: "team".into()
+                database: "team".into(),
+                tls: Tls::Prefer,
             }
         );
         let t = parse("postgresql://127.0.0.1").unwrap();

@@ -16,7 +16,7 @@ use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
 use stud_sdk::host::socket::{self, Stream};
 
-use crate::url::Target;
+use crate::url::{Target, Tls};
 
 /// What went wrong talking to the database.
 #[derive(Debug)]
@@ -64,6 +64,9 @@ impl Conn {
             out: BytesMut::with_capacity(8192),
             broken: false,
         };
+        if target.tls != Tls::Off {
+            conn.negotiate_tls(target)?;
+        }
         let params = [
             ("user", target.user.as_str()),
             ("database", target.database.as_str()),
@@ -79,6 +82,36 @@ impl Conn {
                 Message::ReadyForQuery(_) => return Ok(conn),
                 Message::ErrorResponse(body) => return Err(fatal_of(server_error(&body))),
                 _ => {}
+            }
+        }
+    }
+
+    /// PostgreSQL's TLS starts in the clear: an `SSLRequest`, one byte of
+    /// answer (`S` yes, `N` no), then the handshake on the same socket.
+    fn negotiate_tls(&mut self, target: &Target) -> Result<(), WireError> {
+        frontend::ssl_request(&mut self.out);
+        self.send()?;
+        let mut answer = [0u8; 1];
+        let n = self.stream.read(&mut answer).map_err(lost)?;
+        match (n, answer[0]) {
+            (1, b'S') => self.stream.0.start_tls().map_err(|e| {
+                WireError::Fatal(format!(
+                    "TLS with the server at {}:{}: {}; name the server's certificate authority with `sslrootcert=/path/ca.pem` in the URL (or `sslmode=disable` on a network you trust)",
+                    target.host,
+                    target.port,
+                    stud_sdk::Error::from(e).message()
+                ))
+            }),
+            (1, b'N') if target.tls == Tls::Require => Err(WireError::Fatal(format!(
+                "the server at {}:{} does not speak TLS, and the URL requires it (sslmode)",
+                target.host, target.port
+            ))),
+            (1, b'N') => Ok(()),
+            _ => {
+                self.broken = true;
+                Err(WireError::Lost(
+                    "the server closed the connection at the TLS request".into(),
+                ))
             }
         }
     }

@@ -88,13 +88,14 @@ impl UserGrants {
         let mut out: Vec<SocketGrant> = persons
             .into_iter()
             .flatten()
-            .cloned()
+            .map(|(host, port)| (host.clone(), *port, None))
             .chain(store_url)
-            .filter(|(host, port)| requests.iter().any(|r| r.covers(&host.host, *port)))
-            .map(|(host, port)| SocketGrant {
+            .filter(|(host, port, _)| requests.iter().any(|r| r.covers(&host.host, *port)))
+            .map(|(host, port, roots)| SocketGrant {
                 host,
                 port,
                 by_person: true,
+                roots,
             })
             .collect();
         out.extend(requests.iter().filter_map(|r| {
@@ -102,6 +103,7 @@ impl UserGrants {
                 host: r.host.clone()?,
                 port: r.port?,
                 by_person: false,
+                roots: None,
             })
         }));
         out
@@ -316,13 +318,18 @@ fn base_url_host(url: &str) -> Option<HostPattern> {
 }
 
 /// The host and port of a session store's `url` (`postgres://user@host:port/db`;
-/// 5432 when it names none), as an exact grant.
-fn store_url_grant(url: &str) -> Option<(HostPattern, u16)> {
+/// 5432 when it names none), as an exact grant, with the TLS roots its
+/// `sslrootcert` names (`~/` allowed) as the only ones trusted for it.
+fn store_url_grant(url: &str) -> Option<(HostPattern, u16, Option<PathBuf>)> {
     let url = reqwest::Url::parse(url).ok()?;
     let host = url.host_str()?;
     let port = url.port().unwrap_or(5432);
     let pattern: HostPattern = format!("{host}:{port}").parse().ok()?;
-    (!pattern.wildcard).then_some((pattern, port))
+    let roots = url
+        .query_pairs()
+        .find(|(k, _)| k == "sslrootcert")
+        .map(|(_, v)| expand_home(Path::new(v.as_ref())));
+    (!pattern.wildcard).then_some((pattern, port, roots))
 }
 
 /// The protected-path policy: the defaults, `protectedPaths.patterns` and

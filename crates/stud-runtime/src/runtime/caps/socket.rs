@@ -38,15 +38,42 @@ pub struct SocketGrant {
     /// The person granted exactly this host and port (global settings
     /// `sockets.<id>`): internal addresses are allowed for it.
     pub by_person: bool,
+    /// The only roots TLS to this host and port trusts (PEM file), where
+    /// the person named them (a session store's `sslrootcert`); else the
+    /// web's.
+    pub roots: Option<std::path::PathBuf>,
 }
 
 trait Stream: AsyncRead + AsyncWrite + Send + Sync + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Send + Sync + Unpin> Stream for T {}
 
+/// The bytes' way: in the clear until `start-tls` (or `connect`'s `tls`).
+enum Link {
+    Plain(tokio::net::TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>),
+    /// A TLS handshake failed midway: nothing more goes over it.
+    Broken,
+}
+
 /// An open connection, held in the instance's resource table.
 pub struct Connection {
-    stream: Box<dyn Stream>,
+    link: Link,
     peer: String,
+    host: String,
+    roots: Option<std::path::PathBuf>,
+}
+
+impl Connection {
+    fn stream(&mut self) -> Result<&mut dyn Stream, ExtError> {
+        match &mut self.link {
+            Link::Plain(t) => Ok(t),
+            Link::Tls(t) => Ok(&mut **t),
+            Link::Broken => Err(network(
+                "socket-tls",
+                format!("the connection to {} broke in its TLS handshake", self.peer),
+            )),
+        }
+    }
 }
 
 fn refused(code: &str, message: String) -> ExtError {
@@ -65,21 +92,77 @@ fn cancelled() -> ExtError {
     )
 }
 
-/// The TLS settings every connection shares: the web's roots, ring's
-/// primitives. `None` if they cannot be put together (never seen).
+/// The TLS settings of connections checked against the web's roots, with
+/// ring's primitives. `None` if they cannot be put together (never seen).
 fn tls_config() -> Option<Arc<rustls::ClientConfig>> {
     static CONFIG: OnceLock<Option<Arc<rustls::ClientConfig>>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
-            let roots =
-                rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .ok()
-                .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
+            with_roots(rustls::RootCertStore::from_iter(
+                webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
+            ))
         })
         .clone()
+}
+
+fn with_roots(roots: rustls::RootCertStore) -> Option<Arc<rustls::ClientConfig>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .ok()
+        .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
+}
+
+/// The TLS settings for a connection: the person's roots for it, else the
+/// web's.
+fn config_for(roots: Option<&std::path::Path>) -> Result<Arc<rustls::ClientConfig>, ExtError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let Some(path) = roots else {
+        return tls_config()
+            .ok_or_else(|| network("socket-tls", "TLS is not available in this build".into()));
+    };
+    let bad = |why: String| {
+        refused(
+            "socket-tls-roots",
+            format!("the TLS roots `{}`: {why}", path.display()),
+        )
+    };
+    let mut store = rustls::RootCertStore::empty();
+    let certs = CertificateDer::pem_file_iter(path).map_err(|e| bad(e.to_string()))?;
+    for cert in certs {
+        let cert = cert.map_err(|e| bad(e.to_string()))?;
+        store.add(cert).map_err(|e| bad(e.to_string()))?;
+    }
+    if store.is_empty() {
+        return Err(bad("it holds no certificate".into()));
+    }
+    with_roots(store)
+        .ok_or_else(|| network("socket-tls", "TLS is not available in this build".into()))
+}
+
+/// TLS over `tcp`, the certificate checked for `host`.
+async fn handshake(
+    tcp: tokio::net::TcpStream,
+    host: &str,
+    port: u16,
+    roots: Option<&std::path::Path>,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, ExtError> {
+    let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| {
+        refused(
+            "input-invalid",
+            format!("`{host}` is not a TLS server name: {e}"),
+        )
+    })?;
+    tokio_rustls::TlsConnector::from(config_for(roots)?)
+        .connect(name, tcp)
+        .await
+        .map_err(|e| {
+            network(
+                "socket-tls",
+                format!("TLS with `{host}:{port}` failed: {e}"),
+            )
+        })
 }
 
 impl HostState {
@@ -168,30 +251,14 @@ impl s::Host for HostState {
         let opened = async {
             let (tcp, addr) = open(&id, &host, &grant).await?;
             let _ = tcp.set_nodelay(true);
-            let stream: Box<dyn Stream> = if tls {
-                let name = rustls::pki_types::ServerName::try_from(host.clone()).map_err(|e| {
-                    refused(
-                        "input-invalid",
-                        format!("`{host}` is not a TLS server name: {e}"),
-                    )
-                })?;
-                let config = tls_config().ok_or_else(|| {
-                    network("socket-tls", "TLS is not available in this build".into())
-                })?;
-                let tls = tokio_rustls::TlsConnector::from(config)
-                    .connect(name, tcp)
-                    .await
-                    .map_err(|e| {
-                        network(
-                            "socket-tls",
-                            format!("TLS with `{host}:{port}` failed: {e}"),
-                        )
-                    })?;
-                Box::new(tls)
+            let link = if tls {
+                Link::Tls(Box::new(
+                    handshake(tcp, &host, port, grant.roots.as_deref()).await?,
+                ))
             } else {
-                Box::new(tcp)
+                Link::Plain(tcp)
             };
-            Ok::<_, ExtError>((stream, addr))
+            Ok::<_, ExtError>((link, addr))
         };
         let result = tokio::select! {
             r = tokio::time::timeout(CONNECT_TIMEOUT, opened) => r.unwrap_or_else(|_| {
@@ -200,13 +267,15 @@ impl s::Host for HostState {
             _ = cancel => Err(cancelled()),
         };
         drop(paused);
-        let (stream, addr) = match result {
+        let (link, addr) = match result {
             Ok(x) => x,
             Err(e) => return Ok(Err(e)),
         };
         let handle = self.table().push(Connection {
-            stream,
+            link,
             peer: format!("{host}:{port} ({addr})"),
+            host,
+            roots: grant.roots,
         })?;
         Ok(Ok(handle))
     }
@@ -221,15 +290,20 @@ impl s::HostConnection for HostState {
         let cancel = self.deadline.cancelled();
         let paused = self.deadline.pause();
         let conn = self.table().get_mut(&this)?;
+        let peer = conn.peer.clone();
+        let stream = match conn.stream() {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
         let mut buf = vec![0u8; max.clamp(1, MAX_READ) as usize];
         let result = tokio::select! {
-            r = tokio::time::timeout(IDLE_TIMEOUT, conn.stream.read(&mut buf)) => match r {
+            r = tokio::time::timeout(IDLE_TIMEOUT, stream.read(&mut buf)) => match r {
                 Ok(Ok(n)) => {
                     buf.truncate(n);
                     Ok(buf)
                 }
-                Ok(Err(e)) => Err(network("socket-read", format!("reading from {} failed: {e}", conn.peer))),
-                Err(_) => Err(network("socket-timeout", format!("nothing from {} for {} s", conn.peer, IDLE_TIMEOUT.as_secs()))),
+                Ok(Err(e)) => Err(network("socket-read", format!("reading from {peer} failed: {e}"))),
+                Err(_) => Err(network("socket-timeout", format!("nothing from {peer} for {} s", IDLE_TIMEOUT.as_secs()))),
             },
             _ = cancel => Err(cancelled()),
         };
@@ -249,14 +323,19 @@ impl s::HostConnection for HostState {
         let paused = self.deadline.pause();
         let sent = bytes.len() as u64;
         let conn = self.table().get_mut(&this)?;
+        let peer = conn.peer.clone();
+        let stream = match conn.stream() {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
         let result = tokio::select! {
             r = tokio::time::timeout(IDLE_TIMEOUT, async {
-                conn.stream.write_all(&bytes).await?;
-                conn.stream.flush().await
+                stream.write_all(&bytes).await?;
+                stream.flush().await
             }) => match r {
                 Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(network("socket-write", format!("writing to {} failed: {e}", conn.peer))),
-                Err(_) => Err(network("socket-timeout", format!("{} took nothing for {} s", conn.peer, IDLE_TIMEOUT.as_secs()))),
+                Ok(Err(e)) => Err(network("socket-write", format!("writing to {peer} failed: {e}"))),
+                Err(_) => Err(network("socket-timeout", format!("{peer} took nothing for {} s", IDLE_TIMEOUT.as_secs()))),
             },
             _ = cancel => Err(cancelled()),
         };
@@ -265,6 +344,41 @@ impl s::HostConnection for HostState {
             self.ext.meter.add_net(sent, 0);
         }
         Ok(result)
+    }
+
+    async fn start_tls(
+        &mut self,
+        this: Resource<Connection>,
+    ) -> wasmtime::Result<Result<(), ExtError>> {
+        let cancel = self.deadline.cancelled();
+        let paused = self.deadline.pause();
+        let conn = self.table().get_mut(&this)?;
+        let tcp = match std::mem::replace(&mut conn.link, Link::Broken) {
+            Link::Plain(tcp) => tcp,
+            other => {
+                conn.link = other;
+                return Ok(Err(refused(
+                    "socket-tls",
+                    format!("the connection to {} is not in the clear", conn.peer),
+                )));
+            }
+        };
+        let (host, roots, peer) = (conn.host.clone(), conn.roots.clone(), conn.peer.clone());
+        let port = tcp.peer_addr().map(|a| a.port()).unwrap_or(0);
+        let result = tokio::select! {
+            r = tokio::time::timeout(CONNECT_TIMEOUT, handshake(tcp, &host, port, roots.as_deref())) => r.unwrap_or_else(|_| {
+                Err(network("socket-timeout", format!("the TLS handshake with {peer} took longer than {} s", CONNECT_TIMEOUT.as_secs())))
+            }),
+            _ = cancel => Err(cancelled()),
+        };
+        drop(paused);
+        Ok(match result {
+            Ok(tls) => {
+                self.table().get_mut(&this)?.link = Link::Tls(Box::new(tls));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        })
     }
 
     async fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
