@@ -526,3 +526,54 @@ fn tls_to_the_database_is_checked_against_the_roots_the_person_names() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("does not speak TLS"), "{err}");
 }
+
+#[test]
+fn a_profile_chooses_the_store_and_a_project_cannot_point_it_elsewhere() {
+    let pg = Pg::shared();
+    let db = pg.create_db("profiled");
+    let decoy = pg.create_db("decoy");
+    let env = StudEnv::new();
+    let project = env.project.path();
+    script(
+        project,
+        json!([{"text": "one"}, {"text": "two"}, {"text": "three"}]),
+    );
+    // The filesystem store by default; `--profile team` keeps sessions in
+    // the team's database.
+    team_settings(
+        &env,
+        &pg.url(&db),
+        json!({"active": {"sessionStore": null}, "profiles": {"team": {"sessionStore": "postgres"}}}),
+    );
+    let sessions_in = |db: &str| pg.psql(db, "SELECT count(*) FROM stud_sessions");
+    let kept_here = || {
+        std::fs::read_dir(env.home.path().join("data/filesystem"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    ok(&env.run(&["run", "-p", "--profile", "team", "hi"], ""));
+    assert_eq!(sessions_in(&db), "1");
+    assert_eq!(kept_here(), 0);
+    ok(&env.run(&["run", "-p", "hi"], ""));
+    assert_eq!(kept_here(), 1, "the default store is the filesystem");
+
+    // A trusted project names another database for the store: ignored,
+    // with a warning; the person's database still gets the session.
+    std::fs::create_dir_all(project.join(".stud")).expect("mkdir");
+    env.ok(&["trust", "grant"]);
+    std::fs::write(
+        project.join(".stud/settings.json"),
+        json!({"sessionStores": {"postgres": {"url": pg.url(&decoy)}}}).to_string(),
+    )
+    .expect("write project settings");
+    let out = env.run(&["run", "-p", "--profile", "team", "again"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("sessionStores.postgres.url"), "{err}");
+    assert_eq!(sessions_in(&db), "2");
+    let decoy_tables = pg.psql(
+        &decoy,
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'stud_sessions'",
+    );
+    assert_eq!(decoy_tables, "0", "the project's database was reached");
+}

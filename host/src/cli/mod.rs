@@ -37,6 +37,7 @@ mod mcp_login;
 mod run;
 mod screen;
 mod session;
+mod session_list;
 mod session_replay;
 mod session_show;
 mod signals;

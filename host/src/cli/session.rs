@@ -1,7 +1,7 @@
 //! `stud session list|show|delete`: sessions kept by the active session
 //! store (only the store extensions are loaded).
 
-use crate::kernel::agents::{is_child_id, is_child_of};
+use crate::kernel::agents::is_child_of;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -165,33 +165,7 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
         match cmd {
             SessionCommand::List { all: every, json } => {
                 let all = store.store_list().await?;
-                let children = |id: &str| all.iter().filter(|c| is_child_of(&c.session_id, id)).count();
-                let mut sessions: Vec<_> = all
-                    .iter()
-                    .filter(|s| !is_child_id(&s.session_id) && (every || s.project_root == here))
-                    .collect();
-                sessions.sort_by_key(|s| (s.project_root != here, std::cmp::Reverse(s.updated_ms)));
-                if json {
-                    let items: Vec<Value> = sessions
-                        .iter()
-                        .map(|s| serde_json::json!({"session_id": s.session_id, "project_root": s.project_root, "created_ms": s.created_ms, "updated_ms": s.updated_ms, "title": s.title, "agents": children(&s.session_id)}))
-                        .collect();
-                    println!("{}", serde_json::to_string_pretty(&items)?);
-                } else {
-                    for s in &sessions {
-                        let agents = match children(&s.session_id) {
-                            0 => String::new(),
-                            n => format!("  (+{n} agent session{})", if n == 1 { "" } else { "s" }),
-                        };
-                        outln!("{}  {}  {}{agents}", s.session_id, s.project_root, s.title);
-                    }
-                    let elsewhere = all.iter().filter(|s| !is_child_id(&s.session_id) && s.project_root != here).count();
-                    match (sessions.is_empty(), every || elsewhere == 0) {
-                        (true, true) => outln!("(no sessions)"),
-                        (true, false) => outln!("(no sessions in this folder; `stud session list --all` shows {elsewhere} elsewhere)"),
-                        _ => {}
-                    }
-                }
+                super::session_list::print(&all, &here, every, json)?;
             }
             SessionCommand::Show { id, json, stats } => {
                 let data = store.store_read(&id).await?;
@@ -216,7 +190,11 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
                     }
                     let home = StudHome::resolve()?;
                     let project = manifest["project_root"].as_str().unwrap_or_default();
-                    let journal = crate::kernel::checkpoints::journal_of(home.root(), std::path::Path::new(project), &id);
+                    let journal = crate::kernel::checkpoints::journal_of(
+                        home.root(),
+                        std::path::Path::new(project),
+                        &id,
+                    );
                     for line in super::session_show::checkpoint_lines(&journal.read()) {
                         outln!("{line}");
                     }
@@ -225,7 +203,14 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            SessionCommand::Rewind { id, turn, files, conversation, yes, overwrite } => {
+            SessionCommand::Rewind {
+                id,
+                turn,
+                files,
+                conversation,
+                yes,
+                overwrite,
+            } => {
                 use crate::kernel::rewind::{Scope, StoredRewind, rewind_stored};
                 let scope = match (files, conversation) {
                     (true, _) => Scope::Files,
@@ -233,9 +218,17 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
                     _ => Scope::Both,
                 };
                 let home = StudHome::resolve()?;
-                let lines = rewind_stored(StoredRewind { store: &store, home: home.root(), id: &id, turn, scope, yes, overwrite })
-                    .await
-                    .map_err(|e| anyhow::anyhow!(e))?;
+                let lines = rewind_stored(StoredRewind {
+                    store: &store,
+                    home: home.root(),
+                    id: &id,
+                    turn,
+                    scope,
+                    yes,
+                    overwrite,
+                })
+                .await
+                .map_err(|e| anyhow::anyhow!(e))?;
                 for line in lines {
                     outln!("{line}");
                 }
@@ -250,7 +243,11 @@ pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {
                 {
                     // Its checkpoints go with it (their contents at the next prune).
                     let home = StudHome::resolve()?;
-                    let journal = crate::kernel::checkpoints::journal_of(home.root(), std::path::Path::new(project), &id);
+                    let journal = crate::kernel::checkpoints::journal_of(
+                        home.root(),
+                        std::path::Path::new(project),
+                        &id,
+                    );
                     let _ = std::fs::remove_file(journal.path());
                 }
                 store.store_delete(&id).await?;

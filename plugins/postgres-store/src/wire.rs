@@ -38,6 +38,9 @@ impl std::fmt::Display for WireError {
     }
 }
 
+/// Most bytes asked of the host per read.
+const READ_CHUNK: usize = 256 * 1024;
+
 /// One row: each column as text, `None` for NULL.
 pub type Row = Vec<Option<String>>;
 
@@ -218,19 +221,23 @@ impl Conn {
                     )));
                 }
             }
-            let mut chunk = [0u8; 16 * 1024];
-            let n = match self.stream.read(&mut chunk) {
+            // Large reads: a listing of 100,000 sessions is megabytes, and
+            // each read is a call into the host.
+            let at = self.buf.len();
+            self.buf.resize(at + READ_CHUNK, 0);
+            let n = match self.stream.read(&mut self.buf[at..]) {
                 Ok(n) => n,
                 Err(e) => {
+                    self.buf.truncate(at);
                     self.broken = true;
                     return Err(lost(e));
                 }
             };
+            self.buf.truncate(at + n);
             if n == 0 {
                 self.broken = true;
                 return Err(WireError::Lost("the server closed the connection".into()));
             }
-            self.buf.extend_from_slice(&chunk[..n]);
         }
     }
 

@@ -154,6 +154,10 @@ pub struct Profile {
     pub ui: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_machine: Option<String>,
+    /// The session store that keeps this profile's sessions (a team's
+    /// shared one, say), over `active.sessionStore`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_store: Option<String>,
     /// Extension ids left out (any kind).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disable: Vec<String>,

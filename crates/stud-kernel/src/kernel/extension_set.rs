@@ -109,7 +109,7 @@ impl ExtensionSet {
             "" if self.flags.disable.iter().any(|d| d == id) => "--disable".to_string(),
             _ => profile.clone(),
         };
-        let lists: [(&'static str, Option<Kind>, Vec<&String>); 5] = [
+        let lists: [(&'static str, Option<Kind>, Vec<&String>); 6] = [
             (
                 "tool ",
                 Some(Kind::Tool),
@@ -126,6 +126,11 @@ impl ExtensionSet {
                 self.choice.context_providers.iter().flatten().collect(),
             ),
             ("ui ", Some(Kind::Ui), self.choice.ui.iter().collect()),
+            (
+                "session store ",
+                Some(Kind::SessionStore),
+                self.choice.session_store.iter().collect(),
+            ),
             ("", None, self.choice.disable.iter().collect()),
         ];
         for (what, kind, ids) in lists {

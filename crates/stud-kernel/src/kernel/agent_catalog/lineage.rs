@@ -67,6 +67,11 @@ pub fn is_child_id(id: &str) -> bool {
     id.contains('_')
 }
 
+/// The id of the session that started child session `id`, if it is one.
+pub fn parent_id(id: &str) -> Option<&str> {
+    id.rsplit_once('_').map(|(parent, _)| parent)
+}
+
 /// Whether `child` is a direct child of `parent`.
 pub fn is_child_of(child: &str, parent: &str) -> bool {
     child

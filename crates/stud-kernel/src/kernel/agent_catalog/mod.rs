@@ -11,5 +11,5 @@ pub use catalog::{
     AgentCatalog, DEFAULT_BUDGET_SHARE, DEFAULT_CHILD_ITERATIONS, DEFAULT_MAX_DEPTH,
 };
 pub use definition::{AgentDefinition, AgentSource, DefinitionError};
-pub use lineage::{Lineage, MAIN, ParentLink, is_child_id, is_child_of};
+pub use lineage::{Lineage, MAIN, ParentLink, is_child_id, is_child_of, parent_id};
 pub use task_tool::{TASK_TOOL, task_spec};

@@ -10,5 +10,5 @@ mod run;
 pub use crate::kernel::agent_catalog::{
     AgentCatalog, AgentDefinition, AgentSource, DEFAULT_BUDGET_SHARE, DEFAULT_CHILD_ITERATIONS,
     DEFAULT_MAX_DEPTH, DefinitionError, Lineage, MAIN, ParentLink, TASK_TOOL, is_child_id,
-    is_child_of, task_spec,
+    is_child_of, parent_id, task_spec,
 };

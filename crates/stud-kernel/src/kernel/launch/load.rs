@@ -88,9 +88,21 @@ pub(super) async fn load(
         .filter(|e| e.kind() == Kind::SessionStore)
         .cloned()
         .collect();
+    // A profile's store over the settings' (`--profile`; a resumed
+    // session's recorded set comes after its store is read).
+    let by_profile = configured
+        .chosen_set
+        .as_ref()
+        .and_then(|s| s.choice.session_store.clone());
+    let named_by = match &by_profile {
+        Some(_) => NamedBy::Settings(Scope::Global),
+        None => NamedBy::setting(&configured.provenance, "/active/sessionStore"),
+    };
+    let wanted = by_profile.or_else(|| configured.settings.active.session_store.clone());
     let store = choose_store(
         &configured.settings,
-        NamedBy::setting(&configured.provenance, "/active/sessionStore"),
+        wanted.as_deref(),
+        named_by,
         &stores,
         &failed,
         warnings,
@@ -151,8 +163,9 @@ pub(super) async fn load(
     })
 }
 
-/// The session store: `active.sessionStore` (global settings only, so
-/// never a project's store), else the bundled `filesystem` store, else the
+/// The session store: `wanted` (a profile's `sessionStore`, else
+/// `active.sessionStore`: global settings only, so never a project's
+/// store), else the bundled `filesystem` store, else the
 /// first bundled or global one loaded. A store writes the manifests resume
 /// believes (the state machine a session ran, its project root), so a
 /// project's store is never chosen by default, not even when the user's
@@ -163,12 +176,13 @@ pub(super) async fn load(
 /// store to keep sessions meanwhile (said in a warning).
 fn choose_store(
     settings: &Settings,
+    wanted: Option<&str>,
     named_by: NamedBy,
     stores: &[Arc<Extension>],
     failed: &[(String, String)],
     warnings: &mut Vec<String>,
 ) -> Result<Option<Arc<Extension>>, LaunchError> {
-    let Some(id) = &settings.active.session_store else {
+    let Some(id) = wanted else {
         return Ok(stores
             .iter()
             .find(|s| s.scope <= Scope::Global && s.id().as_str() == persist::DEFAULT_STORE)
