@@ -34,7 +34,7 @@ pub fn print(all: &[SessionSummary], here: &str, every: bool, json: bool) -> any
         .filter(|s| !is_child_id(&s.session_id) && (every || s.project_root == here))
         .collect();
     sessions.sort_by_key(|s| (s.project_root != here, std::cmp::Reverse(s.updated_ms)));
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
     if json {
         let items: Vec<Item> = sessions
             .iter()
@@ -52,13 +52,22 @@ pub fn print(all: &[SessionSummary], here: &str, every: bool, json: bool) -> any
         out.flush()?;
         return Ok(());
     }
+    // Each part made terminal-safe as it is written: titles are the
+    // model's and the person's words.
+    let safe = stud_protocol::terminal::safe;
     for s in &sessions {
-        let agents = match children(&s.session_id) {
-            0 => String::new(),
-            n => format!("  (+{n} agent session{})", if n == 1 { "" } else { "s" }),
-        };
-        let line = format!("{}  {}  {}{agents}", s.session_id, s.project_root, s.title);
-        writeln!(out, "{}", stud_protocol::terminal::safe(&line))?;
+        write!(
+            out,
+            "{}  {}  {}",
+            safe(&s.session_id),
+            safe(&s.project_root),
+            safe(&s.title)
+        )?;
+        match children(&s.session_id) {
+            0 => writeln!(out)?,
+            1 => writeln!(out, "  (+1 agent session)")?,
+            n => writeln!(out, "  (+{n} agent sessions)")?,
+        }
     }
     if sessions.is_empty() {
         let elsewhere = all

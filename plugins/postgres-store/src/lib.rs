@@ -442,30 +442,30 @@ impl SessionStore for Store {
 
     fn list(&mut self) -> Result<Vec<SessionSummary>, Error> {
         self.target()?;
-        let rows = self
-            .conn()
-            .and_then(|c| {
-                c.query(
-                    "SELECT session_id, project_root, created_ms, updated_ms, title FROM stud_sessions
-                     WHERE manifest IS NOT NULL ORDER BY updated_ms DESC",
-                    vec![],
-                )
-            })
-            .map_err(|e| self.wire_error(e))?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|r| {
-                let mut r = r.into_iter();
-                let mut text = || r.next().flatten();
-                Some(SessionSummary {
-                    session_id: text()?,
-                    project_root: text().unwrap_or_default(),
-                    created_ms: text().and_then(|t| t.parse().ok()).unwrap_or(0),
-                    updated_ms: text().and_then(|t| t.parse().ok()).unwrap_or(0),
-                    title: text().unwrap_or_default(),
-                })
-            })
-            .collect())
+        let mut out = Vec::new();
+        let listed = self.conn().and_then(|c| {
+            c.query_each(
+                "SELECT session_id, project_root, created_ms, updated_ms, title FROM stud_sessions
+                 WHERE manifest IS NOT NULL ORDER BY updated_ms DESC",
+                vec![],
+                &mut |row| {
+                    let text = |i: usize| row.get(i).copied().flatten();
+                    let number = |i: usize| text(i).and_then(|t| t.parse().ok()).unwrap_or(0);
+                    if let Some(id) = text(0) {
+                        out.push(SessionSummary {
+                            session_id: id.to_string(),
+                            project_root: text(1).unwrap_or_default().to_string(),
+                            created_ms: number(2),
+                            updated_ms: number(3),
+                            title: text(4).unwrap_or_default().to_string(),
+                        });
+                    }
+                    Ok(())
+                },
+            )
+        });
+        listed.map_err(|e| self.wire_error(e))?;
+        Ok(out)
     }
 
     fn delete(&mut self, session_id: &str) -> Result<(), Error> {

@@ -41,6 +41,15 @@ impl std::fmt::Display for WireError {
 /// Most bytes asked of the host per read.
 const READ_CHUNK: usize = 256 * 1024;
 
+/// One row borrowed from the message that carried it.
+pub type RowRef<'a> = [Option<&'a str>];
+
+/// What a query's rows go to, as they arrive.
+pub type OnRow<'f> = dyn FnMut(&RowRef<'_>) -> Result<(), WireError> + 'f;
+
+/// What a batch's answer goes to: a row (`Some`), or a statement's end.
+type OnAnswer<'f> = dyn FnMut(Option<&RowRef<'_>>) -> Result<(), WireError> + 'f;
+
 /// One row: each column as text, `None` for NULL.
 pub type Row = Vec<Option<String>>;
 
@@ -256,6 +265,35 @@ impl Conn {
         &mut self,
         statements: &[(&str, Vec<Option<&str>>)],
     ) -> Result<Vec<Vec<Row>>, WireError> {
+        self.send_batch(statements)?;
+        let mut results = Vec::with_capacity(statements.len());
+        let mut rows = Vec::new();
+        self.receive(&mut |row| {
+            match row {
+                Some(row) => rows.push(row.iter().map(|v| v.map(str::to_string)).collect()),
+                None => results.push(std::mem::take(&mut rows)),
+            }
+            Ok(())
+        })?;
+        Ok(results)
+    }
+
+    /// One statement; each row given to `each` as borrowed text, so a
+    /// listing of 100,000 rows makes no copy it does not keep.
+    pub fn query_each(
+        &mut self,
+        sql: &str,
+        params: Vec<Option<&str>>,
+        each: &mut OnRow<'_>,
+    ) -> Result<(), WireError> {
+        self.send_batch(&[(sql, params)])?;
+        self.receive(&mut |row| match row {
+            Some(row) => each(row),
+            None => Ok(()),
+        })
+    }
+
+    fn send_batch(&mut self, statements: &[(&str, Vec<Option<&str>>)]) -> Result<(), WireError> {
         for (sql, params) in statements {
             frontend::parse("", sql, std::iter::empty(), &mut self.out).map_err(lost)?;
             frontend::bind(
@@ -284,16 +322,33 @@ impl Conn {
             frontend::execute("", 0, &mut self.out).map_err(lost)?;
         }
         frontend::sync(&mut self.out);
-        self.send()?;
-        let mut results = Vec::with_capacity(statements.len());
-        let mut rows = Vec::new();
+        self.send()
+    }
+
+    /// Read a batch's answer up to the server's ready: each row to `on`
+    /// (`Some`), and each statement's end (`None`). The first error the
+    /// server sent, once it is ready again.
+    fn receive(&mut self, on: &mut OnAnswer<'_>) -> Result<(), WireError> {
         let mut failure = None;
         loop {
             match self.next()? {
-                Message::DataRow(body) => rows.push(row_of(&body)?),
-                Message::CommandComplete(_) | Message::EmptyQueryResponse => {
-                    results.push(std::mem::take(&mut rows))
+                Message::DataRow(body) => {
+                    let buf = body.buffer();
+                    let mut ranges = body.ranges();
+                    let mut values: Vec<Option<&str>> = Vec::with_capacity(8);
+                    while let Some(range) = ranges.next().map_err(lost)? {
+                        values.push(match range {
+                            Some(r) => Some(std::str::from_utf8(&buf[r]).map_err(|_| {
+                                WireError::Fatal("a value that is not UTF-8".into())
+                            })?),
+                            None => None,
+                        });
+                    }
+                    if failure.is_none() {
+                        on(Some(&values))?;
+                    }
                 }
+                Message::CommandComplete(_) | Message::EmptyQueryResponse => on(None)?,
                 Message::ErrorResponse(body) => failure = Some(server_error(&body)),
                 Message::ReadyForQuery(_) => break,
                 _ => {}
@@ -301,7 +356,7 @@ impl Conn {
         }
         match failure {
             Some(e) => Err(e),
-            None => Ok(results),
+            None => Ok(()),
         }
     }
 
