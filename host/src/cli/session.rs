@@ -143,7 +143,10 @@ pub(super) async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
         let mut discovery = Discovery::scan(&home, &scope);
         discovery
             .found
-            .retain(|d| d.manifest.id.as_str() == fallback);
+            // The person's own store only, as for a session's fallback.
+            .retain(|d| {
+                d.manifest.id.as_str() == fallback && d.scope <= crate::extensions::Scope::Global
+            });
         let other = registry
             .load_all(&discovery)
             .await

@@ -37,15 +37,26 @@ use wire::{Conn, WireError};
 const LOCK_CLASS: &str = "1937012068";
 const DEFAULT_MAX_PENDING: usize = 10_000;
 
+/// A session this process writes.
+struct Held {
+    next: i64,
+    /// False after a reconnect that found the lock still taken (the old
+    /// connection's server process not gone yet): retried at each write.
+    locked: bool,
+}
+
 #[derive(Default)]
 struct Store {
     /// `None` until a URL is configured: every call then says how to.
     target: Option<Target>,
     password: Option<String>,
     conn: Option<Conn>,
-    /// Sessions this process writes (their lock is ours): the next
-    /// record's number in each.
-    held: HashMap<String, i64>,
+    /// Sessions this process writes: the next record's number in each,
+    /// and whether the lock is ours on the connection now.
+    held: HashMap<String, Held>,
+    /// Sessions another process wrote while this one was cut off from the
+    /// database: never written again from here (why, for the error).
+    lost: HashMap<String, String>,
     pending: Pending,
 }
 
@@ -137,15 +148,16 @@ impl Store {
                     schema::CURRENT
                 )),
             })?;
-            // A restarted server forgot our locks: take them again, and
-            // give up a session somebody else took in the meantime.
-            let held: Vec<String> = self.held.keys().cloned().collect();
-            for id in held {
-                if !try_lock(&mut conn, &id)? {
-                    self.held.remove(&id);
-                }
+            // The new connection holds no lock: take the held sessions'
+            // again, each checked against what the database now has.
+            for h in self.held.values_mut() {
+                h.locked = false;
             }
             self.conn = Some(conn);
+            let ids: Vec<String> = self.held.keys().cloned().collect();
+            for id in ids {
+                self.relock(&id)?;
+            }
         }
         match self.conn.as_mut() {
             Some(c) => Ok(c),
@@ -156,20 +168,87 @@ impl Store {
     /// Take `session_id` for writing (once per process): its lock, and
     /// where its records go on.
     fn claim(&mut self, session_id: &str) -> Result<Result<i64, Error>, WireError> {
-        if let Some(next) = self.held.get(session_id) {
-            return Ok(Ok(*next));
+        if let Some(why) = self.lost.get(session_id) {
+            return Ok(Err(Error::new(
+                ErrorClass::Session,
+                "session-busy",
+                why.clone(),
+            )));
+        }
+        if let Some(h) = self.held.get(session_id) {
+            if h.locked {
+                return Ok(Ok(h.next));
+            }
+            return Ok(match self.relock(session_id)? {
+                Some(next) => Ok(next),
+                None => match self.lost.get(session_id) {
+                    Some(why) => Err(Error::new(ErrorClass::Session, "session-busy", why.clone())),
+                    None => Err(Error::new(
+                        ErrorClass::Session,
+                        "store-unreachable",
+                        format!(
+                            "session {session_id} is still locked by this process's previous connection to the database (the server drops it within a minute); its records stay held"
+                        ),
+                    )),
+                },
+            });
         }
         let conn = self.conn()?;
         if !try_lock(conn, session_id)? {
             return Ok(Err(busy(session_id)));
         }
-        let rows = conn.query(
-            "SELECT coalesce(max(seq), 0) + 1 FROM stud_records WHERE session_id = $1",
-            vec![Some(session_id)],
-        )?;
-        let next = first_int(&rows).unwrap_or(1);
-        self.held.insert(session_id.to_string(), next);
+        let next = next_seq(conn, session_id)?;
+        self.held
+            .insert(session_id.to_string(), Held { next, locked: true });
         Ok(Ok(next))
+    }
+
+    /// Take a held session's lock again after a reconnect. The records
+    /// the database has must be the ones this process wrote (plus, at
+    /// most, the batch whose commit answer was lost); otherwise another
+    /// process wrote it meanwhile and it is given up. `None`: not ours now.
+    fn relock(&mut self, session_id: &str) -> Result<Option<i64>, WireError> {
+        let Some(expected) = self.held.get(session_id).map(|h| h.next) else {
+            return Ok(None);
+        };
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(WireError::Lost("no connection".into()));
+        };
+        if !try_lock(conn, session_id)? {
+            return Ok(None);
+        }
+        let found = next_seq(conn, session_id)?;
+        let in_flight = match self.pending.front() {
+            Some(Item::Records {
+                session_id: s,
+                records,
+                first_seq: Some(first),
+            }) if s == session_id && *first == expected => Some(records.len() as i64),
+            _ => None,
+        };
+        if found == expected {
+            // As we left it.
+        } else if in_flight.is_some_and(|n| found == expected + n) {
+            // The batch in flight at the outage was committed.
+            self.pending.pop_front();
+        } else {
+            let why = format!(
+                "session {session_id} was written by another stud process while this one was cut off from the database; this process writes it no more ({} records it held are not stored)",
+                self.pending.records_of(session_id)
+            );
+            self.pending.drop_session(session_id);
+            self.held.remove(session_id);
+            self.lost.insert(session_id.to_string(), why);
+            if let Some(conn) = self.conn.as_mut() {
+                unlock(conn, session_id)?;
+            }
+            return Ok(None);
+        }
+        if let Some(h) = self.held.get_mut(session_id) {
+            h.next = found;
+            h.locked = true;
+        }
+        Ok(Some(found))
     }
 
     /// Write what is held, oldest first. Stops at the first failure,
@@ -177,20 +256,25 @@ impl Store {
     fn flush(&mut self) -> Result<(), Error> {
         while let Some(item) = self.pending.front() {
             let session_id = item.session_id().to_string();
+            // A connection first: a reconnect takes the held sessions'
+            // locks again (and may settle the front item).
+            if let Err(e) = self.conn() {
+                return Err(self.wire_error(e));
+            }
+            if self.pending.front().map(Item::session_id) != Some(session_id.as_str()) {
+                continue;
+            }
             let next = match self.claim(&session_id) {
                 Ok(Ok(next)) => next,
                 Ok(Err(e)) => {
-                    // Somebody else holds it: what we held for it cannot go in.
-                    self.pending.drop_session(&session_id);
+                    if e.code() == "session-busy" && !self.held.contains_key(&session_id) {
+                        // Never ours: what was queued for it cannot go in.
+                        self.pending.drop_session(&session_id);
+                    }
                     return Err(e);
                 }
                 Err(e) => return Err(self.wire_error(e)),
             };
-            // A session claimed earlier needs no query to claim it, but
-            // the write needs a connection (again, after an outage).
-            if let Err(e) = self.conn() {
-                return Err(self.wire_error(e));
-            }
             let result = match self.pending.front_mut() {
                 Some(Item::Records {
                     records, first_seq, ..
@@ -200,9 +284,10 @@ impl Store {
                     let first = *first_seq.get_or_insert(next);
                     let n = records.len() as i64;
                     let result = write_records(self.conn.as_mut(), &session_id, first, records);
-                    if result.is_ok() {
-                        let at = self.held.entry(session_id.clone()).or_insert(1);
-                        *at = (*at).max(first + n);
+                    if result.is_ok()
+                        && let Some(h) = self.held.get_mut(&session_id)
+                    {
+                        h.next = h.next.max(first + n);
                     }
                     result
                 }
@@ -215,11 +300,35 @@ impl Store {
                 Ok(()) => {
                     self.pending.pop_front();
                 }
-                Err(e @ WireError::Server { .. }) => {
-                    // The server refused this write itself: retrying will
-                    // not help, and it must not block the ones after it.
+                // The server refused this write itself (bad data, a
+                // constraint): retrying cannot help, and it must not block
+                // the ones after it. Anything else is retried.
+                Err(WireError::Server { code, .. }) if code == "23505" => {
+                    // Its numbers are taken: another process writes it.
+                    let why = format!(
+                        "session {session_id} was written by another stud process; this process writes it no more ({} records it held are not stored)",
+                        self.pending.records_of(&session_id)
+                    );
+                    self.pending.drop_session(&session_id);
+                    self.held.remove(&session_id);
+                    self.lost.insert(session_id.clone(), why.clone());
+                    return Err(Error::new(ErrorClass::Session, "session-busy", why));
+                }
+                Err(WireError::Server { code, message })
+                    if code.starts_with("22") || code.starts_with("23") =>
+                {
                     self.pending.pop_front();
-                    return Err(self.wire_error(e));
+                    return Err(self.wire_error(WireError::Server { code, message }));
+                }
+                Err(WireError::Server { code, message }) => {
+                    // A read-only standby after a failover, a shutdown, a
+                    // conflict: another connection may do better.
+                    if let Some(c) = self.conn.as_mut() {
+                        c.mark_broken();
+                    }
+                    return Err(
+                        self.wire_error(WireError::Lost(format!("{message} (SQLSTATE {code})")))
+                    );
                 }
                 Err(e) => return Err(self.wire_error(e)),
             }
@@ -269,8 +378,25 @@ fn try_lock(conn: &mut Conn, session_id: &str) -> Result<bool, WireError> {
         == Some("t"))
 }
 
-fn first_int(rows: &[wire::Row]) -> Option<i64> {
-    rows.first()?.first()?.as_deref()?.parse().ok()
+/// The number the session's next record gets.
+fn next_seq(conn: &mut Conn, session_id: &str) -> Result<i64, WireError> {
+    let rows = conn.query(
+        "SELECT coalesce(max(seq), 0) + 1 FROM stud_records WHERE session_id = $1",
+        vec![Some(session_id)],
+    )?;
+    rows.first()
+        .and_then(|r| r.first())
+        .and_then(|v| v.as_deref())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| WireError::Fatal("the database did not say how long the session is".into()))
+}
+
+fn unlock(conn: &mut Conn, session_id: &str) -> Result<(), WireError> {
+    conn.query(
+        &format!("SELECT pg_advisory_unlock({LOCK_CLASS}, hashtext($1))"),
+        vec![Some(session_id)],
+    )
+    .map(|_| ())
 }
 
 fn write_records(
@@ -288,7 +414,10 @@ fn write_records(
         .zip(&seqs)
         .map(|(r, seq)| {
             (
-                "INSERT INTO stud_records (session_id, seq, record) VALUES ($1, $2, $3) ON CONFLICT (session_id, seq) DO NOTHING",
+                // No `ON CONFLICT`: a number already taken (another
+                // process wrote the session) fails the whole batch, so
+                // none of it lands among another's records.
+                "INSERT INTO stud_records (session_id, seq, record) VALUES ($1, $2, $3)",
                 vec![Some(session_id), Some(seq.as_str()), Some(r.as_str())],
             )
         })
@@ -299,7 +428,8 @@ fn write_records(
 fn write_manifest(conn: Option<&mut Conn>, session_id: &str, text: &str) -> Result<(), WireError> {
     let conn = conn.ok_or_else(|| WireError::Lost("no connection".into()))?;
     let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-    let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
+    // PostgreSQL text holds no NUL; a title is the person's or a model's words.
+    let s = |k: &str| v[k].as_str().unwrap_or("").replace('\0', "");
     let n = |k: &str| v[k].as_u64().unwrap_or(0).to_string();
     let created = n("created_ms");
     let updated = v["updated_ms"]

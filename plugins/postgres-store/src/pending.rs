@@ -89,6 +89,15 @@ impl Pending {
         self.records = self.items.iter().map(Item::record_count).sum();
     }
 
+    /// Records queued for one session.
+    pub fn records_of(&self, session_id: &str) -> usize {
+        self.items
+            .iter()
+            .filter(|i| i.session_id() == session_id)
+            .map(Item::record_count)
+            .sum()
+    }
+
     /// Records queued.
     pub fn records(&self) -> usize {
         self.records

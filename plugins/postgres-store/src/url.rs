@@ -77,6 +77,7 @@ pub fn parse(url: &str) -> Result<Target, String> {
         decode(path)?
     };
     let mut tls = Tls::Prefer;
+    let mut rootcert = false;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match (key, value) {
@@ -88,8 +89,16 @@ pub fn parse(url: &str) -> Result<Target, String> {
                     "sslmode={other} is not one of disable, allow, prefer, require, verify-ca, verify-full"
                 ));
             }
-            // Read by the host, which checks the certificate.
-            ("sslrootcert", _) => {}
+            // Read by the host, which checks the certificate; naming an
+            // authority means TLS is wanted (as libpq's `verify-ca`).
+            ("sslrootcert", path) => {
+                if !(path.starts_with('/') || path.starts_with("~/")) {
+                    return Err(format!(
+                        "sslrootcert `{path}` is not an absolute path (or `~/...`)"
+                    ));
+                }
+                rootcert = true;
+            }
             ("application_name" | "connect_timeout", _) => {}
             ("password", _) => {
                 return Err(
@@ -98,6 +107,12 @@ pub fn parse(url: &str) -> Result<Target, String> {
             }
             (other, _) => return Err(format!("the parameter `{other}` is not supported")),
         }
+    }
+    if rootcert && tls == Tls::Prefer {
+        tls = Tls::Require;
+    }
+    if rootcert && tls == Tls::Off {
+        return Err("sslrootcert names an authority but sslmode=disable turns TLS off".into());
     }
     Ok(Target {
         host,
@@ -167,9 +182,23 @@ mod tests {
         assert!(parse("mysql://db").is_err());
         assert!(parse("postgres://db:99999/x").is_err());
         assert!(
-            parse("postgres://db/x?sslmode=require")
+            parse("postgres://db/x?sslmode=sometimes")
                 .unwrap_err()
                 .contains("sslmode")
         );
+    }
+
+    #[test]
+    fn sslmode_and_sslrootcert_say_when_tls_is_required() {
+        let tls = |url: &str| parse(url).map(|t| t.tls);
+        assert_eq!(tls("postgres://db/x?sslmode=require"), Ok(Tls::Require));
+        assert_eq!(tls("postgres://db/x?sslmode=disable"), Ok(Tls::Off));
+        // Naming an authority means TLS is wanted.
+        assert_eq!(
+            tls("postgres://db/x?sslrootcert=/etc/ca.pem"),
+            Ok(Tls::Require)
+        );
+        assert!(tls("postgres://db/x?sslrootcert=ca.pem").is_err());
+        assert!(tls("postgres://db/x?sslmode=disable&sslrootcert=/ca.pem").is_err());
     }
 }

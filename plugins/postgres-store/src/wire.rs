@@ -38,6 +38,14 @@ impl std::fmt::Display for WireError {
     }
 }
 
+/// Whether `host` is this machine (a password to it never crosses a network).
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Most bytes asked of the host per read.
 const READ_CHUNK: usize = 256 * 1024;
 
@@ -76,18 +84,25 @@ impl Conn {
             out: BytesMut::with_capacity(8192),
             broken: false,
         };
-        if target.tls != Tls::Off {
-            conn.negotiate_tls(target)?;
-        }
+        let tls_on = target.tls != Tls::Off && conn.negotiate_tls(target)?;
         let params = [
             ("user", target.user.as_str()),
             ("database", target.database.as_str()),
             ("application_name", "stud"),
             ("client_encoding", "UTF8"),
+            // The server notices a vanished client (a laptop asleep)
+            // within a minute, and frees its session locks.
+            ("tcp_keepalives_idle", "30"),
+            ("tcp_keepalives_interval", "10"),
+            ("tcp_keepalives_count", "3"),
         ];
         frontend::startup_message(params.iter().copied(), &mut conn.out).map_err(lost)?;
         conn.send()?;
-        conn.authenticate(target, password)?;
+        // In the clear to a host that is not this machine, where TLS was
+        // wanted but not had (`prefer`): a password would go to whoever
+        // answered. `sslmode=disable` says the network is trusted.
+        let exposed = !tls_on && target.tls != Tls::Off && !is_loopback(&target.host);
+        conn.authenticate(target, if exposed { None } else { password }, exposed)?;
         // Parameter statuses and the key data, up to the first ready.
         loop {
             match conn.next()? {
@@ -100,13 +115,13 @@ impl Conn {
 
     /// PostgreSQL's TLS starts in the clear: an `SSLRequest`, one byte of
     /// answer (`S` yes, `N` no), then the handshake on the same socket.
-    fn negotiate_tls(&mut self, target: &Target) -> Result<(), WireError> {
+    fn negotiate_tls(&mut self, target: &Target) -> Result<bool, WireError> {
         frontend::ssl_request(&mut self.out);
         self.send()?;
         let mut answer = [0u8; 1];
         let n = self.stream.read(&mut answer).map_err(lost)?;
         match (n, answer[0]) {
-            (1, b'S') => self.stream.0.start_tls().map_err(|e| {
+            (1, b'S') => self.stream.0.start_tls().map(|()| true).map_err(|e| {
                 WireError::Fatal(format!(
                     "TLS with the server at {}:{}: {}; name the server's certificate authority with `sslrootcert=/path/ca.pem` in the URL (or `sslmode=disable` on a network you trust)",
                     target.host,
@@ -118,7 +133,7 @@ impl Conn {
                 "the server at {}:{} does not speak TLS, and the URL requires it (sslmode)",
                 target.host, target.port
             ))),
-            (1, b'N') => Ok(()),
+            (1, b'N') => Ok(false),
             _ => {
                 self.broken = true;
                 Err(WireError::Lost(
@@ -128,8 +143,19 @@ impl Conn {
         }
     }
 
-    fn authenticate(&mut self, target: &Target, password: Option<&str>) -> Result<(), WireError> {
+    fn authenticate(
+        &mut self,
+        target: &Target,
+        password: Option<&str>,
+        exposed: bool,
+    ) -> Result<(), WireError> {
         let need = |what: &str| {
+            if exposed {
+                return WireError::Fatal(format!(
+                    "the server at {}:{} does not speak TLS and asks for a password ({what}); stud does not send one in the clear: enable TLS on the server, or set `sslmode=disable` in the URL if the network is trusted",
+                    target.host, target.port
+                ));
+            }
             WireError::Fatal(format!(
                 "the server at {}:{} asks user `{}` for a password ({what}); give it through the secret PGPASSWORD (settings `secrets.postgres.PGPASSWORD`, e.g. {{\"env\": \"STUD_PG_PASSWORD\"}})",
                 target.host, target.port, target.user
@@ -206,6 +232,12 @@ impl Conn {
     /// Whether a message left the connection unusable (reconnect).
     pub fn is_broken(&self) -> bool {
         self.broken
+    }
+
+    /// Use a new connection next time (the server is read-only now, or
+    /// shutting down).
+    pub fn mark_broken(&mut self) {
+        self.broken = true;
     }
 
     fn send(&mut self) -> Result<(), WireError> {
@@ -294,6 +326,17 @@ impl Conn {
     }
 
     fn send_batch(&mut self, statements: &[(&str, Vec<Option<&str>>)]) -> Result<(), WireError> {
+        let encoded = self.encode_batch(statements);
+        if encoded.is_err() {
+            // Half a batch must never go out with the next one.
+            self.out.clear();
+        }
+        encoded?;
+        frontend::sync(&mut self.out);
+        self.send()
+    }
+
+    fn encode_batch(&mut self, statements: &[(&str, Vec<Option<&str>>)]) -> Result<(), WireError> {
         for (sql, params) in statements {
             frontend::parse("", sql, std::iter::empty(), &mut self.out).map_err(lost)?;
             frontend::bind(
@@ -321,14 +364,23 @@ impl Conn {
             })?;
             frontend::execute("", 0, &mut self.out).map_err(lost)?;
         }
-        frontend::sync(&mut self.out);
-        self.send()
+        Ok(())
     }
 
     /// Read a batch's answer up to the server's ready: each row to `on`
     /// (`Some`), and each statement's end (`None`). The first error the
     /// server sent, once it is ready again.
     fn receive(&mut self, on: &mut OnAnswer<'_>) -> Result<(), WireError> {
+        let result = self.receive_until_ready(on);
+        // Stopped before the server was ready: what it still sends would
+        // answer the next query. Never reuse such a connection.
+        if matches!(result, Err(WireError::Lost(_) | WireError::Fatal(_))) {
+            self.broken = true;
+        }
+        result
+    }
+
+    fn receive_until_ready(&mut self, on: &mut OnAnswer<'_>) -> Result<(), WireError> {
         let mut failure = None;
         loop {
             match self.next()? {
@@ -367,6 +419,14 @@ impl Conn {
     }
 
     fn collect(&mut self) -> Result<Vec<Row>, WireError> {
+        let result = self.collect_until_ready();
+        if matches!(result, Err(WireError::Lost(_) | WireError::Fatal(_))) {
+            self.broken = true;
+        }
+        result
+    }
+
+    fn collect_until_ready(&mut self) -> Result<Vec<Row>, WireError> {
         let mut rows = Vec::new();
         let mut last = Vec::new();
         let mut failure = None;

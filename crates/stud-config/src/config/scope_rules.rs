@@ -335,10 +335,16 @@ fn keep_global_only(entry: &mut Value, theirs: Option<&Value>, at: &[&str]) {
         let global_only = RULES
             .iter()
             .any(|(p, r)| *r == ScopeRule::GlobalOnly && names(p, &path));
-        if global_only && !entry.contains_key(key) {
-            entry.insert(key.clone(), value.clone());
-            kept = true;
+        if !global_only {
+            continue;
         }
+        // Carried in, or already put back by the walk (the project named
+        // the key too): either way the entry holds a value of the user's,
+        // and the project's `disable` must not drop it.
+        if !entry.contains_key(key) {
+            entry.insert(key.clone(), value.clone());
+        }
+        kept = true;
     }
     if kept {
         entry.remove("disable");
@@ -548,6 +554,20 @@ mod tests {
             }})
         );
         assert_eq!(applied.ignored.len(), 2, "{:?}", applied.ignored);
+    }
+
+    /// A project that names the global-only key itself (so the walk puts
+    /// the user's value back) and `disable`s the entry still cannot drop
+    /// it: the person's session store stays configured.
+    #[test]
+    fn disable_next_to_a_global_only_key_the_project_names_drops_nothing() {
+        let global = json!({"sessionStores": {"postgres": {"url": "postgres://stud@db/team"}}});
+        let mut project = json!({"sessionStores": {"postgres": {"disable": true, "url": "x"}}});
+        apply(&mut project, &global, true);
+        assert_eq!(
+            project,
+            json!({"sessionStores": {"postgres": {"url": "postgres://stud@db/team"}}})
+        );
     }
 
     /// Every key the settings types accept, found by deserializing

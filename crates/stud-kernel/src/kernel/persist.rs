@@ -47,6 +47,16 @@ pub enum ResumeError {
         wrote: String,
         active: String,
     },
+    /// `-c` on a store several machines share takes only this person's
+    /// own newest session; another's is resumed by its id, knowingly.
+    #[error(
+        "the newest session of this folder, {id}, was started by {by} on another machine or account; `-c` takes only your own: resume it with `stud run --resume {id}` if you mean to"
+    )]
+    NotYours { id: String, by: String },
+    #[error(
+        "session `{id}` was written by another stud process while this one started; start again to resume it as it is now"
+    )]
+    ChangedMeanwhile { id: String },
     #[error("session `{id}` cannot be resumed: its manifest is missing or unreadable ({detail})")]
     BadManifest { id: String, detail: String },
     /// A session is resumed only in the project root it was kept for: in
@@ -67,6 +77,14 @@ pub enum ResumeError {
 /// A session read back from its store.
 pub struct Resumed {
     pub session_id: String,
+    /// Read from a store other people may write (any but the bundled
+    /// `filesystem` one on this machine's disk): its mode can only make
+    /// this run stricter, and its recorded extension set and extension
+    /// state are not taken up.
+    pub shared: bool,
+    /// How many records were read, to see at the claim whether another
+    /// process wrote the session in between.
+    pub records: usize,
     pub created_ms: u64,
     pub mode: Option<Mode>,
     pub history: Vec<Message>,
@@ -160,6 +178,7 @@ pub async fn read(
     loaded: &[Arc<Extension>],
 ) -> Result<Resumed, ResumeError> {
     let store_id = store.id().to_string();
+    let shared = !(store.scope == crate::scope::Scope::Bundled && store_id == DEFAULT_STORE);
     let failed = |source| ResumeError::Store {
         store: store_id.clone(),
         source,
@@ -227,6 +246,15 @@ pub async fn read(
             here: project_root.to_string(),
         });
     }
+    if shared && matches!(target, ResumeTarget::Latest) {
+        let (machine, user) = (super::origin::machine(), super::origin::user());
+        if manifest.machine != machine || manifest.user != user {
+            return Err(ResumeError::NotYours {
+                id,
+                by: format!("{}@{}", manifest.user, manifest.machine),
+            });
+        }
+    }
     let mut history = history_of(&data.records);
     let repaired = repair(&mut history);
     let mut drift = Vec::new();
@@ -243,6 +271,8 @@ pub async fn read(
                 "extension `{eid}` changed since the session was saved ({version} -> {}, {})",
                 x.manifest.version, x.digest
             )),
+            // Extension state is taken up only from the person's own disk.
+            Some(_) if shared => {}
             Some(x) => {
                 if let Some(state) = manifest.state.get(eid).filter(|s| !s.is_null()) {
                     let _ = x.restore_state(state.to_string());
@@ -251,6 +281,8 @@ pub async fn read(
         }
     }
     Ok(Resumed {
+        shared,
+        records: data.records.len(),
         session_id: id,
         created_ms: Some(manifest.created_ms)
             .filter(|ms| *ms > 0)
@@ -269,6 +301,7 @@ pub async fn read(
         position: super::workflow_def::Position::latest(&data.records),
         extension_set: manifest
             .extension_set
+            .filter(|_| !shared)
             .and_then(|set| serde_json::from_value(set).ok()),
         metering: manifest.metering,
     })

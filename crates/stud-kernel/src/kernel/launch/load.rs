@@ -112,13 +112,23 @@ pub(super) async fn load(
     let store = match store {
         Some(s) => match s.start().await {
             Ok(()) => Some(s),
-            Err(e) => Some(fallback_for(
-                &configured.settings,
-                s.id().as_str(),
-                &e.to_string(),
-                &stores,
-                warnings,
-            )?),
+            Err(e) => {
+                let fallback = fallback_for(
+                    &configured.settings,
+                    s.id().as_str(),
+                    &e.to_string(),
+                    &stores,
+                    warnings,
+                )?;
+                fallback.start().await.map_err(|why| {
+                    LaunchError::Setting(format!(
+                        "the session store `{}` did not start ({e}), nor did its fallback `{}`: {why}",
+                        s.id(),
+                        fallback.id()
+                    ))
+                })?;
+                Some(fallback)
+            }
         },
         None => None,
     };
@@ -131,6 +141,29 @@ pub(super) async fn load(
                 .await?,
         ),
     };
+    // Claimed before anything else starts (an append of no records: a
+    // store several machines share takes its lock). Read before the
+    // claim, so from a shared store it is read again: another process
+    // may have written it in between.
+    if let (Some(r), Some(store)) = (&resumed, &store) {
+        let failed = |source| ResumeError::Store {
+            store: store.id().to_string(),
+            source,
+        };
+        store
+            .store_append(&r.session_id, &[])
+            .await
+            .map_err(failed)?;
+        if r.shared {
+            let now = store.store_read(&r.session_id).await.map_err(failed)?;
+            if now.records.len() != r.records {
+                return Err(ResumeError::ChangedMeanwhile {
+                    id: r.session_id.clone(),
+                }
+                .into());
+            }
+        }
+    }
     // Names on the command line must exist; a recorded set whose
     // extensions were removed since still resumes (drift never fails it).
     if let Some(s) = &configured.chosen_set {

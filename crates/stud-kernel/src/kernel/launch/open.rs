@@ -12,7 +12,6 @@ use super::subscribe::Subscribed;
 use super::{LaunchError, LaunchOptions, Launched};
 use crate::extensions::Scope;
 use crate::kernel::named::{self, NamedBy};
-use crate::kernel::persist::ResumeError;
 use crate::kernel::session::Session;
 use crate::kernel::session_lock::SessionLock;
 use crate::manifest::Kind;
@@ -38,7 +37,6 @@ pub(super) async fn open(
         loggers,
         resumed,
         set,
-        store,
         ..
     } = loaded;
     let (mut session, tool_warnings) = Session::start(&exts, session_parts)
@@ -47,19 +45,6 @@ pub(super) async fn open(
     warnings.extend(tool_warnings);
     // Before anything is written to the session's log.
     let lock = SessionLock::acquire(opts.home.root(), &session.id)?;
-    // A store shared by several machines has its own lock: claim the
-    // resumed session there (an append of no records) before it goes on.
-    if resumed.is_some()
-        && let Some(store) = &store
-    {
-        store
-            .store_append(&session.id, &[])
-            .await
-            .map_err(|source| ResumeError::Store {
-                store: store.id().to_string(),
-                source,
-            })?;
-    }
     session.announce();
     commands.announce();
     session

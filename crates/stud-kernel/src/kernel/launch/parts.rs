@@ -91,13 +91,16 @@ pub(super) async fn assemble(
     warnings.extend(command_warnings);
     // A resumed session never gets looser than it was started: the
     // stricter of its stored mode and what this run asks for.
-    let mode = match loaded.resumed.as_ref().and_then(|r| r.mode) {
-        Some(stored) => stored.stricter(resumed_mode(
+    // From a store other people write, the record can only make this run
+    // stricter than it asks.
+    let mode = match loaded.resumed.as_ref().map(|r| (r.mode, r.shared)) {
+        Some((Some(stored), true)) => stored.stricter(configured.mode),
+        Some((Some(stored), false)) => stored.stricter(resumed_mode(
             configured.mode,
             configured.mode_asked,
             &loaded.set,
         )?),
-        None => configured.mode,
+        _ => configured.mode,
     };
     let authority = Authority::new(mode, configured.allowlist.clone(), bus.clone())
         .with_settings_file(opts.home.settings_file());
