@@ -15,14 +15,17 @@
 #[allow(dead_code)]
 mod pg;
 
+#[path = "common/session_data.rs"]
+mod session_data;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use session_data::{message, pct};
 use stud::extensions::{Discovery, ProjectScope, Registry, UserGrants};
 use stud::kernel::persist::{ResumeTarget, message_record, read};
 use stud::paths::StudHome;
-use stud::runtime::domain::{ContentPart, Message, Role};
 use stud::runtime::services::StderrServices;
 use stud::runtime::{Extension, Runtime, RuntimeOptions};
 
@@ -62,25 +65,6 @@ async fn store(home: &std::path::Path, settings: &Value, id: &str) -> Arc<Extens
     let s = report.loaded.into_iter().next().expect("the store");
     s.start().await.expect("the store starts");
     s
-}
-
-fn message(i: usize) -> Message {
-    Message {
-        role: if i.is_multiple_of(2) {
-            Role::User
-        } else {
-            Role::Assistant
-        },
-        content: vec![ContentPart::Text(format!(
-            "message {i}: {}",
-            "some ordinary conversation text ".repeat(6)
-        ))],
-    }
-}
-
-fn pct(mut v: Vec<Duration>, p: f64) -> Duration {
-    v.sort();
-    v[((v.len() as f64 - 1.0) * p) as usize]
 }
 
 fn ms(d: Duration) -> f64 {

@@ -6,15 +6,18 @@
 //!
 //! Run: `cargo bench -p stud --bench sessions`.
 
+#[path = "common/session_data.rs"]
+mod session_data;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::json;
+use session_data::{message, pct};
 use stud::extensions::{Discovery, ProjectScope, Registry};
 use stud::kernel::persist::{ResumeTarget, message_record, read};
 use stud::manifest::Kind;
 use stud::paths::StudHome;
-use stud::runtime::domain::{ContentPart, Message, Role};
 use stud::runtime::services::StderrServices;
 use stud::runtime::{Extension, Runtime, RuntimeOptions};
 
@@ -44,25 +47,6 @@ async fn store(home: &std::path::Path, fsync: bool) -> Arc<Extension> {
     };
     let report = registry.load_all(&discovery).await;
     report.loaded.into_iter().next().expect("filesystem store")
-}
-
-fn message(i: usize) -> Message {
-    Message {
-        role: if i.is_multiple_of(2) {
-            Role::User
-        } else {
-            Role::Assistant
-        },
-        content: vec![ContentPart::Text(format!(
-            "message {i}: {}",
-            "some ordinary conversation text ".repeat(6)
-        ))],
-    }
-}
-
-fn pct(mut v: Vec<Duration>, p: f64) -> Duration {
-    v.sort();
-    v[((v.len() as f64 - 1.0) * p) as usize]
 }
 
 async fn append_latency(fsync: bool) {
