@@ -13,6 +13,7 @@ use crate::config::Layered;
 use crate::extensions::registry::project_dir;
 use crate::extensions::trust::recorded_scope;
 use crate::extensions::{Discovery, Registry, UserGrants};
+use crate::kernel::named::NamedBy;
 use crate::manifest::Kind;
 use crate::paths::StudHome;
 use crate::runtime::services::StderrServices;
@@ -89,76 +90,36 @@ pub(super) async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
         grants,
     };
     let report = registry.load_all(&discovery).await;
-    let active = &layered.settings.active;
-    let wanted = active.session_store.as_deref();
+    let wanted = layered.settings.active.session_store.as_deref();
     for (id, e) in &report.failed {
         if Some(id.as_str()) != wanted {
             errln!("warning: {e}");
         }
     }
-    let here = project_dir(&cwd).display().to_string();
-    // The active store did not start: its reason, or the fallback the
-    // person named for that case.
-    let failed = wanted.and_then(|w| report.failed.iter().find(|(id, _)| id.as_str() == w));
-    let wanted = match (failed, active.session_store_fallback.as_deref()) {
-        (Some((id, e)), Some(fallback)) => {
-            errln!(
-                "warning: the session store `{id}` did not start ({e}); showing `{fallback}` (settings active.sessionStoreFallback)"
-            );
-            Some(fallback)
-        }
-        (Some((id, e)), None) => {
-            bail!("the session store `{id}` (settings active.sessionStore) did not start: {e}")
-        }
-        (None, _) => wanted,
-    };
-    let loaded = report.loaded;
-    let store = match wanted {
-        Some(w) => loaded.into_iter().find(|s| s.id().as_str() == w),
-        None => {
-            let default = loaded
-                .iter()
-                .position(|s| s.id().as_str() == crate::kernel::persist::DEFAULT_STORE)
-                .unwrap_or(0);
-            loaded.into_iter().nth(default)
-        }
-    };
+    let failed: Vec<(String, String)> = report
+        .failed
+        .iter()
+        .map(|(id, e)| (id.to_string(), e.to_string()))
+        .collect();
+    // The same choice a session makes: the person's own store, started,
+    // or the fallback they named.
+    let mut warnings = Vec::new();
+    let store = crate::kernel::launch::store_choice::started(
+        &layered.settings,
+        wanted,
+        NamedBy::setting(&layered.provenance, "/active/sessionStore"),
+        &report.loaded,
+        &failed,
+        &mut warnings,
+    )
+    .await?;
+    for w in warnings {
+        errln!("warning: {w}");
+    }
     let Some(store) = store else {
         bail!("no session store is loaded; enable the `filesystem` store");
     };
-    // Instances start at first use: start it now, so a database out of
-    // reach is said as such (or the fallback used) before anything else.
-    if let Err(e) = store.start().await {
-        let fallback = active
-            .session_store_fallback
-            .as_deref()
-            .filter(|f| *f != store.id().as_str());
-        let Some(fallback) = fallback else {
-            bail!("the session store `{}` did not start: {e}", store.id());
-        };
-        errln!(
-            "warning: the session store `{}` did not start ({e}); showing `{fallback}` (settings active.sessionStoreFallback)",
-            store.id()
-        );
-        let mut discovery = Discovery::scan(&home, &scope);
-        discovery
-            .found
-            // The person's own store only, as for a session's fallback.
-            .retain(|d| {
-                d.manifest.id.as_str() == fallback && d.scope <= crate::extensions::Scope::Global
-            });
-        let other = registry
-            .load_all(&discovery)
-            .await
-            .loaded
-            .into_iter()
-            .next();
-        let Some(other) = other else {
-            bail!("the fallback session store `{fallback}` did not load");
-        };
-        return Ok((other, here));
-    }
-    Ok((store, here))
+    Ok((store, project_dir(&cwd).display().to_string()))
 }
 
 pub fn run(cmd: SessionCommand) -> anyhow::Result<ExitCode> {

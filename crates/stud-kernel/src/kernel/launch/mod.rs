@@ -26,6 +26,7 @@ mod open;
 mod parts;
 mod prelink;
 mod session_config;
+pub mod store_choice;
 mod subscribe;
 
 use std::path::PathBuf;
