@@ -18,6 +18,7 @@ const LAYERS: &[&str] = &[
     "stud-vocab",
     "stud-config",
     "stud-bundled",
+    "stud-fixtures",
     "stud-runtime",
     "stud-extensions",
     "stud-kernel",
@@ -109,9 +110,9 @@ fn workspace_crates_form_a_layered_dag() {
     assert_eq!(seen, expected, "LAYERS and the workspace differ");
 }
 
-#[test]
-fn pure_data_crates_do_not_reach_the_engine() {
-    let meta = metadata();
+/// What `crate_name` ships with (normal and build dependencies, all the
+/// way down), by package name.
+fn shipped_closure(meta: &Value, crate_name: &str) -> BTreeSet<String> {
     let packages: BTreeMap<&str, &str> = meta["packages"]
         .as_array()
         .expect("packages")
@@ -143,25 +144,50 @@ fn pure_data_crates_do_not_reach_the_engine() {
             (n["id"].as_str().expect("id"), deps)
         })
         .collect();
+    let start = packages
+        .iter()
+        .find(|(_, n)| **n == crate_name)
+        .map(|(id, _)| *id)
+        .expect("crate present");
+    let mut stack = vec![start];
+    let mut visited = BTreeSet::new();
+    while let Some(id) = stack.pop() {
+        if !visited.insert(id) {
+            continue;
+        }
+        stack.extend(nodes.get(id).into_iter().flatten().copied());
+    }
+    visited
+        .into_iter()
+        .filter_map(|id| packages.get(id).map(|n| n.to_string()))
+        .collect()
+}
+
+#[test]
+fn pure_data_crates_do_not_reach_the_engine() {
+    let meta = metadata();
     for crate_name in NO_ENGINE {
-        let start = packages
-            .iter()
-            .find(|(_, n)| *n == crate_name)
-            .map(|(id, _)| *id)
-            .expect("crate present");
-        let mut stack = vec![start];
-        let mut visited = BTreeSet::new();
-        while let Some(id) = stack.pop() {
-            if !visited.insert(id) {
-                continue;
-            }
-            let name = packages.get(id).copied().unwrap_or_default();
+        for name in shipped_closure(&meta, crate_name) {
             assert!(
                 !name.starts_with("wasmtime") && !name.starts_with("cranelift"),
                 "{crate_name} reaches {name}: the pure-data layer must not pull in the engine"
             );
-            stack.extend(nodes.get(id).into_iter().flatten().copied());
         }
+    }
+}
+
+/// The guest side (the SDK, its wit-bindgen macros and shell parser) is
+/// built for `wasm32-wasip2`; compiling it for the host too cost every
+/// first build a second set of wasm-tools crates (issue 42). What the
+/// kernel shares with guests lives in `stud-protocol`.
+#[test]
+fn the_binary_does_not_link_the_guest_sdk() {
+    let meta = metadata();
+    for name in shipped_closure(&meta, "stud") {
+        assert!(
+            !matches!(name.as_str(), "stud-sdk" | "stud-sdk-macros" | "wit-bindgen" | "brush-parser"),
+            "the stud binary reaches {name}: move what the host needs into stud-protocol"
+        );
     }
 }
 

@@ -1,7 +1,7 @@
-//! Builds the bundled extensions (`plugins/`) and the test fixture
-//! components (`tests/fixtures/`) for `wasm32-wasip2`, and embeds the bundled
-//! ones (manifest, component bytes, sha256) and the SDK kit in this crate,
-//! so in the `stud` binary. A crate of its own: a change to the kernel never
+//! Builds the bundled extensions (`plugins/`) for `wasm32-wasip2`, and
+//! embeds them (manifest, component bytes, sha256) and the SDK kit in this
+//! crate, so in the `stud` binary. The test fixtures are built by
+//! `stud-fixtures`, which only the tests depend on. A crate of its own: a change to the kernel never
 //! runs it again.
 //!
 //! Why here: `cargo run` and `cargo test` then work on a fresh clone with no
@@ -9,15 +9,15 @@
 //! that ship. The wasm builds use their own target dir (`target/wasm`) so
 //! they never wait on the outer build's lock.
 
+mod wasm_build;
+
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use sha2::{Digest, Sha256};
-
-const WASM_TARGET: &str = "wasm32-wasip2";
+use wasm_build::{WASM_TARGET, build_workspace, ensure_wasm_target};
 
 fn main() {
     let manifest_dir =
@@ -40,7 +40,6 @@ fn main() {
         "sdk/examples",
         "sdk/templates",
         "plugins",
-        "tests/fixtures",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
@@ -49,81 +48,12 @@ fn main() {
     if env::var_os("STUD_SKIP_WASM_BUILD").is_none() {
         ensure_wasm_target();
         build_workspace(&root.join("plugins"), &wasm_target_dir);
-        build_workspace(&root.join("tests").join("fixtures"), &wasm_target_dir);
     }
 
     fs::write(out_dir.join("sdk_kit.rs"), embed_sdk_kit(&root)).expect("write sdk_kit.rs");
     let bundled = embed_bundled(&root.join("plugins"), &wasm_out, &out_dir);
     fs::write(out_dir.join("bundled.rs"), bundled).expect("write bundled.rs");
     println!("cargo:rustc-env=STUD_WASM_OUT={}", wasm_out.display());
-    println!(
-        "cargo:rustc-env=STUD_FIXTURES_DIR={}",
-        root.join("tests").join("fixtures").display()
-    );
-}
-
-/// Install the wasm target with rustup when it is missing.
-fn ensure_wasm_target() {
-    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let sysroot = Command::new(&rustc).args(["--print", "sysroot"]).output();
-    if let Ok(out) = sysroot {
-        let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-            .join("lib/rustlib")
-            .join(WASM_TARGET);
-        if path.exists() {
-            return;
-        }
-    }
-    println!(
-        "cargo:warning=installing the {WASM_TARGET} target with rustup (needed to build the bundled extensions)"
-    );
-    let status = Command::new("rustup")
-        .args(["target", "add", WASM_TARGET])
-        .status();
-    match status {
-        Ok(s) if s.success() => {}
-        _ => panic!(
-            "the {WASM_TARGET} target is missing and `rustup target add {WASM_TARGET}` failed; install it and build again"
-        ),
-    }
-}
-
-fn build_workspace(dir: &Path, target_dir: &Path) {
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(dir)
-        .args([
-            "build",
-            "--release",
-            "--workspace",
-            "--target",
-            WASM_TARGET,
-            "--target-dir",
-        ])
-        .arg(target_dir);
-    // Flags meant for the host build must not leak into the wasm build.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "CARGO_BUILD_TARGET",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET_DIR",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_PRIMARY_PACKAGE",
-    ] {
-        cmd.env_remove(var);
-    }
-    let output = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run cargo for {}: {e}", dir.display()));
-    if !output.status.success() {
-        panic!(
-            "building the components in {} failed:\n{}",
-            dir.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
 }
 
 /// Copy each plugin's manifest and component into OUT_DIR and generate the

@@ -37,7 +37,7 @@ impl Services for Quiet {
 }
 
 fn fixture_dir() -> PathBuf {
-    PathBuf::from(stud::bundled::FIXTURES_DIR).join("hostile")
+    PathBuf::from(stud_fixtures::FIXTURES_DIR).join("hostile")
 }
 
 /// The `hostile` manifest with another deadline.
@@ -48,7 +48,7 @@ fn hostile_manifest(timeout_ms: u64) -> String {
 }
 
 fn hostile_component() -> PathBuf {
-    PathBuf::from(stud::bundled::WASM_OUT).join("fixture_hostile.wasm")
+    PathBuf::from(stud_fixtures::WASM_OUT).join("fixture_hostile.wasm")
 }
 
 fn load_hostile(rt: &Arc<Runtime>) -> Extension {

@@ -37,11 +37,11 @@ impl Consent for Yes {
 }
 
 fn wasm(name: &str) -> PathBuf {
-    Path::new(stud::bundled::WASM_OUT).join(name)
+    Path::new(stud_fixtures::WASM_OUT).join(name)
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(stud::bundled::FIXTURES_DIR).join(name)
+    Path::new(stud_fixtures::FIXTURES_DIR).join(name)
 }
 
 /// A .tar.gz of one extension folder: `manifest` text plus the component.

@@ -23,7 +23,7 @@ struct Dirs {
 
 /// Copy a test fixture component into `home`'s extensions.
 fn install_fixture(home: &Path, name: &str) {
-    let src = Path::new(stud::bundled::FIXTURES_DIR).join(name);
+    let src = Path::new(stud_fixtures::FIXTURES_DIR).join(name);
     let manifest = std::fs::read_to_string(src.join("extension.toml")).expect("fixture manifest");
     let component = manifest
         .lines()
@@ -35,7 +35,7 @@ fn install_fixture(home: &Path, name: &str) {
     std::fs::create_dir_all(&dest).expect("mkdir");
     std::fs::write(dest.join("extension.toml"), manifest).expect("manifest");
     std::fs::copy(
-        Path::new(stud::bundled::WASM_OUT).join(&component),
+        Path::new(stud_fixtures::WASM_OUT).join(&component),
         dest.join(component),
     )
     .expect("component");

@@ -25,7 +25,7 @@ use crate::wit::stud::extension::files as host;
 pub use host::{Content, File, WalkOptions};
 
 /// The largest file the host hands over with its bytes.
-pub const MAX_FILE_BYTES: u64 = 16 << 20;
+pub use stud_protocol::MAX_FILE_BYTES;
 
 impl Default for WalkOptions {
     /// Ignore files and hidden-file rules on, every file, up to

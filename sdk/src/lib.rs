@@ -71,10 +71,10 @@ pub use kinds::ui::{Screen, Ui, UiAction};
 pub use serde_json::{Value, json};
 
 /// The contract (`stud:extension` WIT package) version this SDK builds for.
-pub const CONTRACT_VERSION: &str = "0.1.4";
+pub use stud_protocol::CONTRACT_VERSION;
 
 /// Name of the custom section that carries [`CONTRACT_VERSION`].
-pub const CONTRACT_SECTION: &str = "stud:contract-version";
+pub use stud_protocol::CONTRACT_SECTION;
 
 /// Generated bindings of every host import and shared type, for when the
 /// ergonomic wrappers are not enough.

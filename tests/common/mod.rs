@@ -98,12 +98,12 @@ pub fn find<'a>(exts: &'a [Arc<Extension>], id: &str) -> &'a Arc<Extension> {
 
 /// Folder of a test fixture crate (manifest next to it).
 pub fn fixture_dir(name: &str) -> PathBuf {
-    PathBuf::from(stud::bundled::FIXTURES_DIR).join(name)
+    PathBuf::from(stud_fixtures::FIXTURES_DIR).join(name)
 }
 
 /// The built component of a fixture or plugin.
 pub fn wasm(file: &str) -> PathBuf {
-    PathBuf::from(stud::bundled::WASM_OUT).join(file)
+    PathBuf::from(stud_fixtures::WASM_OUT).join(file)
 }
 
 /// Load a fixture by its folder name, optionally with another manifest text.

@@ -1,13 +1,10 @@
 //! What the `stud` binary carries built in: the bundled extensions (built
 //! from `plugins/` for `wasm32-wasip2` by this crate's build script, their
 //! manifests, component bytes and digests embedded) and the SDK kit that
-//! `stud ext new` unpacks. Also where the build put the test fixtures'
-//! components, for the tests.
+//! `stud ext new` unpacks.
 
-/// Where the build script put the wasm components (bundled and fixtures).
+/// Where the build script put the bundled wasm components.
 pub const WASM_OUT: &str = env!("STUD_WASM_OUT");
-/// The test fixtures' sources (`tests/fixtures`).
-pub const FIXTURES_DIR: &str = env!("STUD_FIXTURES_DIR");
 
 /// One embedded extension.
 pub struct BundledExtension {

@@ -57,13 +57,13 @@ mod tests {
         assert!(!is_supported(&Version::new(1, 0, 0)));
     }
 
-    /// The SDK's version, read from its source so the host does not link
-    /// the guest crate.
+    /// The SDK's version (stud-protocol's), read from its source so this
+    /// crate stays free of dependencies.
     fn stud_sdk_contract() -> &'static str {
-        let src = include_str!("../../../sdk/src/lib.rs");
+        let src = include_str!("../../../sdk/protocol/src/lib.rs");
         src.lines()
             .find_map(|l| l.strip_prefix("pub const CONTRACT_VERSION: &str = \""))
             .and_then(|rest| rest.strip_suffix("\";"))
-            .expect("sdk/src/lib.rs declares CONTRACT_VERSION")
+            .expect("sdk/protocol/src/lib.rs declares CONTRACT_VERSION")
     }
 }

@@ -791,7 +791,7 @@ fn new_cmd(
         made.dir.display(),
         made.files.join("\n  "),
         made.kit.join("sdk").display(),
-        stud_sdk::CONTRACT_VERSION,
+        stud_protocol::CONTRACT_VERSION,
     );
     Ok(ExitCode::SUCCESS)
 }

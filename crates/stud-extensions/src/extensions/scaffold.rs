@@ -88,7 +88,7 @@ const STAMP: &str = ".kit-sha256";
 /// folder first and renamed, so a crash never leaves half a kit.
 pub fn unpack_kit(home: &Path) -> Result<PathBuf, ScaffoldError> {
     let parent = home.join("sdk");
-    let dir = parent.join(stud_sdk::CONTRACT_VERSION);
+    let dir = parent.join(stud_protocol::CONTRACT_VERSION);
     let digest = kit_digest().to_string();
     if std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s.trim() == digest) {
         return Ok(dir);
@@ -151,7 +151,7 @@ pub fn new_crate(
     let manifest = kit_text(&format!("sdk/templates/{t}.toml"))?
         .replace("{{id}}", id.as_str())
         .replace("{{component}}", &component)
-        .replace("{{contract}}", stud_sdk::CONTRACT_VERSION);
+        .replace("{{contract}}", stud_protocol::CONTRACT_VERSION);
     let source = kit_text(&format!("sdk/examples/{t}.rs"))?;
     let sdk_path = kit.join("sdk");
     let cargo = format!(
@@ -275,7 +275,7 @@ mod tests {
             assert!(made.dir.join("src/lib.rs").is_file());
         }
         // The kit is unpacked once and holds the SDK and its WIT.
-        let kit = home.path().join("sdk").join(stud_sdk::CONTRACT_VERSION);
+        let kit = home.path().join("sdk").join(stud_protocol::CONTRACT_VERSION);
         assert!(kit.join("sdk/Cargo.toml").is_file());
         assert!(kit.join("wit/since_v0.1.4/host-socket.wit").is_file());
     }

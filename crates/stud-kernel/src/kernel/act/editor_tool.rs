@@ -111,13 +111,13 @@ pub(crate) async fn run(
                 Ok(c) => c,
                 Err(e) => return failed("editor-read-failed", format!("`{rel}`: {e}")),
             };
-            let updated = match stud_sdk::text::replace_once(
+            let updated = match stud_protocol::text::replace_once(
                 &current,
                 &text("old_string"),
                 &text("new_string"),
             ) {
                 Ok(u) => u,
-                Err(e) => return failed(e.code(), format!("`{rel}`: {}", e.message())),
+                Err(e) => return failed(e.code(), format!("`{rel}`: {e}")),
             };
             match route.files.write(path, updated).await {
                 Ok(()) => ok(
@@ -160,7 +160,7 @@ fn numbered(rel: &str, content: &str, args: &Value) -> Ran {
         out.push_str(&format!("{:>6}\t{}\n", i + 1, line.trim_end_matches('\r')));
     }
     let shown_end = (offset - 1 + limit).min(total);
-    out.push_str(&stud_sdk::text::more_lines(total as u64, shown_end as u64).unwrap_or_default());
+    out.push_str(&stud_protocol::text::more_lines(total as u64, shown_end as u64).unwrap_or_default());
     ok(
         out,
         json!({"path": rel, "lines": total, "bytes": content.len(), "editor": true}),

@@ -29,7 +29,7 @@ use crate::runtime::services::{ErrorClass, ExtError, ext_error};
 
 /// The most a guest may ask to receive of one file: the SDK's value, so
 /// what guests are told and what the host enforces cannot drift apart.
-pub const MAX_FILE_BYTES: u64 = stud_sdk::files::MAX_FILE_BYTES;
+pub const MAX_FILE_BYTES: u64 = stud_protocol::MAX_FILE_BYTES;
 /// A batch closes at this many files...
 const BATCH_FILES: usize = 64;
 /// ...or once its files hold this many bytes.
