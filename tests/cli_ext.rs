@@ -164,38 +164,55 @@ fn ext_list_shows_bundled_and_global_with_digests() {
     assert_eq!(v["problems"].as_array().unwrap().len(), 1);
 }
 
+/// Bundled extensions run the native code built into the binary (issue
+/// 42: a first start compiles none of them); any other extension is
+/// compiled once and read from the compile cache after.
 #[test]
-fn ext_check_uses_the_compile_cache_on_the_second_start() {
+fn ext_check_uses_native_code_for_bundled_and_the_compile_cache_for_the_rest() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
+    common::install_fixture(home.path(), "greeter");
     let n = BUNDLED.len() as u64;
-
-    let first = json_of(&stud(home.path(), cwd.path(), &["ext", "check", "--json"]));
-    assert_eq!(first["compiled"], n, "{first}");
-    assert_eq!(first["cache_hits"], 0);
-    for e in first["extensions"].as_array().unwrap() {
-        assert_eq!(e["status"], "ok", "{e}");
-        assert_eq!(e["code"], "compiled");
-    }
-
-    let second = json_of(&stud(home.path(), cwd.path(), &["ext", "check", "--json"]));
-    assert_eq!(second["compiled"], 0, "second start recompiled: {second}");
-    assert_eq!(second["cache_hits"], n);
-    assert!(
-        second["extensions"]
+    let code_of = |v: &Value, id: &str| {
+        v["extensions"]
             .as_array()
             .unwrap()
             .iter()
-            .all(|e| e["code"] == "cache")
-    );
+            .find(|e| e["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not checked: {v}"))["code"]
+            .clone()
+    };
+
+    let first = json_of(&stud(home.path(), cwd.path(), &["ext", "check", "--json"]));
+    assert_eq!(first["native"], n, "{first}");
+    assert_eq!(first["native_refused"], 0);
+    assert_eq!(first["compiled"], 1, "only the global extension: {first}");
+    assert_eq!(first["cache_hits"], 0);
+    for e in first["extensions"].as_array().unwrap() {
+        assert_eq!(e["status"], "ok", "{e}");
+    }
+    assert_eq!(code_of(&first, "greeter"), "compiled");
+    for id in BUNDLED {
+        assert_eq!(code_of(&first, id), "native", "{id}");
+    }
+    // Nothing bundled went to the disk cache: one entry, the global one.
+    let cache = home.path().join("cache").join("compiled");
+    let entries = || {
+        std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(entries().len(), 1);
+
+    let second = json_of(&stud(home.path(), cwd.path(), &["ext", "check", "--json"]));
+    assert_eq!(second["compiled"], 0, "second start recompiled: {second}");
+    assert_eq!(second["cache_hits"], 1);
+    assert_eq!(code_of(&second, "greeter"), "cache");
 
     // A corrupt entry is discarded and recompiled, not trusted.
-    let cache = home.path().join("cache").join("compiled");
-    let entry = std::fs::read_dir(&cache)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
-        .unwrap();
+    let entry = entries().pop().unwrap();
     let mut bytes = std::fs::read(&entry).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0xff;
@@ -203,7 +220,7 @@ fn ext_check_uses_the_compile_cache_on_the_second_start() {
     let third = json_of(&stud(home.path(), cwd.path(), &["ext", "check", "--json"]));
     assert_eq!(third["cache_discarded"], 1, "{third}");
     assert_eq!(third["compiled"], 1);
-    assert_eq!(third["cache_hits"], n - 1);
+    assert_eq!(third["cache_hits"], 0);
     assert!(
         third["extensions"]
             .as_array()
@@ -288,19 +305,23 @@ fn a_tool_that_imports_processes_without_the_exec_grant_is_refused() {
 }
 
 /// Compiled code runs as native code: an entry planted in the cache (the
-/// code of another component under `list`'s name, with a checksum that
-/// matches it) must not be loaded.
+/// code of another component under `greeter`'s name, with a checksum that
+/// matches it) must not be loaded. (Bundled extensions never read the
+/// cache: their code is built into the binary.)
 #[test]
 fn a_planted_cache_entry_is_not_loaded() {
     use sha2::Digest as _;
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
-    std::fs::write(cwd.path().join("a.txt"), "x").unwrap();
-    json_of(&stud(
-        home.path(),
-        cwd.path(),
-        &["ext", "check", "list", "read", "--json"],
-    ));
+    common::install_fixture(home.path(), "greeter");
+    common::install_fixture(home.path(), "tally");
+    let check = |ids: &[&str]| {
+        let mut args = vec!["ext", "check", "--json"];
+        args.extend_from_slice(ids);
+        json_of(&stud(home.path(), cwd.path(), &args))
+    };
+    let first = check(&["greeter", "tally"]);
+    assert_eq!(first["compiled"], 2, "{first}");
     let listed = json_of(&stud(home.path(), cwd.path(), &["ext", "list", "--json"]));
     let digest = |id: &str| {
         listed["extensions"]
@@ -324,22 +345,39 @@ fn a_planted_cache_entry_is_not_loaded() {
             })
             .unwrap()
     };
-    let victim = entry(&digest("list"));
-    let planted = std::fs::read(entry(&digest("read"))).unwrap();
+    let victim = entry(&digest("greeter"));
+    let planted = std::fs::read(entry(&digest("tally"))).unwrap();
     let sum = hex::encode(sha2::Sha256::digest(&planted));
     std::fs::write(&victim, &planted).unwrap();
     for ext in ["sha256", "mac"] {
         std::fs::write(victim.with_extension(ext), &sum).unwrap();
     }
-    // The demo session lists the project with `list`.
-    let out = stud(home.path(), cwd.path(), &["run", "-p", "what is here?"]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let second = check(&["greeter"]);
+    assert_eq!(second["cache_discarded"], 1, "{second}");
+    let greeter = &second["extensions"][0];
+    assert_eq!(greeter["status"], "ok", "{second}");
+    assert_eq!(greeter["code"], "compiled", "{second}");
+    // It describes itself, not the planted command.
+    let summary = greeter["summary"].as_str().unwrap_or_default();
+    let tally_summary = first["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == "tally")
+        .unwrap()["summary"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(summary, tally_summary, "the planted code ran: {second}");
+    assert_eq!(
+        summary,
+        first["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == "greeter")
+            .unwrap()["summary"]
     );
-    assert!(text.contains("a.txt"), "list did not run as itself: {text}");
     let key = home.path().join("cache.key");
     assert_eq!(std::fs::read(&key).unwrap().len(), 32);
     #[cfg(unix)]

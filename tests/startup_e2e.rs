@@ -147,10 +147,10 @@ fn tools_are_described_once_and_compiled_only_when_called() {
     assert_eq!(offered(&second), offered(&first), "the same tools offered");
     assert_eq!(answer(&second), answer(&first));
     assert_eq!(answer(&second), "done");
-    // The tool the model called was compiled (read from the cache) and
-    // started; those it did not call, and the UIs and providers the
-    // session did not use, never were.
-    assert!(err.contains("code{ext=read source=\"cache\"}"), "{err}");
+    // The tool the model called was loaded (its native code, built into
+    // the binary) and started; those it did not call, and the UIs and
+    // providers the session did not use, never were.
+    assert!(err.contains("code{ext=read source=\"native\"}"), "{err}");
     assert!(err.contains("call{ext=read func=\"invoke\"}"), "{err}");
     for unused in ["glob", "bash", "web-fetch", "tui", "console", "anthropic"] {
         assert!(
@@ -239,33 +239,42 @@ fn a_headless_run_watches_only_when_an_extension_is_on_disk() {
 
 /// Cached code is checked and run straight from its mapped file, so an
 /// entry someone else could rewrite after the check is not run: it is
-/// compiled again, and replaced by a private one.
+/// compiled again, and replaced by a private one. (A component from disk:
+/// bundled ones run the native code built into the binary.)
 #[cfg(unix)]
 #[test]
 fn cached_code_others_may_write_is_compiled_again() {
     use std::os::unix::fs::PermissionsExt as _;
     let env = env();
-    let cache = private_cache(&env);
-    let read = digest_of(&env, "read");
+    common::install_fixture(env.home.path(), "counter");
+    let cache = tempfile::tempdir().unwrap();
+    let check = || {
+        let out = env
+            .command(&["ext", "check", "counter", "--json"])
+            .env("STUD_CACHE_DIR", cache.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["extensions"][0]["code"].as_str().unwrap().to_string()
+    };
+    assert_eq!(check(), "compiled");
+    assert_eq!(check(), "cache");
+    let counter = digest_of(&env, "counter");
     let entry = std::fs::read_dir(cache.path())
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            name.starts_with(&read) && name.ends_with(".cwasm")
+            name.starts_with(&counter) && name.ends_with(".cwasm")
         })
-        .expect("the read tool's compiled code");
-    let (ok, _, err) = run(&env, cache.path(), &[]);
-    assert!(ok, "{err}");
-    assert!(err.contains("code{ext=read source=\"cache\"}"), "{err}");
+        .expect("the counter tool's compiled code");
 
     // Its bytes and tag are still good: only its mode says others may
     // write it.
     std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o660)).unwrap();
-    let (ok, out, err) = run(&env, cache.path(), &[]);
-    assert!(ok, "{err}");
-    assert!(err.contains("code{ext=read source=\"compiled\"}"), "{err}");
-    assert_eq!(answer(&out), "done");
+    assert_eq!(check(), "compiled");
     let mode = std::fs::metadata(&entry).unwrap().permissions().mode();
     assert_eq!(mode & 0o077, 0, "the entry was replaced by a private one");
+    assert_eq!(check(), "cache");
 }

@@ -268,4 +268,62 @@ fn main() {
         ms(median(fresh.iter().map(|r| r.wall).collect())),
         ms(median(fresh.iter().map(|r| r.cpu).collect()))
     );
+    // Issue 42: the README's first command as a new user meets it (the
+    // bundled defaults, offline: the `scripted` provider lists the
+    // folder), with a new home and an empty compile cache every time.
+    let demo: Vec<Duration> = (0..5)
+        .map(|_| {
+            let home = tempfile::tempdir().expect("tmp");
+            let empty = tempfile::tempdir().expect("tmp");
+            let started = Instant::now();
+            let out = Command::new(stud_binary())
+                .args(["run", "What is in this project?"])
+                .env("STUD_HOME", home.path())
+                .env("STUD_CACHE_DIR", empty.path())
+                .env_remove("RUST_LOG")
+                .env_remove("RUST_BACKTRACE")
+                .env_remove("RUST_LIB_BACKTRACE")
+                .current_dir(project.path())
+                .stdin(Stdio::null())
+                .output()
+                .expect("run stud");
+            let took = started.elapsed();
+            assert!(out.status.success(), "the demo failed");
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains("notes.txt"),
+                "the demo did not list the folder"
+            );
+            took
+        })
+        .collect();
+    println!(
+        "startup/first_run_demo (README command 1's session, new home, empty cache) median {:>7.1} ms",
+        ms(median(demo))
+    );
+    // What starting any process costs this machine, measured the same way
+    // (spawn, pipes, reap): the part of the numbers above that is not
+    // stud's own.
+    let spawn: Vec<Duration> = (0..RUNS)
+        .map(|_| {
+            let started = Instant::now();
+            let status = Command::new("true")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .status()
+                .expect("spawn true");
+            assert!(status.success());
+            started.elapsed()
+        })
+        .collect();
+    let spawn = median(spawn);
+    println!(
+        "startup/spawn (start and reap `true`, the floor of any process)       median {:>7.2} ms",
+        ms(spawn)
+    );
+    println!(
+        "startup/own (first request / session wall less the spawn floor)        median {:>7.2} / {:.2} ms",
+        ms(median(runs.iter().map(|r| r.first_request).collect()).saturating_sub(spawn)),
+        ms(median(runs.iter().map(|r| r.wall).collect()).saturating_sub(spawn))
+    );
 }

@@ -1088,6 +1088,8 @@ async fn check(
             "compiled": stats.compiled.load(load),
             "cache_hits": stats.cache_hits.load(load),
             "cache_discarded": stats.discarded.load(load),
+            "native": stats.native.load(load),
+            "native_refused": stats.native_refused.load(load),
             "extensions": results,
             "problems": discovery.problems.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         });
@@ -1105,12 +1107,13 @@ async fn check(
             }
         }
         outln!(
-            "{} extensions, {} failed; allocator {}; {} compiled, {} from cache",
+            "{} extensions, {} failed; allocator {}; {} compiled, {} from cache, {} built in",
             results.len(),
             failed,
             runtime.allocator().as_str(),
             stats.compiled.load(load),
-            stats.cache_hits.load(load)
+            stats.cache_hits.load(load),
+            stats.native.load(load)
         );
         for p in &discovery.problems {
             errln!("warning: {p}");

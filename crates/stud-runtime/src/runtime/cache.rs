@@ -16,11 +16,9 @@
 //! before, even against the CPU's SHA instructions (docs/benchmarks.md).
 //! Entries tagged by that HMAC (`.hmac`) do not verify, and are replaced.
 
-use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sha2::{Digest as _, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -35,6 +33,9 @@ pub enum CodeSource {
     Compiled,
     /// Deserialized from the cache.
     Cached,
+    /// Built into the binary: a bundled extension compiled when stud was
+    /// built (`stud-native`).
+    Native,
 }
 
 impl CodeSource {
@@ -42,6 +43,7 @@ impl CodeSource {
         match self {
             CodeSource::Compiled => "compiled",
             CodeSource::Cached => "cache",
+            CodeSource::Native => "native",
         }
     }
 }
@@ -52,6 +54,11 @@ pub struct CacheStats {
     pub compiled: AtomicU64,
     pub cache_hits: AtomicU64,
     pub discarded: AtomicU64,
+    /// Bundled extensions whose native code was used.
+    pub native: AtomicU64,
+    /// Native code not used because its bytes were not the recorded ones
+    /// (then compiled like any other).
+    pub native_refused: AtomicU64,
 }
 
 pub use crate::paths::CacheLocation;
@@ -101,6 +108,33 @@ impl CompileCache {
 
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
+    }
+
+    /// The engine's key (see `stud_engine::engine_key`).
+    pub fn engine_key(&self) -> &str {
+        &self.engine_key
+    }
+
+    /// The native code built into the binary for a bundled component whose
+    /// bytes the caller has verified (`digest`), when there is usable code
+    /// for this engine.
+    pub fn native(&self, engine: &Engine, digest: &Sha256Digest) -> Option<Component> {
+        let code = match stud_native::lookup(&digest.hex(), &self.engine_key) {
+            Ok(code) => code,
+            Err(stud_native::Miss::Altered) => {
+                self.stats.native_refused.fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
+            Err(_) => return None,
+        };
+        // SAFETY: the bytes are part of this binary, are what
+        // `Engine::precompile_component` made at build time from the
+        // component whose sha256 the caller has just verified, under an
+        // engine with this engine's key, and still have the digest
+        // recorded then (`stud_native::lookup` checks all three).
+        let component = unsafe { Component::deserialize(engine, code) }.ok()?;
+        self.stats.native.fetch_add(1, Ordering::Relaxed);
+        Some(component)
     }
 
     /// Compiled code for `bytes`, whose digest the caller has verified.
@@ -296,21 +330,7 @@ fn check_private(_path: &Path) -> Result<(), CacheKeyError> {
     Ok(())
 }
 
-/// A short stable key of the engine's configuration and version.
-fn engine_key(engine: &Engine) -> String {
-    struct ShaHasher(Sha256);
-    impl Hasher for ShaHasher {
-        fn finish(&self) -> u64 {
-            0
-        }
-        fn write(&mut self, bytes: &[u8]) {
-            self.0.update(bytes);
-        }
-    }
-    let mut h = ShaHasher(Sha256::new());
-    std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut h);
-    hex::encode(&h.0.finalize()[..8])
-}
+pub(crate) use stud_engine::engine_key;
 
 #[cfg(all(test, unix))]
 mod tests {

@@ -132,12 +132,19 @@ fn link(runtime: &Runtime, input: &CodeInput) -> Result<Linked, LoadError> {
         None => None,
     };
     let compile = tracing::trace_span!("code", ext = %id, source = tracing::field::Empty);
-    let (component, source) = compile
-        .in_scope(|| {
+    let native = match &input.deferred {
+        Some(_) => compile.in_scope(|| runtime.cache.native(&runtime.engine, &input.digest)),
+        None => None,
+    };
+    let loaded = match native {
+        Some(component) => Ok((component, CodeSource::Native)),
+        None => compile.in_scope(|| {
             runtime
                 .cache
                 .load(&runtime.engine, &input.bytes, &input.digest)
-        })
+        }),
+    };
+    let (component, source) = loaded
         .map_err(|e| LoadError::Compile {
             id: id.clone(),
             message: format!("{e:#}"),

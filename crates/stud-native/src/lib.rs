@@ -1,0 +1,106 @@
+//! The bundled extensions compiled to native code when stud was built
+//! (by this crate's build script, with the runtime's engine
+//! configuration), so a first start compiles none of them.
+//!
+//! Native code runs unchecked once loaded, so an entry is only ever used
+//! through [`lookup`], which insists on three things: the component's
+//! sha256 (the one the runtime has just verified), the engine key of the
+//! engine that will run it, and the BLAKE3 digest of the code itself.
+
+/// One bundled component's native code.
+pub struct Native {
+    /// Hex sha256 of the component the code was compiled from.
+    pub wasm_sha256: &'static str,
+    /// What `Engine::precompile_component` made of it.
+    pub code: &'static [u8],
+    /// Hex BLAKE3 of `code`, recorded when it was made.
+    pub code_blake3: &'static str,
+}
+
+include!(concat!(env!("OUT_DIR"), "/native.rs"));
+
+/// Why there is no usable native code for a component.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Miss {
+    /// None was made for this component (not bundled, or not compiled).
+    NoEntry,
+    /// It was made for another engine (another CPU, another configuration).
+    OtherEngine,
+    /// Its bytes are not the ones recorded: damaged or altered.
+    Altered,
+}
+
+/// The native code for the component whose sha256 is `wasm_sha256`, for
+/// an engine whose key is `engine_key`, if it is there and intact.
+pub fn lookup(wasm_sha256: &str, engine_key: &str) -> Result<&'static [u8], Miss> {
+    find(NATIVE, ENGINE_KEY, wasm_sha256, engine_key)
+}
+
+fn find(
+    table: &'static [Native],
+    built_for: &str,
+    wasm_sha256: &str,
+    engine_key: &str,
+) -> Result<&'static [u8], Miss> {
+    let entry = table
+        .iter()
+        .find(|n| n.wasm_sha256 == wasm_sha256)
+        .ok_or(Miss::NoEntry)?;
+    if built_for != engine_key {
+        return Err(Miss::OtherEngine);
+    }
+    // `Hash`'s equality is constant-time; a malformed record never matches.
+    let recorded = blake3::Hash::from_hex(entry.code_blake3).map_err(|_| Miss::Altered)?;
+    if blake3::hash(entry.code) != recorded {
+        return Err(Miss::Altered);
+    }
+    Ok(entry.code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static CODE: &[u8] = b"native code";
+    static TABLE: &[Native] = &[Native {
+        wasm_sha256: "aa",
+        code: CODE,
+        code_blake3: "",
+    }];
+
+    fn table_with(digest: &'static str) -> &'static [Native] {
+        Box::leak(Box::new([Native {
+            wasm_sha256: "aa",
+            code: CODE,
+            code_blake3: digest,
+        }]))
+    }
+
+    #[test]
+    fn only_the_same_component_engine_and_bytes_are_used() {
+        let good: &'static str = Box::leak(blake3::hash(CODE).to_hex().to_string().into_boxed_str());
+        let table = table_with(good);
+        assert_eq!(find(table, "k", "aa", "k"), Ok(CODE));
+        assert_eq!(find(table, "k", "bb", "k"), Err(Miss::NoEntry));
+        assert_eq!(find(table, "k", "aa", "other"), Err(Miss::OtherEngine));
+        let wrong: &'static str =
+            Box::leak(blake3::hash(b"other code").to_hex().to_string().into_boxed_str());
+        assert_eq!(find(table_with(wrong), "k", "aa", "k"), Err(Miss::Altered));
+        assert_eq!(find(TABLE, "k", "aa", "k"), Err(Miss::Altered));
+    }
+
+    /// Every bundled extension has native code, made for one engine (a
+    /// build with `STUD_NO_NATIVE` set fails here, as it should: it ships
+    /// without).
+    #[test]
+    fn every_bundled_extension_was_compiled() {
+        assert!(!ENGINE_KEY.is_empty(), "no native code was built");
+        for b in stud_bundled::BUNDLED {
+            assert!(
+                NATIVE.iter().any(|n| n.wasm_sha256 == b.sha256),
+                "{} has no native code",
+                b.id
+            );
+        }
+    }
+}
