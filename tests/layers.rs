@@ -187,7 +187,10 @@ fn the_binary_does_not_link_the_guest_sdk() {
     let meta = metadata();
     for name in shipped_closure(&meta, "stud") {
         assert!(
-            !matches!(name.as_str(), "stud-sdk" | "stud-sdk-macros" | "wit-bindgen" | "brush-parser"),
+            !matches!(
+                name.as_str(),
+                "stud-sdk" | "stud-sdk-macros" | "wit-bindgen" | "brush-parser"
+            ),
             "the stud binary reaches {name}: move what the host needs into stud-protocol"
         );
     }

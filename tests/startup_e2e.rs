@@ -254,7 +254,11 @@ fn cached_code_others_may_write_is_compiled_again() {
             .env("STUD_CACHE_DIR", cache.path())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         v["extensions"][0]["code"].as_str().unwrap().to_string()
     };

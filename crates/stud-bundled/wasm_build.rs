@@ -71,4 +71,3 @@ pub fn build_workspace(dir: &Path, target_dir: &Path) {
         );
     }
 }
-

@@ -21,7 +21,9 @@ fn main() {
     let engine_key = match compile_all(&out_dir, &mut table) {
         Ok(key) => key,
         Err(why) => {
-            println!("cargo:warning=bundled extensions not compiled ahead of time ({why}); stud compiles them at first use");
+            println!(
+                "cargo:warning=bundled extensions not compiled ahead of time ({why}); stud compiles them at first use"
+            );
             table.clear();
             String::new()
         }
@@ -31,6 +33,9 @@ fn main() {
     );
     fs::write(out_dir.join("native.rs"), src).expect("write native.rs");
 }
+
+/// What one compile thread made: (index in `BUNDLED`, native code).
+type Compiled = Result<Vec<(usize, Vec<u8>)>, String>;
 
 fn compile_all(out_dir: &std::path::Path, table: &mut String) -> Result<String, String> {
     if env::var_os("STUD_NO_NATIVE").is_some() {
@@ -47,7 +52,7 @@ fn compile_all(out_dir: &std::path::Path, table: &mut String) -> Result<String, 
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let bundled = stud_bundled::BUNDLED;
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<Result<Vec<(usize, Vec<u8>)>, String>> = std::thread::scope(|s| {
+    let results: Vec<Compiled> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..jobs)
             .map(|_| {
                 s.spawn(|| {
@@ -67,7 +72,10 @@ fn compile_all(out_dir: &std::path::Path, table: &mut String) -> Result<String, 
             .collect();
         workers
             .into_iter()
-            .map(|w| w.join().unwrap_or_else(|_| Err("a compile thread panicked".into())))
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err("a compile thread panicked".into()))
+            })
             .collect()
     });
     let mut compiled: Vec<(usize, Vec<u8>)> = Vec::new();

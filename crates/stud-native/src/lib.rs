@@ -78,13 +78,18 @@ mod tests {
 
     #[test]
     fn only_the_same_component_engine_and_bytes_are_used() {
-        let good: &'static str = Box::leak(blake3::hash(CODE).to_hex().to_string().into_boxed_str());
+        let good: &'static str =
+            Box::leak(blake3::hash(CODE).to_hex().to_string().into_boxed_str());
         let table = table_with(good);
         assert_eq!(find(table, "k", "aa", "k"), Ok(CODE));
         assert_eq!(find(table, "k", "bb", "k"), Err(Miss::NoEntry));
         assert_eq!(find(table, "k", "aa", "other"), Err(Miss::OtherEngine));
-        let wrong: &'static str =
-            Box::leak(blake3::hash(b"other code").to_hex().to_string().into_boxed_str());
+        let wrong: &'static str = Box::leak(
+            blake3::hash(b"other code")
+                .to_hex()
+                .to_string()
+                .into_boxed_str(),
+        );
         assert_eq!(find(table_with(wrong), "k", "aa", "k"), Err(Miss::Altered));
         assert_eq!(find(TABLE, "k", "aa", "k"), Err(Miss::Altered));
     }

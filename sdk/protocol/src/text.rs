@@ -101,8 +101,14 @@ mod tests {
         let e = replace_once("x\ny\nx\n", "x", "z").unwrap_err();
         assert_eq!(e.code(), "ambiguous-match");
         assert!(e.to_string().contains("line 1, line 3"), "{e}");
-        assert_eq!(replace_once("abc", "q", "z").unwrap_err().code(), "no-match");
-        assert_eq!(replace_once("abc", "", "z").unwrap_err(), ReplaceError::EmptyOld);
+        assert_eq!(
+            replace_once("abc", "q", "z").unwrap_err().code(),
+            "no-match"
+        );
+        assert_eq!(
+            replace_once("abc", "", "z").unwrap_err(),
+            ReplaceError::EmptyOld
+        );
     }
 
     #[test]

@@ -275,7 +275,10 @@ mod tests {
             assert!(made.dir.join("src/lib.rs").is_file());
         }
         // The kit is unpacked once and holds the SDK and its WIT.
-        let kit = home.path().join("sdk").join(stud_protocol::CONTRACT_VERSION);
+        let kit = home
+            .path()
+            .join("sdk")
+            .join(stud_protocol::CONTRACT_VERSION);
         assert!(kit.join("sdk/Cargo.toml").is_file());
         assert!(kit.join("wit/since_v0.1.4/host-socket.wit").is_file());
     }

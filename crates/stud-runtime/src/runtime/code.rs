@@ -144,11 +144,10 @@ fn link(runtime: &Runtime, input: &CodeInput) -> Result<Linked, LoadError> {
                 .load(&runtime.engine, &input.bytes, &input.digest)
         }),
     };
-    let (component, source) = loaded
-        .map_err(|e| LoadError::Compile {
-            id: id.clone(),
-            message: format!("{e:#}"),
-        })?;
+    let (component, source) = loaded.map_err(|e| LoadError::Compile {
+        id: id.clone(),
+        message: format!("{e:#}"),
+    })?;
     compile.record("source", source.as_str());
     drop(compile);
     let _link = tracing::trace_span!("link", ext = %id).entered();

@@ -160,7 +160,9 @@ fn numbered(rel: &str, content: &str, args: &Value) -> Ran {
         out.push_str(&format!("{:>6}\t{}\n", i + 1, line.trim_end_matches('\r')));
     }
     let shown_end = (offset - 1 + limit).min(total);
-    out.push_str(&stud_protocol::text::more_lines(total as u64, shown_end as u64).unwrap_or_default());
+    out.push_str(
+        &stud_protocol::text::more_lines(total as u64, shown_end as u64).unwrap_or_default(),
+    );
     ok(
         out,
         json!({"path": rel, "lines": total, "bytes": content.len(), "editor": true}),
