@@ -282,3 +282,72 @@ fn cached_code_others_may_write_is_compiled_again() {
     assert_eq!(mode & 0o077, 0, "the entry was replaced by a private one");
     assert_eq!(check(), "cache");
 }
+
+/// The attack: someone who can write a copy of the binary (a package
+/// cache, a shared tools folder) alters the native code built into it for
+/// the `list` tool. The code's digest no longer matches the one recorded
+/// when it was compiled, so it is not run: `list` is compiled from its
+/// component (whose own sha256 is checked) and still does its work.
+#[test]
+fn native_code_altered_in_the_binary_is_not_run() {
+    let env = env();
+    env.file("marker.txt", "x");
+    let list = digest_of(&env, "list");
+    let blob = stud_native::NATIVE
+        .iter()
+        .find(|n| n.wasm_sha256 == list)
+        .expect("list has native code")
+        .code;
+    let mut binary = std::fs::read(env!("CARGO_BIN_EXE_stud")).unwrap();
+    let at = memchr::memmem::find(&binary, &blob[..blob.len().min(4096)])
+        .expect("the native code is in the binary");
+    // A byte in the middle of the code, past its headers.
+    binary[at + blob.len() / 2] ^= 0x01;
+    let dir = tempfile::tempdir().unwrap();
+    let altered = dir.path().join("stud");
+    std::fs::write(&altered, &binary).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&altered, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let run = |home: &Path, args: &[&str]| {
+        let out = std::process::Command::new(&altered)
+            .args(args)
+            .env("STUD_HOME", home)
+            .env("STUD_CACHE_DIR", cache.path())
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LOG")
+            .current_dir(env.project.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    let out = run(env.home.path(), &["ext", "check", "list", "read", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["native_refused"], 1, "{v}");
+    assert_eq!(v["native"], 1, "read's code is untouched: {v}");
+    let code = |id: &str| {
+        v["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id)
+            .unwrap()["code"]
+            .clone()
+    };
+    assert_eq!(code("list"), "compiled", "{v}");
+    assert_eq!(code("read"), "native", "{v}");
+    // The README's demo (a new home: the bundled defaults) lists the
+    // folder with `list`: it still works.
+    let fresh = tempfile::tempdir().unwrap();
+    let out = run(fresh.path(), &["run", "What is in this project?"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("marker.txt"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
