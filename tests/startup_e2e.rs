@@ -323,7 +323,11 @@ fn native_code_altered_in_the_binary_is_not_run() {
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         out
     };
     let out = run(env.home.path(), &["ext", "check", "list", "read", "--json"]);
