@@ -22,6 +22,46 @@ fn text(parts: &[ResultPart]) -> String {
         .collect()
 }
 
+/// Native code runs where it lies in the binary, and wasmtime knows code
+/// by its address process-wide: the same bundled component loaded twice
+/// by one runtime (a reload, a subagent) shares that code, and a second
+/// runtime in the process copies it. All of them must work, side by side
+/// and after one of them is gone.
+#[tokio::test]
+async fn one_bundled_component_serves_two_loads_and_two_runtimes_at_once() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("notes.txt"), "alpha\n").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let first = common::runtime();
+    let second = common::runtime();
+    let load = |rt: &Arc<stud::runtime::Runtime>| {
+        common::load_bundled_into(
+            rt.clone(),
+            home.path(),
+            project.path(),
+            Arc::new(Recorder::default()),
+        )
+    };
+    let (a, b, c) = (load(&first).await, load(&first).await, load(&second).await);
+    for (i, exts) in [&a, &b, &c].into_iter().enumerate() {
+        let out = find(exts, "list")
+            .tool_invoke(&format!("c{i}"), "{}")
+            .await
+            .unwrap();
+        assert_eq!(text(&out.content), "notes.txt");
+    }
+    let native = |rt: &Arc<stud::runtime::Runtime>| {
+        rt.cache_stats()
+            .native
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    assert!(native(&first) >= 2 && native(&second) >= 1);
+    // The first load's code goes; the second's, on the same pages, runs on.
+    drop(a);
+    let out = find(&b, "list").tool_invoke("c9", "{}").await.unwrap();
+    assert_eq!(text(&out.content), "notes.txt");
+}
+
 #[tokio::test]
 async fn tools_read_and_list_work_on_a_real_project() {
     let project = tempfile::tempdir().unwrap();

@@ -18,18 +18,20 @@ fn main() {
     println!("cargo:rerun-if-env-changed=STUD_NO_NATIVE");
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let mut table = String::new();
-    let engine_key = match compile_all(&out_dir, &mut table) {
+    let mut statics = String::new();
+    let engine_key = match compile_all(&out_dir, &mut statics, &mut table) {
         Ok(key) => key,
         Err(why) => {
             println!(
                 "cargo:warning=bundled extensions not compiled ahead of time ({why}); stud compiles them at first use"
             );
             table.clear();
+            statics.clear();
             String::new()
         }
     };
     let src = format!(
-        "/// The engine key the entries were compiled under (empty: none were).\npub const ENGINE_KEY: &str = {engine_key:?};\n/// The bundled extensions' native code.\npub static NATIVE: &[Native] = &[\n{table}];\n"
+        "/// The engine key the entries were compiled under (empty: none were).\npub const ENGINE_KEY: &str = {engine_key:?};\n{statics}/// The bundled extensions' native code.\npub static NATIVE: &[Native] = &[\n{table}];\n"
     );
     fs::write(out_dir.join("native.rs"), src).expect("write native.rs");
 }
@@ -37,7 +39,11 @@ fn main() {
 /// What one compile thread made: (index in `BUNDLED`, native code).
 type Compiled = Result<Vec<(usize, Vec<u8>)>, String>;
 
-fn compile_all(out_dir: &std::path::Path, table: &mut String) -> Result<String, String> {
+fn compile_all(
+    out_dir: &std::path::Path,
+    statics: &mut String,
+    table: &mut String,
+) -> Result<String, String> {
     if env::var_os("STUD_NO_NATIVE").is_some() {
         return Err("STUD_NO_NATIVE is set".into());
     }
@@ -87,11 +93,17 @@ fn compile_all(out_dir: &std::path::Path, table: &mut String) -> Result<String, 
         let b = &bundled[i];
         let path = dir.join(format!("{}.cwasm", b.dir));
         fs::write(&path, &code).map_err(|e| format!("{}: {e}", path.display()))?;
+        // Page-aligned, so the runtime can make the code executable where
+        // it lies in the binary instead of copying it (see `Page`).
+        let _ = writeln!(
+            statics,
+            "static CODE_{i}: &Page<[u8]> = &Page(*include_bytes!({:?}));",
+            path.display().to_string(),
+        );
         let _ = writeln!(
             table,
-            "    Native {{ wasm_sha256: {:?}, code: include_bytes!({:?}), code_blake3: {:?} }},",
+            "    Native {{ wasm_sha256: {:?}, code: &CODE_{i}.0, code_blake3: {:?} }},",
             b.sha256,
-            path.display().to_string(),
             blake3::hash(&code).to_hex().as_str(),
         );
     }

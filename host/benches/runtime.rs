@@ -110,9 +110,11 @@ fn compile_vs_cache(c: &mut Criterion) {
     .expect("runtime");
     let engine = rt.engine();
     let dir = tempfile::tempdir().expect("tempdir");
-    let (uncached, _) = CompileCache::new(engine, None);
+    let copy = stud::runtime::publish::Publishing::Copy;
+    let (uncached, _) = CompileCache::new(engine, copy, None);
     let (cached, _) = CompileCache::new(
         engine,
+        copy,
         Some(stud::runtime::CacheLocation {
             dir: dir.path().to_path_buf(),
             key_file: dir.path().join("key"),

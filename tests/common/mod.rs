@@ -73,8 +73,18 @@ pub async fn load_bundled_at(
     project: &Path,
     services: Arc<Recorder>,
 ) -> Vec<Arc<Extension>> {
+    load_bundled_into(runtime(), home, project, services).await
+}
+
+/// Like [`load_bundled_at`], into the runtime `runtime`.
+pub async fn load_bundled_into(
+    runtime: Arc<Runtime>,
+    home: &Path,
+    project: &Path,
+    services: Arc<Recorder>,
+) -> Vec<Arc<Extension>> {
     let registry = Registry {
-        runtime: runtime(),
+        runtime,
         home: StudHome::at(home),
         project_dir: project.to_path_buf(),
         services,

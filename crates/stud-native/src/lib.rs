@@ -7,11 +7,20 @@
 //! sha256 (the one the runtime has just verified), the engine key of the
 //! engine that will run it, and the BLAKE3 digest of the code itself.
 
+/// The size every embedded blob is aligned to: a page on every platform
+/// stud runs on, so the runtime can make a blob's code executable where it
+/// lies (one `mprotect`) rather than copy it into fresh memory first.
+pub const ALIGN: usize = 4096;
+
+/// Bytes aligned to [`ALIGN`].
+#[repr(C, align(4096))]
+pub struct Page<T: ?Sized>(pub T);
+
 /// One bundled component's native code.
 pub struct Native {
     /// Hex sha256 of the component the code was compiled from.
     pub wasm_sha256: &'static str,
-    /// What `Engine::precompile_component` made of it.
+    /// What `Engine::precompile_component` made of it; starts on a page.
     pub code: &'static [u8],
     /// Hex BLAKE3 of `code`, recorded when it was made.
     pub code_blake3: &'static str,
@@ -34,6 +43,17 @@ pub enum Miss {
 /// an engine whose key is `engine_key`, if it is there and intact.
 pub fn lookup(wasm_sha256: &str, engine_key: &str) -> Result<&'static [u8], Miss> {
     find(NATIVE, ENGINE_KEY, wasm_sha256, engine_key)
+}
+
+/// Whether `len` bytes at `ptr` lie inside one embedded blob: such memory
+/// belongs to the binary's read-only image, may be the code of several
+/// components at once, and must never become writable.
+pub fn holds(ptr: *const u8, len: usize) -> bool {
+    let (start, end) = (ptr as usize, (ptr as usize).saturating_add(len));
+    NATIVE.iter().any(|n| {
+        let base = n.code.as_ptr() as usize;
+        base <= start && end <= base + n.code.len()
+    })
 }
 
 fn find(
@@ -97,6 +117,16 @@ mod tests {
     /// Every bundled extension has native code, made for one engine (a
     /// build with `STUD_NO_NATIVE` set fails here, as it should: it ships
     /// without).
+    #[test]
+    fn blobs_start_on_a_page_and_are_known_by_address() {
+        for n in NATIVE {
+            assert_eq!(n.code.as_ptr() as usize % ALIGN, 0);
+            assert!(holds(n.code.as_ptr(), n.code.len()));
+            assert!(!holds(n.code.as_ptr(), n.code.len() + 1));
+        }
+        assert!(!holds(CODE.as_ptr(), CODE.len()));
+    }
+
     #[test]
     fn every_bundled_extension_was_compiled() {
         assert!(!ENGINE_KEY.is_empty(), "no native code was built");

@@ -16,13 +16,17 @@
 //! before, even against the CPU's SHA instructions (docs/benchmarks.md).
 //! Entries tagged by that HMAC (`.hmac`) do not verify, and are replaced.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use super::mapped::MappedFile;
+use super::publish::{self, Publishing};
 use crate::atomic_write::write_atomic;
 use crate::digest::Sha256Digest;
 
@@ -63,10 +67,18 @@ pub struct CacheStats {
 
 pub use crate::paths::CacheLocation;
 
+/// One embedded blob's component run in place (`None`: another engine in
+/// the process has the blob, or it would not load; then it is copied).
+type InPlace = Arc<OnceLock<Option<Component>>>;
+
 pub struct CompileCache {
     dir: Option<PathBuf>,
     key: Option<CacheKey>,
     engine_key: String,
+    publishing: Publishing,
+    /// Components running in place, by the digest of their source: one
+    /// per blob, shared (see `publish::claim`).
+    in_place: Mutex<HashMap<Sha256Digest, InPlace>>,
     pub stats: CacheStats,
 }
 
@@ -89,7 +101,11 @@ pub enum CacheKeyError {
 impl CompileCache {
     /// `location = None` disables the disk cache (every load compiles), as
     /// does a key that cannot be read or created (the error says why).
-    pub fn new(engine: &Engine, location: Option<CacheLocation>) -> (Self, Option<CacheKeyError>) {
+    pub fn new(
+        engine: &Engine,
+        publishing: Publishing,
+        location: Option<CacheLocation>,
+    ) -> (Self, Option<CacheKeyError>) {
         let (dir, key, problem) = match location {
             None => (None, None, None),
             Some(loc) => match load_or_create_key(&loc.key_file) {
@@ -101,6 +117,8 @@ impl CompileCache {
             dir,
             key,
             engine_key: engine_key(engine),
+            publishing,
+            in_place: Mutex::default(),
             stats: CacheStats::default(),
         };
         (cache, problem)
@@ -127,14 +145,53 @@ impl CompileCache {
             }
             Err(_) => return None,
         };
-        // SAFETY: the bytes are part of this binary, are what
-        // `Engine::precompile_component` made at build time from the
-        // component whose sha256 the caller has just verified, under an
-        // engine with this engine's key, and still have the digest
-        // recorded then (`stud_native::lookup` checks all three).
-        let component = unsafe { Component::deserialize(engine, code) }.ok()?;
+        let component = self.in_place(engine, digest, code).or_else(|| {
+            // SAFETY: the bytes are part of this binary, are what
+            // `Engine::precompile_component` made at build time from the
+            // component whose sha256 the caller has just verified, under an
+            // engine with this engine's key, and still have the digest
+            // recorded then (`stud_native::lookup` checks all three).
+            unsafe { Component::deserialize(engine, code) }.ok()
+        })?;
         self.stats.native.fetch_add(1, Ordering::Relaxed);
         Some(component)
+    }
+
+    /// The component of embedded `code` run where it lies, when this
+    /// engine may: shared if this runtime holds it already, made if no one
+    /// in the process has claimed the blob, else `None` (then copy).
+    fn in_place(
+        &self,
+        engine: &Engine,
+        digest: &Sha256Digest,
+        code: &'static [u8],
+    ) -> Option<Component> {
+        if self.publishing != Publishing::InPlace {
+            return None;
+        }
+        // The map is locked only to find the blob's cell; the cell makes a
+        // second caller for the same blob wait for, then share, the first
+        // one's component, while other blobs load in parallel.
+        let cell = self
+            .in_place
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(digest.clone())
+            .or_default()
+            .clone();
+        cell.get_or_init(|| {
+            if !publish::claim(code) {
+                return None;
+            }
+            // SAFETY: as for `deserialize` in `native`, and: the bytes are
+            // `'static` and never written (read-only pages of the binary),
+            // page-aligned (`stud_native::ALIGN`), claimed by no other
+            // deserialization in the process (`publish::claim`), and this
+            // engine's publisher can publish them (`Publishing::InPlace`
+            // comes only from `publish::configure`).
+            unsafe { Component::deserialize_raw(engine, NonNull::from(code)) }.ok()
+        })
+        .clone()
     }
 
     /// Compiled code for `bytes`, whose digest the caller has verified.
@@ -346,11 +403,11 @@ mod tests {
             key_file: dir.path().join("cache.key"),
         };
         let engine = Engine::default();
-        let (cache, problem) = CompileCache::new(&engine, Some(location.clone()));
+        let (cache, problem) = CompileCache::new(&engine, Publishing::Copy, Some(location.clone()));
         assert!(problem.is_none() && cache.dir().is_some());
         std::fs::set_permissions(&location.key_file, std::fs::Permissions::from_mode(0o644))
             .unwrap();
-        let (cache, problem) = CompileCache::new(&engine, Some(location));
+        let (cache, problem) = CompileCache::new(&engine, Publishing::Copy, Some(location));
         assert!(matches!(problem, Some(CacheKeyError::Exposed { .. })));
         assert!(cache.dir().is_none());
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use wasmtime::{Config, Engine};
 
 use super::error::RuntimeError;
+use super::publish::{self, Publishing};
 
 pub use stud_engine::MAX_MEMORY_BYTES;
 
@@ -29,16 +30,36 @@ impl Allocator {
     }
 }
 
+/// The engine and how it was set up.
+pub struct Built {
+    pub engine: Engine,
+    pub allocator: Allocator,
+    pub publishing: Publishing,
+}
+
 /// Build the engine, trying the pooling allocator first.
-pub fn build_engine(prefer_pooling: bool) -> Result<(Engine, Allocator), RuntimeError> {
-    if prefer_pooling && let Ok(engine) = Engine::new(&with_profiler(stud_engine::pooling())) {
-        start_ticker(&engine);
-        return Ok((engine, Allocator::Pooling));
+pub fn build_engine(prefer_pooling: bool) -> Result<Built, RuntimeError> {
+    if prefer_pooling {
+        let mut config = with_profiler(stud_engine::pooling());
+        let publishing = publish::configure(&mut config);
+        if let Ok(engine) = Engine::new(&config) {
+            start_ticker(&engine);
+            return Ok(Built {
+                engine,
+                allocator: Allocator::Pooling,
+                publishing,
+            });
+        }
     }
-    let engine = Engine::new(&with_profiler(stud_engine::base_config()))
-        .map_err(|e| RuntimeError::Engine(e.to_string()))?;
+    let mut config = with_profiler(stud_engine::base_config());
+    let publishing = publish::configure(&mut config);
+    let engine = Engine::new(&config).map_err(|e| RuntimeError::Engine(e.to_string()))?;
     start_ticker(&engine);
-    Ok((engine, Allocator::OnDemand))
+    Ok(Built {
+        engine,
+        allocator: Allocator::OnDemand,
+        publishing,
+    })
 }
 
 /// `STUD_PROFILE=perfmap`: name guest functions for `perf` (written to

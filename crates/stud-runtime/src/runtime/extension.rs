@@ -329,6 +329,11 @@ impl Extension {
             .map(|l| l.source)
     }
 
+    /// Whether its code is linked (or failed to link) already.
+    pub fn is_linked(&self) -> bool {
+        self.core.code.get().is_some()
+    }
+
     /// How many times an instance was created (1 + restarts after faults).
     pub fn instantiations(&self) -> u64 {
         self.core.instantiations.load(Ordering::Relaxed)

@@ -23,6 +23,7 @@ pub mod load;
 mod mapped;
 pub mod meter;
 pub mod net;
+pub mod publish;
 // The policy is data (`stud-config`); its checks are here (`caps`).
 pub use crate::protected_paths;
 pub mod services;
@@ -71,8 +72,12 @@ pub struct Runtime {
 
 impl Runtime {
     pub fn new(options: RuntimeOptions) -> Result<Arc<Self>, RuntimeError> {
-        let (engine, allocator) = engine::build_engine(options.pooling)?;
-        let (cache, problem) = cache::CompileCache::new(&engine, options.cache);
+        let engine::Built {
+            engine,
+            allocator,
+            publishing,
+        } = engine::build_engine(options.pooling)?;
+        let (cache, problem) = cache::CompileCache::new(&engine, publishing, options.cache);
         Ok(Arc::new(Runtime {
             engine,
             allocator,

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use tracing::Instrument as _;
 
 use super::configure::Configured;
+use super::configure::profile_of;
 use super::discover::Found;
+use super::prelink::prelink_start;
+use super::session_config::pick_provider;
 use super::{LaunchError, LaunchOptions, store_choice};
 use crate::extensions::registry::project_dir;
 use crate::extensions::{Discovery, Scope};
@@ -98,6 +101,14 @@ pub(super) async fn load(
         None => NamedBy::setting(&configured.provenance, "/active/sessionStore"),
     };
     let wanted = by_profile.or_else(|| configured.settings.active.session_store.clone());
+    // Link ahead while the store starts; the provider is the one named
+    // before a resumed session's record is read.
+    let (provider, _) = pick_provider(
+        opts,
+        &configured.settings,
+        profile_of(&configured.chosen_set),
+        &all,
+    );
     let store = store_choice::started(
         &configured.settings,
         wanted.as_deref(),
@@ -105,6 +116,7 @@ pub(super) async fn load(
         &stores,
         &failed,
         warnings,
+        |store| prelink_start(&all, &provider, store),
     )
     .await?;
     let resumed = match (&opts.resume, &store) {

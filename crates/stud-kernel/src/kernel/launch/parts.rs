@@ -10,7 +10,7 @@ use super::configure::{Configured, profile_of, resumed_mode};
 use super::discover::Found;
 use super::interactor::interactions;
 use super::load::Loaded;
-use super::prelink::prelink;
+use super::prelink::prelink_rest;
 use super::session_config::{provider_named_by, session_config};
 use super::subscribe::Subscribed;
 use super::{LaunchError, LaunchOptions, ProviderPick};
@@ -120,10 +120,9 @@ pub(super) async fn assemble(
         "active.provider",
     )
     .map_err(|e| LaunchError::Setting(e.to_string()))?;
-    prelink(
+    prelink_rest(
         &loaded.exts,
         &config.provider,
-        loaded.store.as_ref(),
         &loaded.uis,
         opts.render,
         &subscribed.first_request,

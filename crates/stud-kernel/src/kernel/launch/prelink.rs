@@ -8,36 +8,57 @@ use crate::kernel::first_request::FirstRequest;
 use crate::manifest::{HookKind, HookSlot, Kind, Phase, Stage};
 use crate::runtime::Extension;
 
-/// Link, in the background, what the first turn surely calls, in the
-/// order it calls them, so the compiles overlap one another and the rest
-/// of the start. Tools, state machines and the providers not chosen are
-/// linked at their first call: a tool's spec is cached.
+/// Link, in the background, what the start and the first turn surely
+/// call, in the order they call them, so the compiles overlap one another
+/// and the rest of the start. Called as soon as the extensions are loaded:
+/// the session store is started next, then the provider lists its models,
+/// RECEIVE_INPUT's hooks run and the context providers compose the
+/// request. Tools, state machines and the providers not chosen are linked
+/// at their first call: a tool's spec is cached.
+///
+/// `provider` is the one flags, profile and settings name; a resumed
+/// session may switch to another, which [`prelink_rest`] then links.
+/// Linking runs no guest code, so one linked in vain costs only the CPU.
+pub(super) fn prelink_start(
+    exts: &[Arc<Extension>],
+    provider: &str,
+    store: Option<&Arc<Extension>>,
+) {
+    let of = |k: Kind| exts.iter().filter(move |e| e.kind() == k);
+    let chosen = of(Kind::Provider).filter(|e| e.id().as_str() == provider);
+    let hooks_before = of(Kind::Hook).filter(|e| holds_up_first_request(e));
+    let soon: VecDeque<Arc<Extension>> = store
+        .into_iter()
+        .chain(chosen)
+        .chain(hooks_before)
+        .chain(of(Kind::ContextProvider))
+        .cloned()
+        .collect();
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    link_in_order(soon, cores, tracing::Span::current());
+}
+
+/// Link what [`prelink_start`] could not know: the provider the session
+/// settled on (when it is another) and the UIs that render it.
 ///
 /// What the first request does not need (loggers, observers, hooks whose
 /// slots all come after it) is linked once `first_request` opens: on 2
 /// cores it would take CPU from the request (docs/benchmarks.md).
-pub(super) fn prelink(
+pub(super) fn prelink_rest(
     exts: &[Arc<Extension>],
     provider: &str,
-    store: Option<&Arc<Extension>>,
     uis: &[Arc<Extension>],
     render: bool,
     first_request: &FirstRequest,
 ) {
     let of = |k: Kind| exts.iter().filter(move |e| e.kind() == k);
-    let chosen = of(Kind::Provider).filter(|e| e.id().as_str() == provider);
-    let (hooks_before, hooks_after): (Vec<_>, Vec<_>) =
-        of(Kind::Hook).partition(|e| holds_up_first_request(e));
-    // The provider's models are listed at start; then RECEIVE_INPUT's
-    // hooks run, the input is appended to the store, and the context
-    // providers compose the request.
-    let soon: VecDeque<Arc<Extension>> = chosen
-        .chain(hooks_before)
-        .chain(store)
-        .chain(of(Kind::ContextProvider))
+    let soon: VecDeque<Arc<Extension>> = of(Kind::Provider)
+        .filter(|e| e.id().as_str() == provider)
         .chain(uis.iter().filter(|_| render))
+        .filter(|e| !e.is_linked())
         .cloned()
         .collect();
+    let hooks_after = of(Kind::Hook).filter(|e| !holds_up_first_request(e));
     let after: VecDeque<Arc<Extension>> = of(Kind::Logger).chain(hooks_after).cloned().collect();
     let span = tracing::Span::current();
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -56,6 +77,9 @@ pub(super) fn prelink(
 /// first call queued behind the first lane's whole run.
 fn link_in_order(queue: VecDeque<Arc<Extension>>, lanes: usize, span: tracing::Span) {
     let lanes = lanes.min(queue.len());
+    if lanes == 0 {
+        return;
+    }
     let queue = Arc::new(std::sync::Mutex::new(queue));
     for _ in 0..lanes {
         let queue = queue.clone();

@@ -20,7 +20,7 @@ use crate::runtime::domain::ThinkingLevel;
 /// The provider: flags over the profile over settings; with none of
 /// them, the first provider whose key variable is set, else the offline
 /// demo (`scripted`).
-fn pick_provider(
+pub(super) fn pick_provider(
     opts: &LaunchOptions,
     settings: &Settings,
     profile: Option<&Profile>,

@@ -18,7 +18,8 @@ use super::LaunchError;
 
 /// The chosen store, started (or its fallback, with a warning); `None`
 /// when no store of the person's is loaded. `failed` holds the stores
-/// that did not load, by id, with why.
+/// that did not load, by id, with why. `chosen` learns the choice before
+/// the store starts (the launch links ahead with it).
 pub async fn started(
     settings: &Settings,
     wanted: Option<&str>,
@@ -26,8 +27,11 @@ pub async fn started(
     stores: &[Arc<Extension>],
     failed: &[(String, String)],
     warnings: &mut Vec<String>,
+    chosen: impl FnOnce(Option<&Arc<Extension>>),
 ) -> Result<Option<Arc<Extension>>, LaunchError> {
-    let Some(store) = choose_store(settings, wanted, named_by, stores, failed, warnings)? else {
+    let choice = choose_store(settings, wanted, named_by, stores, failed, warnings)?;
+    chosen(choice.as_ref());
+    let Some(store) = choice else {
         return Ok(None);
     };
     // Instances start at first use: start it now.
