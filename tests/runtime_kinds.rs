@@ -62,6 +62,64 @@ async fn one_bundled_component_serves_two_loads_and_two_runtimes_at_once() {
     assert_eq!(text(&out.content), "notes.txt");
 }
 
+/// The attack on in-place code is a write to it. Read from the process's
+/// own page table, not from the code that sets it: while bundled code
+/// runs, no page of any embedded blob is writable, and (on x86-64 Linux,
+/// where it runs in place) the running one is executable where it lies.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn embedded_native_code_is_never_writable_while_it_runs() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("notes.txt"), "alpha\n").unwrap();
+    let exts = load_bundled(project.path(), Arc::new(Recorder::default())).await;
+    let out = find(&exts, "list").tool_invoke("c1", "{}").await.unwrap();
+    assert_eq!(text(&out.content), "notes.txt");
+
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    // (start, end, permissions) of every mapping.
+    let mappings: Vec<(usize, usize, String)> = maps
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (lo, hi) = f.next()?.split_once('-')?;
+            let perms = f.next()?.to_string();
+            Some((
+                usize::from_str_radix(lo, 16).ok()?,
+                usize::from_str_radix(hi, 16).ok()?,
+                perms,
+            ))
+        })
+        .collect();
+    let over = |code: &[u8]| {
+        let (a, b) = (code.as_ptr() as usize, code.as_ptr() as usize + code.len());
+        mappings
+            .iter()
+            .filter(move |(lo, hi, _)| *lo < b && a < *hi)
+            .map(|(_, _, p)| p.clone())
+            .collect::<Vec<_>>()
+    };
+    for n in stud_native::NATIVE {
+        for perms in over(n.code) {
+            assert_eq!(&perms[1..2], "-", "a native blob is mapped {perms}");
+        }
+    }
+    if cfg!(target_arch = "x86_64") {
+        let list = stud::bundled::BUNDLED
+            .iter()
+            .find(|b| b.id == "list")
+            .unwrap();
+        let blob = stud_native::NATIVE
+            .iter()
+            .find(|n| n.wasm_sha256 == list.sha256)
+            .unwrap();
+        assert!(
+            over(blob.code).iter().any(|p| p.starts_with("r-x")),
+            "`list` ran, but not from its pages in the binary: {:?}",
+            over(blob.code)
+        );
+    }
+}
+
 #[tokio::test]
 async fn tools_read_and_list_work_on_a_real_project() {
     let project = tempfile::tempdir().unwrap();
