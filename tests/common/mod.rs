@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod frames;
 pub mod http;
 pub mod npm;
 pub mod pg;

@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 
 use super::StudEnv;
+use super::frames::Frames;
 
 pub struct Term {
     master: Box<dyn MasterPty + Send>,
     writer: Box<dyn Write + Send>,
-    screen: Arc<Mutex<vt100::Parser>>,
+    screen: Arc<Mutex<Frames>>,
     /// Every byte the program wrote, for what the emulator does not keep
     /// (the bell, OSC notifications and clipboard writes).
     raw: Arc<Mutex<Vec<u8>>>,
@@ -60,7 +61,7 @@ impl Term {
         let child = pty.slave.spawn_command(cmd).expect("start stud on the pty");
         let mut reader = pty.master.try_clone_reader().expect("pty reader");
         let writer = pty.master.take_writer().expect("pty writer");
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 0)));
+        let screen = Arc::new(Mutex::new(Frames::new(rows, cols)));
         let feed = screen.clone();
         let raw = Arc::new(Mutex::new(Vec::new()));
         let keep = raw.clone();
@@ -121,8 +122,8 @@ impl Term {
     /// its last cell that shows anything. A space written and a cell never
     /// written look the same, so they compare the same.
     pub fn visible(&self) -> String {
-        let parser = self.screen.lock().unwrap();
-        let screen = parser.screen();
+        let frames = self.screen.lock().unwrap();
+        let screen = frames.screen();
         let (rows, cols) = screen.size();
         let mut out = Vec::new();
         for row in 0..rows {
@@ -203,11 +204,7 @@ impl Term {
     }
 
     pub fn resize(&mut self, cols: u16, rows: u16) {
-        self.screen
-            .lock()
-            .unwrap()
-            .screen_mut()
-            .set_size(rows, cols);
+        self.screen.lock().unwrap().set_size(rows, cols);
         self.master
             .resize(PtySize {
                 rows,
@@ -230,8 +227,8 @@ impl Term {
     /// Whether the terminal is back on its main screen with the cursor
     /// shown (as the program found it).
     pub fn restored(&self) -> bool {
-        let parser = self.screen.lock().unwrap();
-        let screen = parser.screen();
+        let frames = self.screen.lock().unwrap();
+        let screen = frames.parsed();
         !screen.alternate_screen() && !screen.hide_cursor()
     }
 

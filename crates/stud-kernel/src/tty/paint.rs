@@ -1,5 +1,10 @@
 //! Cells to the terminal with crossterm. A cell's symbol is shown as is
 //! only when it holds no control character; otherwise as `?`.
+//!
+//! A frame goes out as one write inside a synchronized update (DEC mode
+//! 2026): a terminal that knows the mode shows it whole, never half drawn
+//! (a dialog's frame without its body); one that does not ignores the
+//! mode, and one write still leaves it less to tear.
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -19,6 +24,15 @@ use stud_protocol::terminal::steers;
 /// with both per cell, which the terminal (and a person on a slow link)
 /// parses that much faster.
 pub fn cells<W: Write>(out: &mut W, cells: &[Cell]) -> std::io::Result<()> {
+    let mut frame = Vec::with_capacity(cells.len() * 2 + 64);
+    queue!(frame, terminal::BeginSynchronizedUpdate)?;
+    frame_cells(&mut frame, cells)?;
+    queue!(frame, terminal::EndSynchronizedUpdate)?;
+    out.write_all(&frame)?;
+    out.flush()
+}
+
+fn frame_cells(out: &mut Vec<u8>, cells: &[Cell]) -> std::io::Result<()> {
     let mut next: Option<(u16, u16)> = None;
     let mut style: Option<Style> = None;
     for c in cells {
@@ -43,7 +57,7 @@ pub fn cells<W: Write>(out: &mut W, cells: &[Cell]) -> std::io::Result<()> {
         next = (symbol.len() == 1 && symbol.is_ascii()).then(|| (c.x.saturating_add(1), c.y));
     }
     queue!(out, SetAttributes(Attributes::from(Attribute::Reset)))?;
-    out.flush()
+    Ok(())
 }
 
 /// A cell's colours and attributes, comparable.
@@ -179,6 +193,10 @@ mod tests {
         // Moves: to (2,3), after the wide character, and to the next row.
         assert_eq!(text.matches('H').count(), 3, "{text:?}");
         assert!(text.contains("hello界"), "{text:?}");
+        assert!(
+            text.starts_with("\u{1b}[?2026h") && text.ends_with("\u{1b}[?2026l"),
+            "a frame is one synchronized update: {text:?}"
+        );
         let mut parser = vt100::Parser::new(6, 20, 0);
         parser.process(text.as_bytes());
         let screen = parser.screen();
