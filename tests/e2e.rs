@@ -36,6 +36,7 @@ mod profiles_e2e;
 mod project_trust_e2e;
 mod properties;
 mod providers_e2e;
+mod release_profile;
 mod replay_e2e;
 mod responses_e2e;
 mod runtime_faults;

@@ -13,6 +13,9 @@
 //!
 //! Run: `cargo bench -p stud --bench startup`; `STUD_BENCH_BIN=PATH` runs
 //! another `stud` binary (to compare two builds, runs interleaved).
+//! Peak RSS depends on how the binary came into the page cache (a fresh
+//! copy measures about 4 MB more than one read back from disk): drop the
+//! cache first (`echo 3 > /proc/sys/vm/drop_caches`, docs/benchmarks.md).
 
 #[path = "../../tests/common/http.rs"]
 #[allow(dead_code)]
