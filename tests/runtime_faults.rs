@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Recorder, find, load_bundled, load_fixture, runtime};
-use stud::runtime::{CallError, LoadError};
+use stud::runtime::{CallError, LoadError, Runtime, RuntimeOptions};
 
 #[tokio::test]
 async fn trap_panic_loop_and_alloc_are_contained() {
@@ -261,7 +261,9 @@ async fn a_call_abandoned_mid_flight_does_not_break_the_next_one() {
     let hostile = Arc::new(load_fixture(&rt, "hostile", Some(&manifest), None).unwrap());
     let h = hostile.clone();
     let task = tokio::spawn(async move { h.tool_invoke("1", r#"{"mode":"loop"}"#).await });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // In the guest's loop, not still compiling (see the next test for that).
+    until_instantiated(&hostile, 1).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
     // Dropping the call's future leaves its instance unusable...
     task.abort();
     let _ = task.await;
@@ -269,6 +271,33 @@ async fn a_call_abandoned_mid_flight_does_not_break_the_next_one() {
     let out = hostile.tool_invoke("2", r#"{"mode":"ok"}"#).await.unwrap();
     assert_eq!(common_text(out), "alive");
     assert_eq!(hostile.instantiations(), 2);
+}
+
+/// A call dropped while its component is still being compiled (its first
+/// use, no compile cache) stops that call only: the lane's stop must not
+/// be read as the next call's, which compiles, instantiates and answers.
+#[tokio::test]
+async fn a_call_abandoned_while_its_component_compiles_does_not_cancel_the_next_one() {
+    let rt = Runtime::new(RuntimeOptions {
+        cache: None,
+        pooling: true,
+    })
+    .expect("runtime");
+    let hostile = Arc::new(load_fixture(&rt, "hostile", None, None).expect("hostile loads"));
+    let h = hostile.clone();
+    let task = tokio::spawn(async move { h.tool_invoke("1", r#"{"mode":"ok"}"#).await });
+    // Long enough for the call to start compiling, far shorter than a
+    // compile of the component.
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    task.abort();
+    assert!(
+        task.await.is_err(),
+        "the first call was dropped, not finished"
+    );
+    assert_eq!(hostile.instantiations(), 0, "dropped before its instance");
+    let out = hostile.tool_invoke("2", r#"{"mode":"ok"}"#).await;
+    assert_eq!(common_text(out.expect("the next call answers")), "alive");
+    assert_eq!(hostile.instantiations(), 1);
 }
 
 /// Wait until `ext` has made `n` instances: the calls that made them hold

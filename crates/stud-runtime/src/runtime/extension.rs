@@ -493,9 +493,11 @@ impl Extension {
         F: for<'a> FnOnce(&'a mut Instance) -> CallFuture<'a, T> + Send + 'static,
     {
         let (lane, guard) = self.acquire(lane).await;
-        // A fresh, disarmed clock: the watchdog must not see an older
-        // call's deadline before this one is armed.
+        // A fresh, disarmed clock and a fresh flag: the watchdog must not
+        // see an older call's deadline or stop (one abandoned on this lane)
+        // before this one is armed, which may be after a first link.
         self.core.lanes[lane].set_clock(Arc::default());
+        self.core.lanes[lane].set_cancel(call_flag());
         if let Ok(stop) = CALL_STOP.try_with(Clone::clone) {
             stop.bind(self.core.clone(), lane);
         }
@@ -676,6 +678,20 @@ impl Lane {
     fn set_clock(&self, clock: Arc<DeadlineClock>) {
         *self.clock.lock().unwrap_or_else(|p| p.into_inner()) = clock;
     }
+
+    fn set_cancel(&self, flag: CancelFlag) {
+        *self.cancel.lock().unwrap_or_else(|p| p.into_inner()) = flag;
+    }
+}
+
+/// A flag for a call starting now: already cancelled if the turn it runs
+/// for ([`CallStop`]) was.
+fn call_flag() -> CancelFlag {
+    let flag = CancelFlag::default();
+    if CALL_STOP.try_with(CallStop::is_cancelled).unwrap_or(false) {
+        flag.cancel();
+    }
+    flag
 }
 
 impl Core {
@@ -796,12 +812,9 @@ impl Core {
     /// instantiation) on `lane`, and show its clock to the watchdog. A
     /// [`CallStop`] cancelled before this reaches the new flag too.
     fn arm(&self, lane: usize, store: &mut Store<HostState>) {
-        let flag = CancelFlag::default();
-        if CALL_STOP.try_with(CallStop::is_cancelled).unwrap_or(false) {
-            flag.cancel();
-        }
+        let flag = call_flag();
         let lane = &self.lanes[lane];
-        *lane.cancel.lock().unwrap_or_else(|p| p.into_inner()) = flag.clone();
+        lane.set_cancel(flag.clone());
         store.data_mut().deadline.arm(self.timeout(), flag);
         store.set_epoch_deadline(1);
         lane.set_clock(store.data().deadline.clock());
