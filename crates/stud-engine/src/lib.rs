@@ -16,7 +16,14 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 pub const MAX_MEMORY_BYTES: usize = 4 << 30;
 
 /// The configuration every engine starts from: the component model, epoch
-/// interruption for deadlines, no async exports, a 1 MiB wasm stack.
+/// interruption for deadlines, no async exports, a 1 MiB wasm stack, and
+/// linear memory initialized by copying the data segments.
+///
+/// Copy-on-write images (wasmtime's default) pay at each module's first
+/// instantiation in a process (a memfd created, written and mapped) to
+/// make later ones cheap; a session instantiates most components once, so
+/// the copy is cheaper: 3-5 ms less CPU in a two-request session, and a
+/// re-instantiation costs the same 37.5 us (docs/benchmarks.md).
 pub fn base_config() -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
@@ -24,6 +31,7 @@ pub fn base_config() -> Config {
     // Async exports are not used; without this a small call costs half.
     config.concurrency_support(false);
     config.max_wasm_stack(1 << 20);
+    config.memory_init_cow(false);
     config
 }
 
