@@ -32,10 +32,7 @@ const LAYERS: &[&str] = &[
 const NO_ENGINE: &[&str] = &["stud-vocab", "stud-config", "stud-protocol"];
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("host/ has a parent")
-        .to_path_buf()
+    crate::common::workspace_root()
 }
 
 /// The machine's own target: metadata for every platform would want
@@ -53,19 +50,17 @@ fn host_triple() -> String {
 }
 
 fn metadata() -> Value {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
-        .args(["--filter-platform", &host_triple()])
-        .current_dir(root())
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        out.status.success(),
-        "cargo metadata failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
+    let host = host_triple();
+    let out = crate::common::cargo_stdout(&[
+        "metadata",
+        "--format-version",
+        "1",
+        "--locked",
+        "--offline",
+        "--filter-platform",
+        &host,
+    ]);
+    serde_json::from_slice(&out).expect("cargo metadata prints JSON")
 }
 
 fn rank(name: &str) -> Option<usize> {

@@ -8,20 +8,23 @@
 //! crate that should be on it).
 
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::Command;
 
-fn root() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+use crate::common::{cargo_stdout, workspace_root};
+
+/// `[profile.NAME.package]` of the workspace's `Cargo.toml`.
+fn packages(profile: &str) -> toml::Table {
+    let text =
+        std::fs::read_to_string(workspace_root().join("Cargo.toml")).expect("read Cargo.toml");
+    let manifest: toml::Table = text.parse().expect("Cargo.toml parses");
+    manifest["profile"][profile]["package"]
+        .as_table()
+        .unwrap_or_else(|| panic!("[profile.{profile}.package.*] tables"))
+        .clone()
 }
 
-/// The package names `[profile.release.package.NAME]` compiles at `level`.
-fn at_opt_level(level: &toml::Value) -> BTreeSet<String> {
-    let text = std::fs::read_to_string(root().join("Cargo.toml")).expect("read Cargo.toml");
-    let manifest: toml::Table = text.parse().expect("Cargo.toml parses");
-    manifest["profile"]["release"]["package"]
-        .as_table()
-        .expect("[profile.release.package.*] tables")
+/// The package names `[profile.NAME.package.PKG]` compiles at `level`.
+fn at_opt_level(profile: &str, level: &toml::Value) -> BTreeSet<String> {
+    packages(profile)
         .iter()
         .filter(|(_, p)| p.get("opt-level") == Some(level))
         .map(|(name, _)| name.clone())
@@ -30,19 +33,20 @@ fn at_opt_level(level: &toml::Value) -> BTreeSet<String> {
 
 /// The names of the packages `stud` depends on along `edges`.
 fn graph(edges: &str) -> BTreeSet<String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args(["tree", "--locked", "--offline", "-p", "stud", "-e", edges])
-        .args(["--prefix", "none", "-f", "{p}"])
-        .current_dir(root())
-        .output()
-        .expect("run cargo tree");
-    assert!(
-        out.status.success(),
-        "cargo tree: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    let out = cargo_stdout(&[
+        "tree",
+        "--locked",
+        "--offline",
+        "-p",
+        "stud",
+        "-e",
+        edges,
+        "--prefix",
+        "none",
+        "-f",
+        "{p}",
+    ]);
+    String::from_utf8_lossy(&out)
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .map(str::to_string)
@@ -51,7 +55,7 @@ fn graph(edges: &str) -> BTreeSet<String> {
 
 #[test]
 fn crates_compiled_unoptimized_never_reach_the_binary() {
-    let unoptimized = at_opt_level(&toml::Value::Integer(0));
+    let unoptimized = at_opt_level("release", &toml::Value::Integer(0));
     assert!(unoptimized.contains("syn"), "{unoptimized:?}");
     let linked = graph("normal,no-proc-macro");
     let built = graph("normal,build");
@@ -65,5 +69,20 @@ fn crates_compiled_unoptimized_never_reach_the_binary() {
     assert!(
         gone.is_empty(),
         "no longer built for stud; remove them from [profile.release.package] in Cargo.toml: {gone:?}"
+    );
+}
+
+/// `dist` inherits `release`; the crates `release` optimizes for size must
+/// be set back to full speed there, or the numbers users get would be
+/// measured on a build slowed for the developers' sake.
+#[test]
+fn dist_sets_every_size_optimized_crate_back_to_full_speed() {
+    let small = at_opt_level("release", &toml::Value::String("s".into()));
+    assert!(small.contains("stud-kernel"), "{small:?}");
+    let full = at_opt_level("dist", &toml::Value::Integer(3));
+    let left: Vec<_> = small.difference(&full).collect();
+    assert!(
+        left.is_empty(),
+        "size-optimized in release but not set to opt-level 3 in [profile.dist.package] of Cargo.toml: {left:?}"
     );
 }

@@ -212,6 +212,23 @@ mod tests {
         );
     }
 
+    /// A cell (model text a UI drew) that holds a synchronized-update
+    /// marker cannot open an update the frame does not close (a terminal
+    /// would freeze until its timeout) nor close the frame's early.
+    #[test]
+    fn a_cell_cannot_begin_or_end_a_synchronized_update() {
+        let cells = [
+            cell(0, 0, "\u{1b}[?2026h", WitColor::Reset),
+            cell(1, 0, "\u{1b}[?2026l", WitColor::Reset),
+        ];
+        let mut out = Vec::new();
+        super::cells(&mut out, &cells).expect("paint");
+        let text = String::from_utf8(out).expect("utf8");
+        assert_eq!(text.matches("\u{1b}[?2026h").count(), 1, "{text:?}");
+        assert_eq!(text.matches("\u{1b}[?2026l").count(), 1, "{text:?}");
+        assert!(text.ends_with("\u{1b}[?2026l"), "{text:?}");
+    }
+
     #[test]
     fn bidi_controls_are_dropped_from_cells() {
         assert_eq!(inert("\u{202e}"), " ");
