@@ -9,21 +9,89 @@
 //! kilobytes (issue 42, `docs/benchmarks.md`). Whether the linker and C
 //! library take it is probed by linking an empty program: where they do
 //! not, the binary links as before.
+//!
+//! In optimized builds linked by LLD (Rust's default linker on
+//! x86_64 Linux), the functions a session runs are placed together at the
+//! start of `.text` (`--symbol-ordering-file`, the list in
+//! `link/startup-order.txt`). The kernel maps a binary's code in whole
+//! windows around each page a process touches, so start-up code scattered
+//! over the 32 MB of `.text` made most of it resident; packed, only the
+//! hot part is (`docs/benchmarks.md`, "Code layout"). A name the list has
+//! and the binary does not (another profile, a changed dependency) is
+//! skipped: the binary is the same, only less compact.
 
 use std::env;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("link/startup-order.txt");
+    println!("cargo:rerun-if-changed={}", order.display());
+    println!("cargo:rerun-if-env-changed=STUD_NO_CODE_ORDER");
     let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let abi = env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
-    if os == "linux" && abi == "gnu" && links_with("-Wl,-z,pack-relative-relocs") {
+    if os == "linux" && abi == "gnu" && links_with("-Wl,-z,pack-relative-relocs", &[]) {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
+    if let Some(lld) = default_lld() {
+        let flag = format!(
+            "-Wl,--symbol-ordering-file={},--no-warn-symbol-ordering",
+            order.display()
+        );
+        if order.is_file()
+            && env::var_os("STUD_NO_CODE_ORDER").is_none()
+            && env::var("PROFILE").is_ok_and(|p| p == "release")
+            && links_with(&flag, &lld)
+        {
+            println!("cargo:rustc-link-arg-bins={flag}");
+        }
     }
 }
 
-/// Whether `cc` links an empty program with `flag`, without a warning.
-fn links_with(flag: &str) -> bool {
+/// The arguments that make `cc` link with the LLD rustc itself links
+/// with, when rustc links with it: Rust 1.90 and later on
+/// `x86_64-unknown-linux-gnu`, with no linker chosen in the flags or the
+/// cargo configuration (any other linker may not know the option).
+fn default_lld() -> Option<Vec<String>> {
+    let target = env::var("TARGET").ok()?;
+    if target != "x86_64-unknown-linux-gnu" || env::var_os("RUSTC_LINKER").is_some() {
+        return None;
+    }
+    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    if flags.contains("link") {
+        return None;
+    }
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let version = Command::new(&rustc).arg("--version").output().ok()?;
+    let version = String::from_utf8(version.stdout).ok()?;
+    let minor: u32 = version
+        .split_whitespace()
+        .nth(1)?
+        .split('.')
+        .nth(1)?
+        .parse()
+        .ok()?;
+    if minor < 90 {
+        return None;
+    }
+    let sysroot = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()?;
+    let sysroot = PathBuf::from(String::from_utf8(sysroot.stdout).ok()?.trim());
+    let gcc_ld = sysroot.join("lib/rustlib").join(&target).join("bin/gcc-ld");
+    gcc_ld.join("ld.lld").is_file().then(|| {
+        vec![
+            "-fuse-ld=lld".to_string(),
+            format!("-B{}", gcc_ld.display()),
+        ]
+    })
+}
+
+/// Whether `cc` links an empty program with `flag` (and `extra`), without
+/// a warning.
+fn links_with(flag: &str, extra: &[String]) -> bool {
     let Ok(out_dir) = env::var("OUT_DIR") else {
         return false;
     };
@@ -39,6 +107,7 @@ fn links_with(flag: &str) -> bool {
         .arg("-pie")
         .arg("-fPIE")
         .arg(flag)
+        .args(extra)
         .stdin(Stdio::null())
         .output();
     matches!(output, Ok(o) if o.status.success() && o.stderr.is_empty())

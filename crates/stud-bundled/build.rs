@@ -19,6 +19,10 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use wasm_build::{WASM_TARGET, build_workspace, ensure_wasm_target};
 
+/// The section the embedded components are placed in; `stud-native` puts
+/// their native code in the same one.
+const EMBEDDED_SECTION: &str = "stud_embedded";
+
 fn main() {
     let manifest_dir =
         PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -68,7 +72,14 @@ fn embed_bundled(plugins: &Path, wasm_out: &Path, out_dir: &Path) -> String {
     let mut src = String::from(
         "/// Extensions built from `plugins/` and embedded at build time.\npub static BUNDLED: &[BundledExtension] = &[\n",
     );
-    for dir in dirs {
+    // The components themselves, each a static in one section of their
+    // own: together, away from the small data a start reads (manifests,
+    // specs, tables). The kernel maps a binary's pages in windows around
+    // each one read, so a component beside a manifest was made resident
+    // by discovery reading the manifest (docs/benchmarks.md, "Code
+    // layout").
+    let mut statics = String::new();
+    for (i, dir) in dirs.into_iter().enumerate() {
         let name = dir
             .file_name()
             .expect("plugin dir name")
@@ -98,12 +109,18 @@ fn embed_bundled(plugins: &Path, wasm_out: &Path, out_dir: &Path) -> String {
         };
         let _ = writeln!(
             src,
-            "    BundledExtension {{ id: {id:?}, dir: {name:?}, manifest: include_str!({m:?}), component_file: {component:?}, component: include_bytes!({c:?}), sha256: {digest:?}, tool_spec: {tool_spec} }},",
+            "    BundledExtension {{ id: {id:?}, dir: {name:?}, manifest: include_str!({m:?}), component_file: {component:?}, component: &COMPONENT_{i}, sha256: {digest:?}, tool_spec: {tool_spec} }},",
             m = dest.join("extension.toml").display().to_string(),
+        );
+        let _ = writeln!(
+            statics,
+            "#[cfg_attr(target_os = \"linux\", unsafe(link_section = \"{EMBEDDED_SECTION}\"))]\nstatic COMPONENT_{i}: [u8; {len}] = *include_bytes!({c:?});",
+            len = bytes.len(),
             c = dest.join(&component).display().to_string(),
         );
     }
     src.push_str("];\n");
+    src.push_str(&statics);
     src
 }
 

@@ -94,10 +94,13 @@ fn compile_all(
         let path = dir.join(format!("{}.cwasm", b.dir));
         fs::write(&path, &code).map_err(|e| format!("{}: {e}", path.display()))?;
         // Page-aligned, so the runtime can make the code executable where
-        // it lies in the binary instead of copying it (see `Page`).
+        // it lies in the binary instead of copying it (see `Page`); in the
+        // section of the bundled components, away from the small data a
+        // start reads (see `stud-bundled`'s build script).
         let _ = writeln!(
             statics,
-            "static CODE_{i}: &Page<[u8]> = &Page(*include_bytes!({:?}));",
+            "#[cfg_attr(target_os = \"linux\", unsafe(link_section = \"stud_embedded\"))]\nstatic CODE_{i}: Page<[u8; {}]> = Page(*include_bytes!({:?}));",
+            code.len(),
             path.display().to_string(),
         );
         let _ = writeln!(

@@ -21,6 +21,9 @@
 #[allow(dead_code)]
 mod http;
 
+#[path = "common/code_order.rs"]
+mod code_order;
+
 use std::io::BufRead as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -59,6 +62,17 @@ fn session(home: &Path, project: &Path, cache: &Path) -> Run {
 
 /// A session with `extra` merged into the settings' top level.
 fn session_with(home: &Path, project: &Path, cache: &Path, extra: serde_json::Value) -> Run {
+    session_env(home, project, cache, extra, &[])
+}
+
+/// A session with `extra` settings and `env` set for the process.
+fn session_env(
+    home: &Path,
+    project: &Path,
+    cache: &Path,
+    extra: serde_json::Value,
+    env: &[(&str, &Path)],
+) -> Run {
     // Whole bodies in one write: a server answering at once.
     let sse = |name: &str| {
         Reply::new(200, stream(name).into_bytes()).header("content-type", "text/event-stream")
@@ -89,6 +103,7 @@ fn session_with(home: &Path, project: &Path, cache: &Path, extra: serde_json::Va
         // tables' pages) when these are set in the caller's shell.
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LIB_BACKTRACE")
+        .envs(env.iter().copied())
         .current_dir(project)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -142,6 +157,43 @@ fn stud_binary() -> std::path::PathBuf {
     )
 }
 
+/// Trace two sessions' code pages and write the functions on them to
+/// `out`, for `host/link/startup-order.txt` (see `common/code_order.rs`).
+fn write_code_order(home: &Path, project: &Path, cache: &Path, out: &Path) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let tracer = code_order::build_tracer(dir.path());
+    let prefix = dir.path().join("pages");
+    for _ in 0..2 {
+        session_env(
+            home,
+            project,
+            cache,
+            json!({}),
+            &[("LD_PRELOAD", &tracer), ("STUD_TRACE_OUT", &prefix)],
+        );
+    }
+    let pages = code_order::traced_pages(dir.path(), "pages");
+    assert!(!pages.is_empty(), "the tracer noted no pages");
+    let binary = stud_binary();
+    let names = code_order::functions_on(&binary, &pages);
+    let header = format!(
+        "# The functions a headless session runs (`stud run -p`, openai-compatible,\n\
+         # one `read` call), for lld's --symbol-ordering-file (host/build.rs).\n\
+         # Written by `STUD_BENCH_CODE_ORDER=FILE cargo bench -p stud --bench startup`\n\
+         # from a `dist` build: {} pages of code, {} functions.\n",
+        pages.len(),
+        names.len()
+    );
+    std::fs::write(out, header + &names.join("\n") + "\n").expect("write the list");
+    println!(
+        "startup/code_order: {} pages ({:.1} MB) of code ran; {} functions written to {}",
+        pages.len(),
+        pages.len() as f64 * 4096.0 / 1e6,
+        names.len(),
+        out.display()
+    );
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -153,6 +205,10 @@ fn main() {
     std::fs::write(project.path().join("notes.txt"), "héllo wörld").expect("note");
     // Fill the compile cache.
     session(home.path(), project.path(), cache.path());
+    if let Some(out) = std::env::var_os("STUD_BENCH_CODE_ORDER") {
+        write_code_order(home.path(), project.path(), cache.path(), Path::new(&out));
+        return;
+    }
     let runs: Vec<Run> = (0..RUNS)
         .map(|_| session(home.path(), project.path(), cache.path()))
         .collect();
@@ -329,4 +385,11 @@ fn main() {
         ms(median(runs.iter().map(|r| r.first_request).collect()).saturating_sub(spawn)),
         ms(median(runs.iter().map(|r| r.wall).collect()).saturating_sub(spawn))
     );
+    let list = Path::new(env!("CARGO_MANIFEST_DIR")).join("link/startup-order.txt");
+    match code_order::coverage(&stud_binary(), &list) {
+        Some((found, listed)) => println!(
+            "startup/code_order (functions of host/link/startup-order.txt in this binary) {found} of {listed}"
+        ),
+        None => println!("startup/code_order: no list at {}", list.display()),
+    }
 }

@@ -28,6 +28,8 @@ pub struct Native {
 
 include!(concat!(env!("OUT_DIR"), "/native.rs"));
 
+pub mod resident;
+
 /// Why there is no usable native code for a component.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Miss {
@@ -71,7 +73,11 @@ fn find(
     }
     // `Hash`'s equality is constant-time; a malformed record never matches.
     let recorded = blake3::Hash::from_hex(entry.code_blake3).map_err(|_| Miss::Altered)?;
-    if blake3::hash(entry.code) != recorded {
+    let mut hasher = blake3::Hasher::new();
+    resident::read_once(entry.code, |chunk| {
+        hasher.update(chunk);
+    });
+    if hasher.finalize() != recorded {
         return Err(Miss::Altered);
     }
     Ok(entry.code)
@@ -125,6 +131,43 @@ mod tests {
             assert!(!holds(n.code.as_ptr(), n.code.len() + 1));
         }
         assert!(!holds(CODE.as_ptr(), CODE.len()));
+    }
+
+    /// The components and their code lie in one section of their own
+    /// (`stud_embedded`, whose bounds the linker names), which holds none
+    /// of the small data a start reads (manifests, specs): reading a
+    /// manifest must not map a component's pages beside it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn embedded_bytes_lie_in_their_own_section() {
+        unsafe extern "C" {
+            static __start_stud_embedded: u8;
+            static __stop_stud_embedded: u8;
+        }
+        // Only the symbols' addresses are taken, which needs no `unsafe`.
+        let (lo, hi) = (
+            &raw const __start_stud_embedded as usize,
+            &raw const __stop_stud_embedded as usize,
+        );
+        let range = |b: &[u8]| (b.as_ptr() as usize, b.as_ptr() as usize + b.len());
+        let blobs = NATIVE
+            .iter()
+            .map(|n| (n.code, "native code"))
+            .chain(stud_bundled::BUNDLED.iter().map(|b| (b.component, b.id)));
+        for (bytes, what) in blobs {
+            let (start, end) = range(bytes);
+            assert!(lo <= start && end <= hi, "{what} lies outside the section");
+        }
+        for b in stud_bundled::BUNDLED {
+            for small in [Some(b.manifest), b.tool_spec].into_iter().flatten() {
+                let (start, end) = range(small.as_bytes());
+                assert!(
+                    end <= lo || start >= hi,
+                    "{}'s manifest or spec lies among the blobs",
+                    b.id
+                );
+            }
+        }
     }
 
     #[test]

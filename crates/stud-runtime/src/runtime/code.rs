@@ -40,6 +40,24 @@ impl Deref for ComponentBytes {
     }
 }
 
+impl ComponentBytes {
+    /// Their sha256. Embedded bytes are read through
+    /// [`stud_native::resident::read_once`]: once the check has read them,
+    /// their pages leave the process's resident size.
+    pub fn sha256(&self) -> Sha256Digest {
+        match self {
+            ComponentBytes::Embedded(b) => {
+                let mut hasher = sha2::Sha256::default();
+                stud_native::resident::read_once(b, |chunk| {
+                    sha2::Digest::update(&mut hasher, chunk);
+                });
+                Sha256Digest::finish(hasher)
+            }
+            ComponentBytes::Shared(b) => Sha256Digest::of(b),
+        }
+    }
+}
+
 impl From<Vec<u8>> for ComponentBytes {
     fn from(v: Vec<u8>) -> Self {
         ComponentBytes::Shared(v.into())

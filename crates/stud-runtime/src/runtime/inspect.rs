@@ -4,7 +4,7 @@
 //! supports 0.1.x" instead of failing in the linker.
 
 use semver::Version;
-use wasmparser::{Parser, Payload};
+use wasmparser::{Chunk, Parser, Payload};
 
 use crate::contract;
 
@@ -33,9 +33,8 @@ impl ComponentInfo {
         }
         let mut info = ComponentInfo::default();
         let mut depth = 0usize;
-        for payload in Parser::new(0).parse_all(bytes) {
-            let payload = payload.map_err(|e| format!("malformed: {e}"))?;
-            match payload {
+        for payload in sections(bytes) {
+            match payload? {
                 Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
                 Payload::End(_) => depth = depth.saturating_sub(1),
                 Payload::ComponentImportSection(reader) if depth == 0 => {
@@ -104,6 +103,65 @@ impl ComponentInfo {
     }
 }
 
+/// Every section of `bytes`, nested modules and components included, in
+/// order, but not the function bodies: a code section is stepped over
+/// whole. Asking a bundled UI whether it draws a screen must not read its
+/// megabyte of code: those pages would stay in the process's resident
+/// size (`docs/benchmarks.md`, "Code layout"). The compiler checks the
+/// bodies.
+fn sections(bytes: &[u8]) -> impl Iterator<Item = Result<Payload<'_>, String>> {
+    let mut stack = Vec::new();
+    let mut parser = Parser::new(0);
+    let mut data = bytes;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let step = match parser.parse(data, true) {
+            Ok(Chunk::Parsed { consumed, payload }) => data
+                .get(consumed..)
+                .map(|rest| (rest, payload))
+                .ok_or_else(|| "malformed: a section runs past the end".to_string()),
+            Ok(Chunk::NeedMoreData(_)) => {
+                Err("malformed: it ends in the middle of a section".into())
+            }
+            Err(e) => Err(format!("malformed: {e}")),
+        };
+        let (rest, payload) = match step {
+            Ok(step) => step,
+            Err(e) => {
+                done = true;
+                return Some(Err(e));
+            }
+        };
+        data = rest;
+        match &payload {
+            Payload::CodeSectionStart { size, .. } => {
+                parser.skip_section();
+                match data.get(*size as usize..) {
+                    Some(rest) => data = rest,
+                    None => {
+                        done = true;
+                        return Some(Err("malformed: the code section runs past the end".into()));
+                    }
+                }
+            }
+            Payload::ModuleSection { parser: inner, .. }
+            | Payload::ComponentSection { parser: inner, .. } => {
+                stack.push(parser.clone());
+                parser = inner.clone();
+            }
+            Payload::End(_) => match stack.pop() {
+                Some(outer) => parser = outer,
+                None => done = true,
+            },
+            _ => {}
+        }
+        Some(Ok(payload))
+    })
+}
+
 /// `stud:extension/log@0.1.0` -> `log`.
 fn interface_name(full: &str) -> Option<&str> {
     let rest = full.strip_prefix(contract::PACKAGE)?.strip_prefix('/')?;
@@ -128,6 +186,71 @@ mod tests {
             interface_version("stud:extension/tool-api@0.9.0").as_deref(),
             Some("0.9.0")
         );
+    }
+
+    /// What a walk through every payload, function bodies included,
+    /// finds: `inspect` read this way before it stepped over code.
+    fn walked(bytes: &[u8]) -> (Option<String>, Vec<String>, Vec<String>) {
+        let (mut stamp, mut imports, mut exports, mut depth) = (None, vec![], vec![], 0usize);
+        for payload in Parser::new(0).parse_all(bytes) {
+            match payload.expect("well-formed") {
+                Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+                Payload::End(_) => depth = depth.saturating_sub(1),
+                Payload::ComponentImportSection(r) if depth == 0 => imports.extend(
+                    r.into_iter()
+                        .map(|i| i.expect("import").name.name.to_string()),
+                ),
+                Payload::ComponentExportSection(r) if depth == 0 => exports.extend(
+                    r.into_iter()
+                        .map(|e| e.expect("export").name.name.to_string()),
+                ),
+                Payload::CustomSection(r) if r.name() == CONTRACT_SECTION => {
+                    stamp.get_or_insert(String::from_utf8_lossy(r.data()).trim().to_string());
+                }
+                _ => {}
+            }
+        }
+        (stamp, imports, exports)
+    }
+
+    #[test]
+    fn stepping_over_code_finds_what_a_full_walk_finds_in_every_bundled_component() {
+        for b in stud_bundled::BUNDLED {
+            let info = ComponentInfo::inspect(b.component).expect(b.id);
+            assert!(info.stamped_contract.is_some(), "{}: stamp", b.id);
+            assert_eq!(
+                (info.stamped_contract, info.imports, info.exports),
+                walked(b.component),
+                "{}",
+                b.id
+            );
+        }
+    }
+
+    /// A component cut anywhere is refused exactly where a full walk
+    /// refuses it (a cut between two top-level sections leaves a shorter
+    /// component), with a reason, and never read past its end.
+    #[test]
+    fn a_cut_component_is_malformed_where_a_full_walk_says_so() {
+        let whole = stud_bundled::BUNDLED
+            .iter()
+            .find(|b| b.id == "read")
+            .expect("the read tool")
+            .component;
+        let mut refused = 0;
+        for cut in (8..whole.len()).step_by(whole.len() / 97) {
+            let part = &whole[..cut];
+            let walk_ok = Parser::new(0).parse_all(part).all(|p| p.is_ok());
+            match ComponentInfo::inspect(part) {
+                Ok(_) => assert!(walk_ok, "{cut}: accepted, but a full walk refuses it"),
+                Err(e) => {
+                    assert!(!walk_ok, "{cut}: refused ({e}), but a full walk accepts it");
+                    assert!(e.starts_with("malformed"), "{cut}: {e}");
+                    refused += 1;
+                }
+            }
+        }
+        assert!(refused > 90, "most cuts fall inside a section: {refused}");
     }
 
     #[test]

@@ -211,11 +211,11 @@ impl Runtime {
 /// build-time record) when there is one.
 pub(super) fn check_integrity(
     manifest: &Manifest,
-    bytes: &[u8],
+    bytes: &ComponentBytes,
     expected: &Option<Sha256Digest>,
     path: &std::path::Path,
 ) -> Result<Sha256Digest, LoadError> {
-    let digest = Sha256Digest::of(bytes);
+    let digest = bytes.sha256();
     match expected {
         Some(expected) if *expected != digest => Err(LoadError::Integrity {
             id: manifest.id.clone(),
