@@ -82,9 +82,13 @@ fn read_only_file_mapping(line: &str) -> Option<(usize, usize)> {
 fn hand_back(chunk: &[u8]) {
     #[cfg(target_os = "linux")]
     {
-        const PAGE: usize = 4096;
-        let start = (chunk.as_ptr() as usize).next_multiple_of(PAGE);
-        let end = (chunk.as_ptr() as usize + chunk.len()) / PAGE * PAGE;
+        // SAFETY: sysconf only reads a constant of the system.
+        let page = match usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }) {
+            Ok(page) if page.is_power_of_two() => page,
+            _ => return,
+        };
+        let start = (chunk.as_ptr() as usize).next_multiple_of(page);
+        let end = (chunk.as_ptr() as usize + chunk.len()) / page * page;
         if start < end {
             // SAFETY: the range lies in a private, read-only file mapping
             // (`in_read_only_image`): no one can have written to it, and

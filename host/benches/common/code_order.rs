@@ -5,9 +5,10 @@
 //! (with `STUD_BENCH_BIN` naming a `dist` build) runs the bench's session
 //! with `code-order/trace.c` preloaded, which notes each page of the
 //! binary's code the session runs, and writes every function on those
-//! pages to FILE, in address order. Functions the list names and the
-//! binary lacks (code changed since) are skipped by the linker, so the
-//! list is refreshed when the bench's coverage line falls.
+//! pages to FILE, in address order (it needs `cc`, `nm` and `readelf`).
+//! Functions the list names and the binary lacks (code changed since) are
+//! skipped by the linker, so the list is refreshed when the bench's
+//! coverage line falls.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
