@@ -390,6 +390,9 @@ fn main() {
         Some((found, listed)) => println!(
             "startup/code_order (functions of host/link/startup-order.txt in this binary) {found} of {listed}"
         ),
-        None => println!("startup/code_order: no list at {}", list.display()),
+        None => println!(
+            "startup/code_order: not counted (no list at {}, or no nm/readelf)",
+            list.display()
+        ),
     }
 }

@@ -42,33 +42,41 @@ pub fn traced_pages(dir: &Path, prefix: &str) -> BTreeSet<u64> {
     pages
 }
 
-/// `.text`'s address and file offset in `binary` (`readelf`).
-fn text_section(binary: &Path) -> (u64, u64, u64) {
+/// `.text`'s address, file offset and size in `binary` (`readelf`);
+/// `None` without binutils or a `.text`.
+fn text_section(binary: &Path) -> Option<(u64, u64, u64)> {
     let out = Command::new("readelf")
         .arg("-SW")
         .arg(binary)
         .output()
-        .expect("run readelf");
+        .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    for line in text.lines() {
+    text.lines().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        if let Some(at) = fields.iter().position(|f| *f == ".text") {
-            let hex = |i: usize| u64::from_str_radix(fields[at + i], 16).expect("readelf field");
-            return (hex(2), hex(3), hex(4));
-        }
-    }
-    panic!("{} has no .text", binary.display());
+        let at = fields.iter().position(|f| *f == ".text")?;
+        let hex = |i: usize| u64::from_str_radix(fields.get(at + i)?, 16).ok();
+        Some((hex(2)?, hex(3)?, hex(4)?))
+    })
 }
 
-/// `binary`'s functions in `.text`: (address, size, name), by address.
-fn functions(binary: &Path) -> Vec<(u64, u64, String)> {
-    let (address, _, size) = text_section(binary);
+/// A binary's functions in `.text`, by address, and where `.text` lies.
+struct Functions {
+    /// `.text`'s address and file offset.
+    address: u64,
+    offset: u64,
+    /// (address, size, name).
+    all: Vec<(u64, u64, String)>,
+}
+
+/// `binary`'s functions (`readelf`, `nm`); `None` without binutils.
+fn functions(binary: &Path) -> Option<Functions> {
+    let (address, offset, size) = text_section(binary)?;
     let out = Command::new("nm")
         .args(["-S", "-n", "--defined-only"])
         .arg(binary)
         .output()
-        .expect("run nm");
-    String::from_utf8_lossy(&out.stdout)
+        .ok()?;
+    let all = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|line| {
             let f: Vec<&str> = line.splitn(4, ' ').collect();
@@ -80,14 +88,19 @@ fn functions(binary: &Path) -> Vec<(u64, u64, String)> {
             (["t", "T", "w", "W"].contains(kind) && len > 0 && at >= address && at < address + size)
                 .then(|| (at, len, name.to_string()))
         })
-        .collect()
+        .collect();
+    Some(Functions {
+        address,
+        offset,
+        all,
+    })
 }
 
 /// Every function of `binary` with a byte on one of `pages`, by address.
 pub fn functions_on(binary: &Path, pages: &BTreeSet<u64>) -> Vec<String> {
-    let (address, offset, _) = text_section(binary);
-    let page_of = |at: u64| (at - address + offset) & !4095;
-    functions(binary)
+    let f = functions(binary).expect("readelf and nm (binutils) read the binary");
+    let page_of = |at: u64| (at - f.address + f.offset) & !4095;
+    f.all
         .into_iter()
         .filter(|(at, len, _)| {
             let (first, last) = (page_of(*at), page_of(at + len - 1));
@@ -97,7 +110,8 @@ pub fn functions_on(binary: &Path, pages: &BTreeSet<u64>) -> Vec<String> {
         .collect()
 }
 
-/// How many of the functions `list` names are in `binary`: (found, listed).
+/// How many of the functions `list` names are in `binary`: (found,
+/// listed); `None` without the list or binutils (the bench goes on).
 pub fn coverage(binary: &Path, list: &Path) -> Option<(usize, usize)> {
     let listed: Vec<String> = std::fs::read_to_string(list)
         .ok()?
@@ -106,7 +120,11 @@ pub fn coverage(binary: &Path, list: &Path) -> Option<(usize, usize)> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(str::to_string)
         .collect();
-    let present: BTreeSet<String> = functions(binary).into_iter().map(|(_, _, n)| n).collect();
+    let present: BTreeSet<String> = functions(binary)?
+        .all
+        .into_iter()
+        .map(|(_, _, n)| n)
+        .collect();
     Some((
         listed.iter().filter(|n| present.contains(*n)).count(),
         listed.len(),
