@@ -437,6 +437,55 @@ fn a_hanging_or_flooding_hook_is_contained() {
     assert_eq!(env.read("two.txt"), "two\n");
 }
 
+/// Only the events that have commands attach (`when-config`): a
+/// `UserPromptSubmit` command sees the prompt while no `PreToolUse` hook
+/// sits in front of the tools; with no commands at all, the component is
+/// never loaded.
+#[test]
+fn command_hooks_attach_only_for_the_events_configured() {
+    let env = StudEnv::new();
+    let traced = |env: &StudEnv| env.ok_stderr(&["--debug=stud=trace", "-p", "go"]);
+    let turns = json!([bash("echo ran > ran.txt"), {"text": "done"}]);
+    with_hooks(
+        &env,
+        turns.clone(),
+        json!({"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "cat > prompt.json"}]}]}),
+        "yolo",
+    );
+    let err = traced(&env);
+    let event: serde_json::Value =
+        serde_json::from_str(&env.read("prompt.json")).expect("the hook got the event");
+    assert_eq!(event["prompt"], "go", "{event}");
+    assert!(
+        err.contains("hook{ext=command-hooks slot=receive-input.pre"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("hook{ext=command-hooks slot=tool-call"),
+        "{err}"
+    );
+    assert_eq!(env.read("ran.txt"), "ran\n");
+
+    with_hooks(
+        &env,
+        turns,
+        json!({"PreToolUse": [], "UserPromptSubmit": []}),
+        "yolo",
+    );
+    let err = traced(&env);
+    // Loaded (its manifest and config checked), never read or started.
+    for never in [
+        "integrity{ext=command-hooks",
+        "code{ext=command-hooks",
+        "instantiate{ext=command-hooks",
+        "hook{ext=command-hooks",
+    ] {
+        assert!(!err.contains(never), "{never} with nothing to run:\n{err}");
+    }
+    assert!(err.contains("load{ext=command-hooks"), "{err}");
+    assert_eq!(env.read("ran.txt"), "ran\n");
+}
+
 /// An untrusted project's settings (hooks included) are never read: its
 /// hook command does not run.
 #[test]

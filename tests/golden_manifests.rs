@@ -10,6 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use semver::Version;
+use serde_json::json;
 use stud::manifest::{
     DriftPolicy, FsAccess, FsDir, HookKind, HookSlot, Kind, MAX_MANIFEST_BYTES, MAX_PROBLEMS,
     Manifest, ManifestError, Phase, ReloadBehavior, SlotRule, Stage, parse_manifest, slot_allows,
@@ -177,6 +178,36 @@ fn valid_provider_with_network_and_secrets() {
         ["OPENAI_API_KEY", "AZURE_OPENAI_KEY"]
     );
     assert!(!m.capabilities.exec);
+}
+
+/// `when-config` attaches a hook only where its config key holds
+/// something; anything but a plainly empty value attaches it.
+#[test]
+fn when_config_attaches_a_hook_only_where_its_key_is_configured() {
+    let m = valid("hook-when-config");
+    let (gated, always) = (&m.hooks[0], &m.hooks[1]);
+    assert_eq!(gated.when_config.as_deref(), Some("PreToolUse"));
+    assert_eq!(always.when_config, None);
+    for empty in [
+        json!({}),
+        json!({"PreToolUse": null}),
+        json!({"PreToolUse": false}),
+        json!({"PreToolUse": ""}),
+        json!({"PreToolUse": []}),
+        json!({"PreToolUse": {}}),
+    ] {
+        assert!(!gated.attaches_with(&empty), "{empty}");
+        assert!(always.attaches_with(&empty), "{empty}");
+    }
+    for something in [
+        json!({"PreToolUse": [{"matcher": "Bash"}]}),
+        json!({"PreToolUse": {"Bash": []}}),
+        json!({"PreToolUse": true}),
+        json!({"PreToolUse": 0}),
+        json!({"PreToolUse": "x"}),
+    ] {
+        assert!(gated.attaches_with(&something), "{something}");
+    }
 }
 
 #[test]

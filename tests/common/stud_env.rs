@@ -221,6 +221,18 @@ impl StudEnv {
 
     /// [`ok`](Self::ok) with extra environment variables.
     pub fn ok_with(&self, args: &[&str], vars: &[(&str, &str)]) -> String {
+        let out = self.ok_output(args, vars);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Run with no input; it must succeed. Its stderr (where `--debug`
+    /// writes the trace).
+    pub fn ok_stderr(&self, args: &[&str]) -> String {
+        let out = self.ok_output(args, &[]);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    fn ok_output(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
         let out = self
             .command(args)
             .envs(vars.iter().copied())
@@ -232,7 +244,7 @@ impl StudEnv {
             String::from_utf8_lossy(&out.stderr),
             String::from_utf8_lossy(&out.stdout)
         );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        out
     }
 
     /// Replace the global settings file.

@@ -107,7 +107,13 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    // One worker per core, as `Runtime::new` makes, counted once for the
+    // whole process (`cores`).
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(crate::runtime::cores::cores())
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
     let result = rt.block_on(session(args));
     // The session is closed: its log and manifest are confirmed by the
     // store, loggers flushed, MCP servers and tool processes stopped. What

@@ -11,14 +11,39 @@ use super::kind::Kind;
 use super::problems::Problems;
 use super::slots::{HookKind, HookSlot, SlotRule, attach_points, slot_allows};
 
-pub(crate) const KNOWN: &[&str] = &["slot", "kind"];
+pub(crate) const KNOWN: &[&str] = &["slot", "kind", "when-config"];
 const EXAMPLE: &str = "[[hooks]] with slot = \"tool-call.pre\" and kind = \"observer\"";
 
 /// One `[[hooks]]` entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct HookRegistration {
     pub slot: HookSlot,
     pub kind: HookKind,
+    /// `when-config`: a top-level key of the extension's config; the hook
+    /// attaches only when the config gives that key something to act on.
+    /// A hook that runs what the person configured (command-hooks' three
+    /// events) then costs nothing where nothing is configured: not even
+    /// its code is loaded for it (issue 42).
+    pub when_config: Option<String>,
+}
+
+impl HookRegistration {
+    /// Whether it attaches under `config`. Only a key that is plainly
+    /// empty (absent, `null`, `false`, `""`, `[]`, `{}`) leaves it out:
+    /// any other value, whatever the extension makes of it, attaches it.
+    pub fn attaches_with(&self, config: &serde_json::Value) -> bool {
+        use serde_json::Value as J;
+        let Some(key) = &self.when_config else {
+            return true;
+        };
+        match config.get(key) {
+            None | Some(J::Null) | Some(J::Bool(false)) => false,
+            Some(J::String(s)) => !s.is_empty(),
+            Some(J::Array(a)) => !a.is_empty(),
+            Some(J::Object(o)) => !o.is_empty(),
+            Some(J::Bool(true)) | Some(J::Number(_)) => true,
+        }
+    }
 }
 
 /// Reads `hooks` from the top-level table. `kind` is the extension kind
@@ -26,6 +51,7 @@ pub struct HookRegistration {
 pub(crate) fn read_hooks(
     top: &Fields<'_>,
     kind: Option<Kind>,
+    config_schema: Option<&serde_json::Value>,
     p: &mut Problems,
 ) -> Vec<HookRegistration> {
     let entries = top.array("hooks", EXAMPLE, p);
@@ -51,13 +77,13 @@ pub(crate) fn read_hooks(
         _ => {}
     }
     let mut out = Vec::new();
-    let mut seen: HashMap<HookRegistration, usize> = HashMap::new();
+    let mut seen: HashMap<(HookSlot, HookKind), usize> = HashMap::new();
     for (i, entry) in entries.unwrap_or_default().iter().enumerate() {
         let at = format!("{field}[{i}]");
-        let Some(registration) = read_entry(entry, &at, p) else {
+        let Some(registration) = read_entry(entry, &at, config_schema, p) else {
             continue;
         };
-        if let Some(first) = seen.get(&registration) {
+        if let Some(first) = seen.get(&(registration.slot, registration.kind)) {
             p.push(
                 at,
                 format!(
@@ -67,13 +93,18 @@ pub(crate) fn read_hooks(
             );
             continue;
         }
-        seen.insert(registration, i);
+        seen.insert((registration.slot, registration.kind), i);
         out.push(registration);
     }
     out
 }
 
-fn read_entry(entry: &Value, at: &str, p: &mut Problems) -> Option<HookRegistration> {
+fn read_entry(
+    entry: &Value,
+    at: &str,
+    config_schema: Option<&serde_json::Value>,
+    p: &mut Problems,
+) -> Option<HookRegistration> {
     let table = as_table(
         entry,
         at,
@@ -95,6 +126,9 @@ fn read_entry(entry: &Value, at: &str, p: &mut Problems) -> Option<HookRegistrat
                 .map_err(|e| p.push(fields.path("kind"), e.to_string()))
                 .ok()
         });
+    let when_config = fields
+        .string("when-config", "when-config = \"PreToolUse\"", p)
+        .and_then(|key| read_when_config(key, &fields.path("when-config"), config_schema, p));
     fields.unknown_keys(KNOWN, p);
     let (slot, kind) = (slot?, kind?);
     if slot_allows(slot, kind) == SlotRule::Forbidden {
@@ -107,5 +141,38 @@ fn read_entry(entry: &Value, at: &str, p: &mut Problems) -> Option<HookRegistrat
         );
         return None;
     }
-    Some(HookRegistration { slot, kind })
+    Some(HookRegistration {
+        slot,
+        kind,
+        when_config,
+    })
+}
+
+/// `when-config` must name a property the config schema declares: a typo
+/// would otherwise leave the hook out for good.
+fn read_when_config(
+    key: &str,
+    at: &str,
+    config_schema: Option<&serde_json::Value>,
+    p: &mut Problems,
+) -> Option<String> {
+    let Some(schema) = config_schema else {
+        p.push(
+            at,
+            format!("names the config key `{key}`, but the extension has no [config] schema; declare it there (properties = {{ {key} = {{ type = \"array\" }} }}) or remove when-config"),
+        );
+        return None;
+    };
+    let declared = schema
+        .get("properties")
+        .and_then(|props| props.as_object())
+        .is_some_and(|props| props.contains_key(key));
+    if !declared {
+        p.push(
+            at,
+            format!("names `{key}`, which [config].schema does not declare as a property; declare it, or name one of its properties"),
+        );
+        return None;
+    }
+    Some(key.to_string())
 }

@@ -196,7 +196,7 @@ fn read(
         check,
         p,
     );
-    let hooks = read_hooks(&top, kind, p);
+    let hooks = read_hooks(&top, kind, config_schema.as_ref(), p);
     let command = read_command(
         &top,
         kind,

@@ -50,7 +50,7 @@ impl Registry {
         // One blocking task per core, each loading its share in turn: the
         // checks take well under a millisecond each, less than starting a
         // thread for every extension costs.
-        let lanes = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let lanes = crate::runtime::cores::cores();
         let mut shares: Vec<Vec<Queued>> = (0..lanes).map(|_| Vec::new()).collect();
         for (i, d) in discovery.found.iter().enumerate() {
             let span = tracing::debug_span!(parent: &parent, "load", ext = %d.manifest.id);

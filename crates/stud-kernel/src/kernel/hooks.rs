@@ -173,7 +173,7 @@ impl HookRunner {
             first_request: first_request.clone(),
         };
         for ext in sorted {
-            for reg in &ext.manifest.hooks {
+            for reg in ext.hooks() {
                 let slot = runner.slots.entry(reg.slot).or_default();
                 match reg.kind {
                     HookKind::Guard => slot.guards.push(ext.clone()),

@@ -67,9 +67,30 @@ pub struct CacheStats {
 
 pub use crate::paths::CacheLocation;
 
-/// One embedded blob's component run in place (`None`: another engine in
-/// the process has the blob, or it would not load; then it is copied).
-type InPlace = Arc<OnceLock<Option<Component>>>;
+/// One embedded blob's outcome, decided once per runtime.
+type InPlace = Arc<OnceLock<Native>>;
+
+/// What a runtime found for one embedded blob.
+enum Native {
+    /// Run where it lies, shared by this runtime's extensions.
+    InPlace(Component),
+    /// Checked, but each load copies it: another engine in the process
+    /// runs it in place (see `publish::claim`), or wasmtime would not run
+    /// it where it lies.
+    Copied(&'static [u8]),
+    /// Missing, built for another engine, or altered.
+    Unusable,
+}
+
+/// A component from a copy of checked embedded `code`.
+fn copy(engine: &Engine, code: &'static [u8]) -> Option<Component> {
+    // SAFETY: the bytes are part of this binary, are what
+    // `Engine::precompile_component` made at build time from the component
+    // whose sha256 the caller has verified, under an engine with this
+    // engine's key, and still have the digest recorded then
+    // (`stud_native::lookup` checked all three).
+    unsafe { Component::deserialize(engine, code) }.ok()
+}
 
 pub struct CompileCache {
     dir: Option<PathBuf>,
@@ -137,61 +158,67 @@ impl CompileCache {
     /// bytes the caller has verified (`digest`), when there is usable code
     /// for this engine.
     pub fn native(&self, engine: &Engine, digest: &Sha256Digest) -> Option<Component> {
-        let code = match stud_native::lookup(&digest.hex(), &self.engine_key) {
-            Ok(code) => code,
-            Err(stud_native::Miss::Altered) => {
-                self.stats.native_refused.fetch_add(1, Ordering::Relaxed);
-                return None;
-            }
-            Err(_) => return None,
-        };
-        let component = self.in_place(engine, digest, code).or_else(|| {
-            // SAFETY: the bytes are part of this binary, are what
-            // `Engine::precompile_component` made at build time from the
-            // component whose sha256 the caller has just verified, under an
-            // engine with this engine's key, and still have the digest
-            // recorded then (`stud_native::lookup` checks all three).
-            unsafe { Component::deserialize(engine, code) }.ok()
-        })?;
+        let component = match self.publishing {
+            Publishing::InPlace => match self
+                .blob(digest)
+                .get_or_init(|| self.publish(engine, digest))
+            {
+                Native::InPlace(component) => Some(component.clone()),
+                Native::Copied(code) => copy(engine, code),
+                Native::Unusable => None,
+            },
+            Publishing::Copy => self
+                .checked_code(digest)
+                .and_then(|code| copy(engine, code)),
+        }?;
         self.stats.native.fetch_add(1, Ordering::Relaxed);
         Some(component)
     }
 
-    /// The component of embedded `code` run where it lies, when this
-    /// engine may: shared if this runtime holds it already, made if no one
-    /// in the process has claimed the blob, else `None` (then copy).
-    fn in_place(
-        &self,
-        engine: &Engine,
-        digest: &Sha256Digest,
-        code: &'static [u8],
-    ) -> Option<Component> {
-        if self.publishing != Publishing::InPlace {
-            return None;
-        }
-        // The map is locked only to find the blob's cell; the cell makes a
-        // second caller for the same blob wait for, then share, the first
-        // one's component, while other blobs load in parallel.
-        let cell = self
-            .in_place
+    /// The cell of one blob. The map is locked only to find it; the cell
+    /// makes a second caller for the same blob wait for, then share, the
+    /// first one's outcome, while other blobs load in parallel.
+    fn blob(&self, digest: &Sha256Digest) -> InPlace {
+        self.in_place
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .entry(digest.clone())
             .or_default()
-            .clone();
-        cell.get_or_init(|| {
-            if !publish::claim(code) {
-                return None;
+            .clone()
+    }
+
+    /// Check the blob for `digest`, then run it where it lies if no one in
+    /// the process has claimed it.
+    fn publish(&self, engine: &Engine, digest: &Sha256Digest) -> Native {
+        let Some(code) = self.checked_code(digest) else {
+            return Native::Unusable;
+        };
+        if !publish::claim(code) {
+            return Native::Copied(code);
+        }
+        // SAFETY: as for `deserialize` in `copy`, and: the bytes are
+        // `'static` and never written (read-only pages of the binary),
+        // page-aligned (`stud_native::ALIGN`), claimed by no other
+        // deserialization in the process (`publish::claim`), and this
+        // engine's publisher can publish them (`Publishing::InPlace`
+        // comes only from `publish::configure`).
+        match unsafe { Component::deserialize_raw(engine, NonNull::from(code)) } {
+            Ok(component) => Native::InPlace(component),
+            Err(_) => Native::Copied(code),
+        }
+    }
+
+    /// The embedded code for `digest`, if it is there for this engine and
+    /// still has the digest recorded at build time.
+    fn checked_code(&self, digest: &Sha256Digest) -> Option<&'static [u8]> {
+        match stud_native::lookup(&digest.hex(), &self.engine_key) {
+            Ok(code) => Some(code),
+            Err(stud_native::Miss::Altered) => {
+                self.stats.native_refused.fetch_add(1, Ordering::Relaxed);
+                None
             }
-            // SAFETY: as for `deserialize` in `native`, and: the bytes are
-            // `'static` and never written (read-only pages of the binary),
-            // page-aligned (`stud_native::ALIGN`), claimed by no other
-            // deserialization in the process (`publish::claim`), and this
-            // engine's publisher can publish them (`Publishing::InPlace`
-            // comes only from `publish::configure`).
-            unsafe { Component::deserialize_raw(engine, NonNull::from(code)) }.ok()
-        })
-        .clone()
+            Err(_) => None,
+        }
     }
 
     /// Compiled code for `bytes`, whose digest the caller has verified.

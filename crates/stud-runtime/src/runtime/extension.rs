@@ -241,6 +241,8 @@ pub struct Extension {
     /// bundled one when first asked.
     info: std::sync::OnceLock<Option<ComponentInfo>>,
     pub(crate) ctx: Arc<ExtensionContext>,
+    /// The manifest's `[[hooks]]` that attach under its config.
+    hooks: Vec<crate::manifest::HookRegistration>,
     core: Arc<Core>,
     /// Calls, failures and latency, for `/health`.
     stats: super::health::CallStats,
@@ -263,8 +265,18 @@ impl Extension {
         if let Some(info) = info {
             let _ = known.set(Some(info));
         }
+        // The config was validated as JSON at load; unreadable, every hook
+        // attaches (`attaches_with` leaves out only a plainly empty key).
+        let config = serde_json::from_str(&ctx.config).unwrap_or(serde_json::Value::Null);
+        let hooks = manifest
+            .hooks
+            .iter()
+            .filter(|h| h.attaches_with(&config) || config.is_null())
+            .cloned()
+            .collect();
         Extension {
             manifest,
+            hooks,
             scope,
             digest,
             info: known,
@@ -293,6 +305,12 @@ impl Extension {
 
     pub fn kind(&self) -> Kind {
         self.ctx.kind
+    }
+
+    /// Where it attaches: its manifest's `[[hooks]]`, less those whose
+    /// `when-config` key its config leaves empty.
+    pub fn hooks(&self) -> &[crate::manifest::HookRegistration] {
+        &self.hooks
     }
 
     /// Its imports and exports (`None`: not a readable component, which

@@ -40,10 +40,21 @@ pub fn link_key(kind: Kind, caps: &Capabilities) -> (Kind, Vec<HostInterface>) {
     (kind, linked)
 }
 
-pub fn build(engine: &Engine, interfaces: &[HostInterface]) -> wasmtime::Result<Linker<HostState>> {
+/// What every linker has: WASI p2 and the file policy. Most of a linker's
+/// cost (some 150 WASI functions named and typed); a runtime builds it
+/// once and clones it for each key (issue 42).
+pub fn base(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     super::caps::fs_policy::add_to_linker(&mut linker)?;
+    Ok(linker)
+}
+
+/// `base` with `interfaces` linked as well.
+pub fn extend(
+    mut linker: Linker<HostState>,
+    interfaces: &[HostInterface],
+) -> wasmtime::Result<Linker<HostState>> {
     for iface in interfaces {
         link(&mut linker, *iface)?;
     }

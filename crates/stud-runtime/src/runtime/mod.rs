@@ -7,6 +7,7 @@ pub mod cancel;
 pub mod caps;
 pub mod code;
 pub mod contract;
+pub mod cores;
 pub mod domain;
 pub mod emit_limit;
 pub mod engine;
@@ -68,6 +69,7 @@ pub struct Runtime {
     /// Why the disk cache is off, when it should have been on.
     cache_problem: Option<String>,
     linkers: Mutex<HashMap<LinkerKey, Arc<Linker<HostState>>>>,
+    base_linker: std::sync::OnceLock<Result<Linker<HostState>, String>>,
 }
 
 impl Runtime {
@@ -84,6 +86,7 @@ impl Runtime {
             cache,
             cache_problem: problem.map(|e| format!("{e}; compiled code is not cached")),
             linkers: Mutex::default(),
+            base_linker: std::sync::OnceLock::new(),
         }))
     }
 
@@ -106,12 +109,28 @@ impl Runtime {
     }
 
     fn linker(&self, key: LinkerKey) -> wasmtime::Result<Arc<Linker<HostState>>> {
-        let mut linkers = self.linkers.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(l) = linkers.get(&key) {
-            return Ok(l.clone());
+        let known = self
+            .linkers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned();
+        if let Some(linker) = known {
+            return Ok(linker);
         }
-        let linker = Arc::new(linker::build(&self.engine, &key.1)?);
-        linkers.insert(key, linker.clone());
-        Ok(linker)
+        // Built outside the lock: threads linking extensions of other keys
+        // (the start links several at once) need not wait for this one.
+        let built = Arc::new(linker::extend(self.base_linker()?.clone(), &key.1)?);
+        let mut linkers = self.linkers.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(linkers.entry(key).or_insert(built).clone())
+    }
+
+    /// The part every linker shares ([`linker::base`]), built once, by the
+    /// first link (a second one waits for it rather than building it too).
+    fn base_linker(&self) -> wasmtime::Result<&Linker<HostState>> {
+        self.base_linker
+            .get_or_init(|| linker::base(&self.engine).map_err(|e| format!("{e:#}")))
+            .as_ref()
+            .map_err(|e| wasmtime::Error::msg(e.clone()))
     }
 }

@@ -240,7 +240,7 @@ fn walk(root: &Path, coverage: &Coverage) -> Vec<Found> {
     }
 
     let exclude = coverage.exclude.clone();
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    let threads = crate::runtime::cores::cores().min(4);
     let all = Arc::new(Mutex::new(Vec::new()));
     ignore::WalkBuilder::new(root)
         .require_git(false)

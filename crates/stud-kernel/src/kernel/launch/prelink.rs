@@ -34,7 +34,7 @@ pub(super) fn prelink_start(
         .chain(of(Kind::ContextProvider))
         .cloned()
         .collect();
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let cores = crate::runtime::cores::cores();
     link_in_order(soon, cores, tracing::Span::current());
 }
 
@@ -43,7 +43,8 @@ pub(super) fn prelink_start(
 ///
 /// What the first request does not need (loggers, observers, hooks whose
 /// slots all come after it) is linked once `first_request` opens: on 2
-/// cores it would take CPU from the request (docs/benchmarks.md).
+/// cores it would take CPU from the request (docs/benchmarks.md). The
+/// guards and transforms among them go first: a tool call waits for them.
 pub(super) fn prelink_rest(
     exts: &[Arc<Extension>],
     provider: &str,
@@ -58,10 +59,18 @@ pub(super) fn prelink_rest(
         .filter(|e| !e.is_linked())
         .cloned()
         .collect();
-    let hooks_after = of(Kind::Hook).filter(|e| !holds_up_first_request(e));
-    let after: VecDeque<Arc<Extension>> = of(Kind::Logger).chain(hooks_after).cloned().collect();
+    // Guards and transforms first: the loop waits for them (a tool call
+    // for its `tool-call.pre` hooks); loggers and observers only queue
+    // events. A hook whose config attaches it nowhere is never called.
+    let later_hooks = || of(Kind::Hook).filter(|e| !holds_up_first_request(e));
+    let after: VecDeque<Arc<Extension>> = later_hooks()
+        .filter(|e| waited_for(e))
+        .chain(of(Kind::Logger))
+        .chain(later_hooks().filter(|e| !waited_for(e) && !e.hooks().is_empty()))
+        .cloned()
+        .collect();
     let span = tracing::Span::current();
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let cores = crate::runtime::cores::cores();
     link_in_order(soon, cores, span.clone());
     let opened = first_request.clone();
     // No hurry after the request: one lane, beside the response.
@@ -100,13 +109,17 @@ fn link_in_order(queue: VecDeque<Arc<Extension>>, lanes: usize, span: tracing::S
     }
 }
 
+/// Whether the loop waits for it somewhere: a guard or a transform.
+fn waited_for(hook: &Extension) -> bool {
+    hook.hooks().iter().any(|h| h.kind != HookKind::Observer)
+}
+
 /// A guard or transform at or before SEND_REQUEST's `pre` runs (and is
 /// waited for) before the first request goes out; observers never hold
 /// up the loop.
 fn holds_up_first_request(hook: &Extension) -> bool {
     let first_request = HookSlot::new(Stage::SendRequest, Phase::Pre);
-    hook.manifest
-        .hooks
+    hook.hooks()
         .iter()
         .any(|h| h.kind != HookKind::Observer && h.slot <= first_request)
 }

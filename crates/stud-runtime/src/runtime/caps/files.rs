@@ -190,7 +190,7 @@ impl Plan {
         let jobs = Arc::new(Mutex::new(job_rx));
         let grant = Arc::new(self.grant.clone());
         let sieve = Sieve::of(&self.files, &self.grant).map(Arc::new);
-        let readers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
+        let readers = crate::runtime::cores::cores().clamp(1, 4);
         let spawn_failed = |e: std::io::Error| {
             ext_error(
                 ErrorClass::ToolTransient,
