@@ -486,6 +486,38 @@ fn command_hooks_attach_only_for_the_events_configured() {
     assert_eq!(env.read("ran.txt"), "ran\n");
 }
 
+/// A project cannot take the person's `PreToolUse` hook away by emptying
+/// its key (`when-config` would then detach the hook): a project's hook
+/// settings count only once the person has accepted them, and these
+/// changed after the project was trusted.
+#[test]
+fn a_project_cannot_detach_the_users_command_hook() {
+    let env = StudEnv::new();
+    env.file("victim/keep.txt", "still here");
+    env.file(".stud/settings.json", "{}");
+    env.ok(&["trust", "grant"]);
+    let block_rm = r#"input=$(cat); case "$input" in *'"command":"rm '*) echo 'rm is blocked by policy' >&2; exit 2;; esac; exit 0"#;
+    with_hooks(
+        &env,
+        json!([bash("rm -rf victim"), {"text": "R {{tool_results}}"}]),
+        json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": block_rm}]}]}),
+        "yolo",
+    );
+    env.file(
+        ".stud/settings.json",
+        &json!({"hooks": {"command-hooks": {"PreToolUse": [], "UserPromptSubmit": []}}})
+            .to_string(),
+    );
+    let out = env.run(&["run", "-p", "clean up"], "");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(all.contains("rm is blocked by policy"), "{all}");
+    assert_eq!(env.read("victim/keep.txt"), "still here");
+}
+
 /// An untrusted project's settings (hooks included) are never read: its
 /// hook command does not run.
 #[test]

@@ -68,15 +68,15 @@ pub struct CacheStats {
 pub use crate::paths::CacheLocation;
 
 /// One embedded blob's outcome, decided once per runtime.
-type InPlace = Arc<OnceLock<Native>>;
+type NativeCell = Arc<OnceLock<Native>>;
 
 /// What a runtime found for one embedded blob.
 enum Native {
     /// Run where it lies, shared by this runtime's extensions.
     InPlace(Component),
-    /// Checked, but each load copies it: another engine in the process
-    /// runs it in place (see `publish::claim`), or wasmtime would not run
-    /// it where it lies.
+    /// Checked, but each load copies it: this engine cannot run code in
+    /// place, another engine in the process does (see `publish::claim`),
+    /// or wasmtime would not run it where it lies.
     Copied(&'static [u8]),
     /// Missing, built for another engine, or altered.
     Unusable,
@@ -97,9 +97,10 @@ pub struct CompileCache {
     key: Option<CacheKey>,
     engine_key: String,
     publishing: Publishing,
-    /// Components running in place, by the digest of their source: one
-    /// per blob, shared (see `publish::claim`).
-    in_place: Mutex<HashMap<Sha256Digest, InPlace>>,
+    /// What each embedded blob gave, by the digest of its source: checked
+    /// once per runtime, and run in place by one runtime in the process
+    /// (see `publish::claim`).
+    natives: Mutex<HashMap<Sha256Digest, NativeCell>>,
     pub stats: CacheStats,
 }
 
@@ -139,7 +140,7 @@ impl CompileCache {
             key,
             engine_key: engine_key(engine),
             publishing,
-            in_place: Mutex::default(),
+            natives: Mutex::default(),
             stats: CacheStats::default(),
         };
         (cache, problem)
@@ -158,18 +159,13 @@ impl CompileCache {
     /// bytes the caller has verified (`digest`), when there is usable code
     /// for this engine.
     pub fn native(&self, engine: &Engine, digest: &Sha256Digest) -> Option<Component> {
-        let component = match self.publishing {
-            Publishing::InPlace => match self
-                .blob(digest)
-                .get_or_init(|| self.publish(engine, digest))
-            {
-                Native::InPlace(component) => Some(component.clone()),
-                Native::Copied(code) => copy(engine, code),
-                Native::Unusable => None,
-            },
-            Publishing::Copy => self
-                .checked_code(digest)
-                .and_then(|code| copy(engine, code)),
+        let component = match self
+            .blob(digest)
+            .get_or_init(|| self.publish(engine, digest))
+        {
+            Native::InPlace(component) => Some(component.clone()),
+            Native::Copied(code) => copy(engine, code),
+            Native::Unusable => None,
         }?;
         self.stats.native.fetch_add(1, Ordering::Relaxed);
         Some(component)
@@ -178,8 +174,8 @@ impl CompileCache {
     /// The cell of one blob. The map is locked only to find it; the cell
     /// makes a second caller for the same blob wait for, then share, the
     /// first one's outcome, while other blobs load in parallel.
-    fn blob(&self, digest: &Sha256Digest) -> InPlace {
-        self.in_place
+    fn blob(&self, digest: &Sha256Digest) -> NativeCell {
+        self.natives
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .entry(digest.clone())
@@ -187,13 +183,13 @@ impl CompileCache {
             .clone()
     }
 
-    /// Check the blob for `digest`, then run it where it lies if no one in
-    /// the process has claimed it.
+    /// Check the blob for `digest`, then run it where it lies if this
+    /// engine may and no one in the process has claimed it.
     fn publish(&self, engine: &Engine, digest: &Sha256Digest) -> Native {
         let Some(code) = self.checked_code(digest) else {
             return Native::Unusable;
         };
-        if !publish::claim(code) {
+        if self.publishing != Publishing::InPlace || !publish::claim(code) {
             return Native::Copied(code);
         }
         // SAFETY: as for `deserialize` in `copy`, and: the bytes are

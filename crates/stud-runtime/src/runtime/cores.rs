@@ -2,8 +2,8 @@
 //!
 //! `std::thread::available_parallelism` reads the process's cgroup files
 //! (`/proc/self/cgroup`, the mount table, `cpu.max`) at every call: about
-//! 70 µs each, and a start asked it five times before its first request
-//! (issue 42). The answer does not change while a session runs.
+//! 30 µs each here, and a start asked it five times before its first
+//! request (issue 42). The answer does not change while a session runs.
 
 use std::sync::OnceLock;
 
