@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::common::http::{Reply, TestServer};
 use crate::common::pg::Pg;
 use crate::common::screen::Screen;
 use crate::common::{StudEnv, call, merge, signal};
@@ -620,4 +621,121 @@ fn a_forged_record_in_the_shared_database_cannot_loosen_the_session() {
         "the forged record's yolo ran bash: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The person's input is written while the request goes out, and the
+/// answer is read only once the store confirmed it. Run against a store
+/// the test can hold up: a PostgreSQL transaction locks the records table,
+/// so the first append waits on the database. The request must reach the
+/// (loopback) model meanwhile, and nothing of the answer may be shown
+/// before the lock goes and the input is confirmed.
+#[test]
+fn the_input_is_stored_while_the_request_goes_out_and_confirmed_before_the_answer() {
+    let pg = Pg::shared();
+    let db = pg.create_db("ahead");
+    let url = pg.url(&db);
+    let server = TestServer::start(vec![Reply::sse(
+        &crate::common::recorded_stream("openai-text.sse"),
+        5,
+    )]);
+    let env = StudEnv::new();
+    team_settings(
+        &env,
+        &url,
+        json!({
+            "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+            "providers": {"openai-compatible": {"baseUrl": format!("{}/v1", server.url())}}
+        }),
+    );
+    let project = env.project.path();
+    // The schema is made at the store's first start.
+    ok(&on(&env, project, "m", &["session", "list"]));
+    let mut holder = pg.psql_session(&db);
+    let mut sql = holder.stdin.take().expect("psql stdin");
+    writeln!(
+        sql,
+        "BEGIN; LOCK TABLE stud_records IN SHARE MODE; SELECT 'held';"
+    )
+    .expect("write to psql");
+    let mut held = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().expect("psql stdout")),
+        &mut held,
+    )
+    .expect("read psql");
+    assert_eq!(held.trim(), "held", "the lock is taken");
+
+    let mut child = env
+        .command(&["run", "-p", "--output-format", "stream-json", "hello there"])
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("STUD_MACHINE", "m")
+        .spawn()
+        .expect("start stud");
+    let stdout = child.stdout.take().expect("stdout");
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let reader = {
+        let lines = lines.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+                let Ok(line) = line else { break };
+                lines.lock().unwrap().push(line);
+            }
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while server.requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the request never went out while the input's write waited: {:?}",
+            lines.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The answer arrived at once; give the session time to show it, were
+    // it to read it before the input is stored.
+    std::thread::sleep(Duration::from_millis(500));
+    {
+        let seen = lines.lock().unwrap();
+        for event in ["message.persisted", "provider.tokens", "turn.end"] {
+            assert!(
+                !seen.iter().any(|l| l.contains(&format!("\"{event}\""))),
+                "`{event}` before the store confirmed the input: {seen:#?}"
+            );
+        }
+    }
+    writeln!(sql, "COMMIT;").expect("release the lock");
+    drop(sql);
+    let _ = holder.wait();
+    let status = child.wait().expect("wait for stud");
+    reader.join().expect("reader");
+    assert!(status.success(), "stud failed: {:?}", lines.lock().unwrap());
+    let events: Vec<Value> = lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let at = |name: &str| {
+        events
+            .iter()
+            .position(|e| e["event"] == name)
+            .unwrap_or_else(|| panic!("no `{name}` in {events:#?}"))
+    };
+    let input_persisted = events
+        .iter()
+        .position(|e| e["event"] == "message.persisted" && e["payload"]["index"] == 0)
+        .expect("the input confirmed");
+    assert!(input_persisted < at("provider.tokens"), "{events:#?}");
+    let last_persisted = events
+        .iter()
+        .rposition(|e| e["event"] == "message.persisted")
+        .expect("persisted");
+    assert!(last_persisted < at("turn.end"), "{events:#?}");
+    let id = events[input_persisted]["payload"]["session_id"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+    let texts = messages(&env, project, &id);
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert_eq!(texts[0], "user: hello there");
 }

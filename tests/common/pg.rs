@@ -239,21 +239,39 @@ impl Pg {
     /// Like [`Pg::psql`], the result unchecked: for a test that expects
     /// the server to be down or the SQL to fail.
     pub fn try_psql(&self, db: &str, sql: &str) -> Output {
+        self.psql_command(db)
+            .args(["-c", sql])
+            .output()
+            .unwrap_or_else(|e| panic!("run psql: {e}"))
+    }
+
+    /// psql as `stud` on `db`, reading SQL from its stdin and printing
+    /// results (`-At`) on its stdout, both piped: a database session a
+    /// test keeps open (a transaction holding a lock, say) while `stud`
+    /// runs. Closing its stdin ends it.
+    pub fn psql_session(&self, db: &str) -> std::process::Child {
+        self.psql_command(db)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start psql: {e}"))
+    }
+
+    fn psql_command(&self, db: &str) -> Command {
         let psql = [self.bin.join("psql"), PathBuf::from("/usr/bin/psql")]
             .into_iter()
             .find(|p| p.is_file())
             .unwrap_or_else(|| PathBuf::from("psql"));
-        Command::new(&psql)
-            .args(["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"])
+        let mut c = Command::new(&psql);
+        c.args(["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"])
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
-            .args(["-U", "stud", "-d", db, "-c", sql])
+            .args(["-U", "stud", "-d", db])
             .env("PGPASSWORD", Self::PASSWORD)
             .env("PGCONNECT_TIMEOUT", "10")
             .env_remove("PGOPTIONS")
             .env_remove("PGSERVICE")
-            .env_remove("PGSSLMODE")
-            .output()
-            .unwrap_or_else(|e| panic!("run {}: {e}", psql.display()))
+            .env_remove("PGSSLMODE");
+        c
     }
 
     /// The cluster: `stud` the superuser, SCRAM over TCP, trust on the

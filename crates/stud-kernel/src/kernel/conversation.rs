@@ -3,13 +3,25 @@
 //! reported persisted only once the store confirmed it; known secret
 //! values are cut out first, so a key a tool printed or the person
 //! pasted never reaches the model's context or a session file.
+//!
+//! A message the next request carries (the person's input, tool results)
+//! is written *ahead*: the store writes it while the request is composed
+//! and sent, and the turn waits for it ([`Conversation::settle`]) before
+//! it reads the answer. So nothing the model answers, no tool it calls
+//! and no UI hand-off happens before the messages they follow are in the
+//! log, and the write (an fsync on a disk) is not on the request's path.
 
 use super::events::Bus;
 use super::payloads::message_appended;
 use super::persist::{Persistence, message_record};
 use crate::runtime::domain::{ContentPart, Message, ResultPart, Role};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 use stud_protocol::events::KernelEvent;
+use tokio::task::JoinHandle;
+
+use crate::runtime::Extension;
 
 pub struct Conversation {
     pub(crate) messages: Vec<Message>,
@@ -18,6 +30,9 @@ pub struct Conversation {
     pub(crate) bus: Bus,
     /// Provider tokens per estimated token (calibrated from usage).
     pub(crate) token_ratio: f64,
+    /// The write ahead not yet confirmed (at most one: the next write
+    /// waits for it, so records keep their order).
+    ahead: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Conversation {
@@ -27,6 +42,7 @@ impl Conversation {
             log: None,
             bus,
             token_ratio: 1.0,
+            ahead: Default::default(),
         }
     }
 
@@ -46,7 +62,40 @@ impl Conversation {
     }
 
     /// Append a message and store it.
-    pub(crate) async fn append(&mut self, session_id: &str, mut message: Message) {
+    pub(crate) async fn append(&mut self, session_id: &str, message: Message) {
+        let index = self.push(message);
+        self.persist(session_id, &[index]).await;
+    }
+
+    /// Append a message and start storing it: the caller goes on (composes
+    /// and sends the next request) and must [`settle`](Self::settle) before
+    /// anything follows from the message (an answer read, a tool run).
+    pub(crate) async fn append_ahead(&mut self, session_id: &str, message: Message) {
+        let index = self.push(message);
+        self.settle().await;
+        let Some(write) = self.write_of(session_id, &[index]) else {
+            return;
+        };
+        *self.lock_ahead() = Some(tokio::spawn(write.run()));
+    }
+
+    /// Wait until the write ahead, if any, is confirmed (or has failed and
+    /// said so).
+    pub(crate) async fn settle(&self) {
+        let ahead = self.lock_ahead().take();
+        if let Some(ahead) = ahead
+            && let Err(e) = ahead.await
+        {
+            tracing::warn!("a session log write ended abnormally: {e}");
+        }
+    }
+
+    fn lock_ahead(&self) -> std::sync::MutexGuard<'_, Option<JoinHandle<()>>> {
+        self.ahead.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Push a scrubbed message; its index.
+    fn push(&mut self, mut message: Message) -> usize {
         self.scrub_secrets(&mut message);
         self.bus.record(message_appended(&message, None));
         if let Some(p) = self.log.as_mut()
@@ -57,8 +106,7 @@ impl Conversation {
             p.title = t.chars().take(80).collect();
         }
         self.messages.push(message);
-        let index = self.messages.len() - 1;
-        self.persist(session_id, &[index]).await;
+        self.messages.len() - 1
     }
 
     /// Cut known secret values out of `message`.
@@ -82,6 +130,7 @@ impl Conversation {
     /// Append one non-message record (compaction, workflow position) to
     /// the session's log, redacted.
     pub(crate) async fn append_record(&self, session_id: &str, record: String) {
+        self.settle().await;
         let Some(p) = &self.log else { return };
         let record = self.bus.redact(&record);
         match p.store.store_append(session_id, &[record]).await {
@@ -90,33 +139,30 @@ impl Conversation {
         }
     }
 
-    /// Store the messages at `indexes`.
+    /// Store the messages at `indexes`, after the write ahead.
     pub(crate) async fn persist(&self, session_id: &str, indexes: &[usize]) {
-        let Some(p) = &self.log else { return };
-        let records: Vec<String> = indexes
-            .iter()
-            .filter_map(|i| self.messages.get(*i))
-            // Secrets never reach session files, whatever a tool printed.
-            .map(|m| self.bus.redact(&message_record(m)))
-            .collect();
-        match p.store.store_append(session_id, &records).await {
-            Ok(()) => {
-                p.wrote.store(true, Ordering::Release);
-                for i in indexes {
-                    self.bus.record(KernelEvent::MessagePersisted {
-                        session_id: session_id.to_string(),
-                        index: *i as u64,
-                        store: p.store.id().to_string(),
-                    });
-                }
-            }
-            Err(e) => self.store_failed(
-                session_id,
-                p,
-                e.to_string(),
-                Some(indexes.iter().map(|i| *i as u64).collect()),
-            ),
+        self.settle().await;
+        if let Some(write) = self.write_of(session_id, indexes) {
+            write.run().await;
         }
+    }
+
+    /// The write of the messages at `indexes` (redacted: secrets never
+    /// reach session files, whatever a tool printed); none without a store.
+    fn write_of(&self, session_id: &str, indexes: &[usize]) -> Option<LogWrite> {
+        let p = self.log.as_ref()?;
+        Some(LogWrite {
+            store: p.store.clone(),
+            wrote: p.wrote.clone(),
+            bus: self.bus.clone(),
+            session_id: session_id.to_string(),
+            records: indexes
+                .iter()
+                .filter_map(|i| self.messages.get(*i))
+                .map(|m| self.bus.redact(&message_record(m)))
+                .collect(),
+            indexes: indexes.iter().map(|i| *i as u64).collect(),
+        })
     }
 
     /// `persistence.failed`: the store refused a write.
@@ -127,13 +173,7 @@ impl Conversation {
         error: String,
         indexes: Option<Vec<u64>>,
     ) {
-        self.bus.record(KernelEvent::PersistenceFailed {
-            session_id: session_id.to_string(),
-            error,
-            store: Some(p.store.id().to_string()),
-            code: None,
-            indexes,
-        });
+        failed(&self.bus, session_id, &p.store, error, indexes);
     }
 
     /// Forget every message (the next turn starts a fresh conversation).
@@ -146,4 +186,59 @@ impl Conversation {
             session_id: session_id.to_string(),
         });
     }
+}
+
+/// One write of message records to the session's log, confirmed by
+/// `message.persisted` per message or refused by `persistence.failed`.
+struct LogWrite {
+    store: Arc<Extension>,
+    wrote: Arc<AtomicBool>,
+    bus: Bus,
+    session_id: String,
+    records: Vec<String>,
+    indexes: Vec<u64>,
+}
+
+impl LogWrite {
+    async fn run(self) {
+        match self
+            .store
+            .store_append(&self.session_id, &self.records)
+            .await
+        {
+            Ok(()) => {
+                self.wrote.store(true, Ordering::Release);
+                for index in self.indexes {
+                    self.bus.record(KernelEvent::MessagePersisted {
+                        session_id: self.session_id.clone(),
+                        index,
+                        store: self.store.id().to_string(),
+                    });
+                }
+            }
+            Err(e) => failed(
+                &self.bus,
+                &self.session_id,
+                &self.store,
+                e.to_string(),
+                Some(self.indexes),
+            ),
+        }
+    }
+}
+
+fn failed(
+    bus: &Bus,
+    session_id: &str,
+    store: &Extension,
+    error: String,
+    indexes: Option<Vec<u64>>,
+) {
+    bus.record(KernelEvent::PersistenceFailed {
+        session_id: session_id.to_string(),
+        error,
+        store: Some(store.id().to_string()),
+        code: None,
+        indexes,
+    });
 }

@@ -374,8 +374,9 @@ pub struct Persistence {
     /// Every loaded extension, for the manifest's extension set and state.
     pub loaded: Vec<Arc<Extension>>,
     pub title: String,
-    /// The store confirmed a write to this session's log (from this run).
-    pub wrote: std::sync::atomic::AtomicBool,
+    /// The store confirmed a write to this session's log (from this run);
+    /// shared with the write in flight that sets it.
+    pub wrote: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Manifest writes in flight (shared with child sessions).
     pub manifests: super::manifest_writer::ManifestWriter,
     /// The last manifest queued, without its `updated_ms`: one that has

@@ -404,6 +404,22 @@ impl Session {
         self.saved_from_first_write(first).await;
     }
 
+    /// Append a message the next request carries; the store writes it
+    /// while the request is composed and sent (see [`Conversation`]'s
+    /// docs), and [`settle`](Self::settle) waits for it.
+    ///
+    /// [`Conversation`]: super::conversation::Conversation
+    pub(crate) async fn append_ahead(&mut self, message: Message) {
+        let first = !self.conversation.has_content();
+        self.conversation.append_ahead(&self.id, message).await;
+        self.saved_from_first_write(first).await;
+    }
+
+    /// Wait for the message written ahead, if any.
+    pub(crate) async fn settle(&self) {
+        self.conversation.settle().await;
+    }
+
     /// The manifest is written from the session's first stored message or
     /// record on (see `save_manifest`), so a session killed in its first
     /// turn can be continued.

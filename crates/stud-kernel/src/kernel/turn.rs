@@ -69,6 +69,9 @@ impl Session {
         iterations: u32,
         usage: Usage,
     ) -> TurnOutcome {
+        // A turn that ended before its answer (a refused request, say)
+        // still has its input in the log before `turn.end`.
+        self.settle().await;
         // The turn is over: what it held goes with it.
         let children = std::mem::take(&mut self.turn)
             .child_spend
@@ -254,7 +257,7 @@ impl Session {
         let content = std::iter::once(ContentPart::Text(text))
             .chain(images.into_iter().map(ContentPart::Image))
             .collect();
-        self.append(Message {
+        self.append_ahead(Message {
             role: Role::User,
             content,
         })

@@ -16,6 +16,14 @@ pub(crate) trait Lane {
     /// A stage is about to start (`compose-request`, `tool-call`, ...).
     async fn boundary(&mut self, name: &'static str);
     async fn append(&mut self, message: Message);
+    /// Append a message the next request carries: stored while the
+    /// request is composed and sent, waited for by [`settle`](Self::settle).
+    async fn append_ahead(&mut self, message: Message) {
+        self.append(message).await;
+    }
+    /// Wait for what [`append_ahead`](Self::append_ahead) is storing
+    /// (before the answer is read).
+    async fn settle(&mut self) {}
     /// Make the transcript fit the context window; `true` when it changed.
     async fn fit(&mut self, request: &Request, force: bool) -> bool;
     /// Learn from the provider's count how good the estimate was.
@@ -40,7 +48,7 @@ impl Lane for MainLane<'_> {
                     .bus
                     .record(KernelEvent::TurnSteered { text: text.clone() });
                 self.0
-                    .append(Message {
+                    .append_ahead(Message {
                         role: Role::User,
                         content: vec![ContentPart::Text(text)],
                     })
@@ -50,6 +58,12 @@ impl Lane for MainLane<'_> {
     }
     async fn append(&mut self, message: Message) {
         self.0.append(message).await;
+    }
+    async fn append_ahead(&mut self, message: Message) {
+        self.0.append_ahead(message).await;
+    }
+    async fn settle(&mut self) {
+        self.0.settle().await;
     }
     async fn fit(&mut self, request: &Request, force: bool) -> bool {
         let s = &mut *self.0;

@@ -101,9 +101,12 @@ pub(crate) async fn run<L: Lane>(
         }
         lane.parts().check_budget(usage)?;
         *iterations += 1;
-        let (started, raw) = request(lane, spec, *iterations, cancel)
+        let sent = request(lane, spec, *iterations, cancel)
             .instrument(stage_span(Stage::SendRequest))
-            .await?;
+            .await;
+        // What the request carries is in the log before its answer is read.
+        lane.settle().await;
+        let (started, raw) = sent?;
         let prompt_before = prompt_tokens(usage);
         let assembled = stream::stream_response(lane, started, cancel, usage)
             .instrument(stage_span(Stage::StreamResponse))
@@ -124,6 +127,7 @@ pub(crate) async fn run<L: Lane>(
             .instrument(stage_span(Stage::ToolCall))
             .await?
         {
+            lane.settle().await;
             let text = if text.is_empty() {
                 text
             } else {

@@ -47,7 +47,8 @@ pub(crate) async fn tool_call_stage<L: Lane>(
             return Err(stop);
         }
     };
-    lane.append(Message {
+    // The next request carries the results: stored while it is sent.
+    lane.append_ahead(Message {
         role: Role::Tool,
         content: results.into_iter().map(ContentPart::ToolResult).collect(),
     })

@@ -139,23 +139,35 @@ pub fn standing(records: &[Record]) -> Vec<&Record> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rec(seq: u64, kind: Kind) -> Record {
+impl Record {
+    /// Turn `seq`'s entry with the trees before and after it, nothing else.
+    pub(crate) fn test_turn(seq: u64, before: Option<String>, after: Option<String>) -> Record {
         Record {
             seq,
-            kind,
+            kind: Kind::Turn,
             turn: seq,
             prompt: String::new(),
             history_len: 0,
             first_message: None,
             at_ms: 0,
-            before: None,
-            after: None,
-            changed: vec!["a".into()],
+            before,
+            after,
+            changed: vec![],
             skipped: vec![],
             commit: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(seq: u64, kind: Kind) -> Record {
+        Record {
+            kind,
+            changed: vec!["a".into()],
+            ..Record::test_turn(seq, None, None)
         }
     }
 

@@ -60,7 +60,18 @@ pub fn prune(dir: &Path, keep_days: u64, keep: &Path, force: bool) -> std::io::R
             }
         }
     }
-    for shard in std::fs::read_dir(objects.root())?.filter_map(Result::ok) {
+    // No contents were ever kept (no turn changed a file): nothing to
+    // sweep, and the marker must still be written, or every start would
+    // read every journal again.
+    let shards = match std::fs::read_dir(objects.root()) {
+        Ok(shards) => shards,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::write(&marker, b"")?;
+            return Ok(pruned);
+        }
+        Err(e) => return Err(e),
+    };
+    for shard in shards.filter_map(Result::ok) {
         let Ok(files) = std::fs::read_dir(shard.path()) else {
             continue;
         };
@@ -80,7 +91,7 @@ pub fn prune(dir: &Path, keep_days: u64, keep: &Path, force: bool) -> std::io::R
 #[cfg(test)]
 mod tests {
     use super::super::capture::{Limits, take};
-    use super::super::journal::{Kind, Record};
+    use super::super::journal::Record;
     use super::*;
 
     fn age(path: &Path, days: u64) {
@@ -106,21 +117,8 @@ mod tests {
                 .put(&serde_json::to_vec(&snap).expect("json"))
                 .expect("put");
             let j = Journal::at(dir.join("sessions").join(format!("{name}.jsonl")));
-            j.append(&Record {
-                seq: 1,
-                kind: Kind::Turn,
-                turn: 1,
-                prompt: String::new(),
-                history_len: 0,
-                first_message: None,
-                at_ms: 0,
-                before: Some(digest.clone()),
-                after: Some(digest),
-                changed: vec![],
-                skipped: vec![],
-                commit: None,
-            })
-            .expect("append");
+            j.append(&Record::test_turn(1, Some(digest.clone()), Some(digest)))
+                .expect("append");
             journals.push((j, snap));
         }
         age(journals[0].0.path(), 40);
@@ -142,5 +140,30 @@ mod tests {
             prune(dir, 30, Path::new("/none"), false).expect("prune"),
             Pruned::default()
         );
+    }
+
+    /// Journals of sessions that never changed a file, and so no
+    /// `objects` folder: the prune still runs once a day, not at every
+    /// start (it used to fail on the missing folder before writing its
+    /// marker, and read every journal again at the next start).
+    #[test]
+    fn a_folder_without_contents_is_pruned_once_a_day() {
+        let home = tempfile::tempdir().expect("h");
+        let dir = home.path();
+        for name in ["old", "new"] {
+            let j = Journal::at(dir.join("sessions").join(format!("{name}.jsonl")));
+            j.append(&Record::test_turn(1, None, None)).expect("append");
+        }
+        age(&dir.join("sessions/old.jsonl"), 40);
+        let pruned = prune(dir, 30, Path::new("/none"), false).expect("prune");
+        assert_eq!(pruned.journals, 1);
+        assert!(dir.join(".pruned").exists(), "the marker is written");
+        age(&dir.join("sessions/new.jsonl"), 40);
+        assert_eq!(
+            prune(dir, 30, Path::new("/none"), false).expect("prune"),
+            Pruned::default(),
+            "not again the same day"
+        );
+        assert!(dir.join("sessions/new.jsonl").exists());
     }
 }

@@ -101,8 +101,8 @@ pub(super) async fn load(
         None => NamedBy::setting(&configured.provenance, "/active/sessionStore"),
     };
     let wanted = by_profile.or_else(|| configured.settings.active.session_store.clone());
-    // Link ahead while the store starts; the provider is the one named
-    // before a resumed session's record is read.
+    // Link ahead while the store starts (on this thread); the provider is
+    // the one named before a resumed session's record is read.
     let (provider, _) = pick_provider(
         opts,
         &configured.settings,
@@ -116,7 +116,7 @@ pub(super) async fn load(
         &stores,
         &failed,
         warnings,
-        |store| prelink_start(&all, &provider, store),
+        |_| prelink_start(&all, &provider),
     )
     .await?;
     let resumed = match (&opts.resume, &store) {

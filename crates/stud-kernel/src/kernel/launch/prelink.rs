@@ -9,33 +9,33 @@ use crate::manifest::{HookKind, HookSlot, Kind, Phase, Stage};
 use crate::runtime::Extension;
 
 /// Link, in the background, what the start and the first turn surely
-/// call, in the order they call them, so the compiles overlap one another
-/// and the rest of the start. Called as soon as the extensions are loaded:
-/// the session store is started next, then the provider lists its models,
-/// RECEIVE_INPUT's hooks run and the context providers compose the
-/// request. Tools, state machines and the providers not chosen are linked
+/// call after the session store, in the order they call them, so the
+/// links overlap one another and the store's start. Called as soon as the
+/// extensions are loaded: the session store is started next (its caller
+/// links it), then the provider lists its models, RECEIVE_INPUT's hooks
+/// run and the context providers compose the request. Tools, state machines and the providers not chosen are linked
 /// at their first call: a tool's spec is cached.
 ///
 /// `provider` is the one flags, profile and settings name; a resumed
 /// session may switch to another, which [`prelink_rest`] then links.
 /// Linking runs no guest code, so one linked in vain costs only the CPU.
-pub(super) fn prelink_start(
-    exts: &[Arc<Extension>],
-    provider: &str,
-    store: Option<&Arc<Extension>>,
-) {
+pub(super) fn prelink_start(exts: &[Arc<Extension>], provider: &str) {
     let of = |k: Kind| exts.iter().filter(move |e| e.kind() == k);
     let chosen = of(Kind::Provider).filter(|e| e.id().as_str() == provider);
     let hooks_before = of(Kind::Hook).filter(|e| holds_up_first_request(e));
-    let soon: VecDeque<Arc<Extension>> = store
-        .into_iter()
-        .chain(chosen)
+    // The store is left to the caller, which starts it right after this
+    // and so links it on its own thread: waiting on a lane for it cost
+    // the start the lane's wake-up and, on 2 cores, a second lane queued
+    // behind the first on one core while the other idled (a scheduler
+    // trace, docs/benchmarks.md). The lanes take the rest, one fewer than
+    // the cores: the caller keeps one busy.
+    let soon: VecDeque<Arc<Extension>> = chosen
         .chain(hooks_before)
         .chain(of(Kind::ContextProvider))
         .cloned()
         .collect();
-    let cores = crate::runtime::cores::cores();
-    link_in_order(soon, cores, tracing::Span::current());
+    let lanes = crate::runtime::cores::cores().saturating_sub(1).max(1);
+    link_in_order(soon, lanes, tracing::Span::current());
 }
 
 /// Link what [`prelink_start`] could not know: the provider the session
