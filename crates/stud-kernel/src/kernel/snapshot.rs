@@ -105,8 +105,13 @@ impl Session {
         }
         *last = Some(unchanged);
         drop(last);
-        p.manifests
-            .write(p.store.clone(), self.id.clone(), text, self.bus.clone());
+        p.manifests.write(
+            p.store.clone(),
+            self.id.clone(),
+            text,
+            self.bus.clone(),
+            &self.first_request,
+        );
     }
 
     /// Wait for the manifest writes in flight (see
