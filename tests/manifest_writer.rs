@@ -1,7 +1,6 @@
 //! The manifest writer against the real `filesystem` store: a session's
-//! first snapshot is written as soon as its first request is out (within
-//! the settle time), a later one waits to settle and only the newest is
-//! written, and a flush writes what is waiting.
+//! first snapshot is written at once, a later one waits to settle and only
+//! the newest is written, and a flush writes what is waiting.
 
 use crate::common;
 
@@ -10,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use common::{Recorder, find, load_bundled_at};
 use stud::kernel::Bus;
-use stud::kernel::first_request::FirstRequest;
 use stud::kernel::manifest_writer::ManifestWriter;
 use stud::runtime::Extension;
 
@@ -44,14 +42,13 @@ async fn snapshots_settle_and_only_the_newest_is_written() {
         .await
         .expect("append");
     let bus = Bus::new();
-    let open = FirstRequest::open_now();
 
     // A settle far longer than the test: what is written, is written for
     // another reason.
     let writer = ManifestWriter::settling(Duration::from_secs(600));
     // The first snapshot of a session does not wait.
     let before = store.health().calls;
-    writer.write(store.clone(), "s1".into(), manifest(1), bus.clone(), &open);
+    writer.write(store.clone(), "s1".into(), manifest(1), bus.clone());
     let after = wait_for_call(&store, before, Duration::from_secs(30)).await;
     assert_eq!(after, before + 1, "the first snapshot waited to settle");
     writer.flush().await;
@@ -61,8 +58,8 @@ async fn snapshots_settle_and_only_the_newest_is_written() {
     // A later one waits; a newer one replaces it while it waits, and a
     // flush writes that one.
     let before = store.health().calls;
-    writer.write(store.clone(), "s1".into(), manifest(2), bus.clone(), &open);
-    writer.write(store.clone(), "s1".into(), manifest(3), bus.clone(), &open);
+    writer.write(store.clone(), "s1".into(), manifest(2), bus.clone());
+    writer.write(store.clone(), "s1".into(), manifest(3), bus.clone());
     let after = wait_for_call(&store, before, Duration::from_millis(300)).await;
     assert_eq!(after, before, "a later snapshot did not wait to settle");
     writer.flush().await;
@@ -75,53 +72,11 @@ async fn snapshots_settle_and_only_the_newest_is_written() {
 
     // Unflushed, a snapshot is written once it settled.
     let writer = ManifestWriter::settling(Duration::from_millis(50));
-    writer.write(store.clone(), "s1".into(), manifest(4), bus.clone(), &open);
+    writer.write(store.clone(), "s1".into(), manifest(4), bus.clone());
     writer.flush().await;
     let before = store.health().calls;
-    writer.write(store.clone(), "s1".into(), manifest(5), bus.clone(), &open);
+    writer.write(store.clone(), "s1".into(), manifest(5), bus.clone());
     let after = wait_for_call(&store, before, Duration::from_secs(30)).await;
     assert_eq!(after, before + 1, "the settled snapshot was never written");
     assert_eq!(stored_turns(&store).await, 5);
-}
-
-/// A session's first snapshot is taken before its first request but
-/// written only once that request is out, or once the settle time passed
-/// without it (a provider slow to take the request).
-#[tokio::test]
-async fn the_first_snapshot_waits_for_the_first_request_but_not_longer_than_the_settle() {
-    let home = tempfile::tempdir().unwrap();
-    let project = tempfile::tempdir().unwrap();
-    let exts = load_bundled_at(home.path(), project.path(), Arc::new(Recorder::default())).await;
-    let store = find(&exts, "filesystem").clone();
-    for id in ["s1", "s2"] {
-        store
-            .store_append(id, &[r#"{"type":"note"}"#.to_string()])
-            .await
-            .expect("append");
-    }
-    let bus = Bus::new();
-
-    let writer = ManifestWriter::default();
-    let gate = FirstRequest::closed();
-    let before = store.health().calls;
-    writer.write(store.clone(), "s1".into(), manifest(1), bus.clone(), &gate);
-    // Well within the settle time: nothing may be written yet.
-    let after = wait_for_call(&store, before, Duration::from_millis(10)).await;
-    assert_eq!(after, before, "written before the first request was out");
-    gate.open();
-    let after = wait_for_call(&store, before, Duration::from_secs(30)).await;
-    assert_eq!(after, before + 1, "not written once the request was out");
-    assert_eq!(stored_turns(&store).await, 1);
-
-    // The request never goes out: written all the same.
-    let writer = ManifestWriter::default();
-    let never = FirstRequest::closed();
-    let before = store.health().calls;
-    let text = r#"{"session_id":"s2","turns":7}"#.to_string();
-    writer.write(store.clone(), "s2".into(), text, bus.clone(), &never);
-    let after = wait_for_call(&store, before, Duration::from_secs(30)).await;
-    assert_eq!(after, before + 1, "never written without the request");
-    let data = store.store_read("s2").await.expect("read back");
-    let v: serde_json::Value = serde_json::from_str(&data.manifest).expect("a JSON manifest");
-    assert_eq!(v["turns"], 7, "{v}");
 }

@@ -5,8 +5,7 @@
 //! (`Conversation::settle`).
 //!
 //! A manifest is a snapshot, so only the newest one matters. A session's
-//! first snapshot is written as soon as its first request is out, within
-//! [`SETTLE`] (it is what makes the session show in
+//! first snapshot is written at once (it is what makes the session show in
 //! `stud session list` and resumable after a crash), except that a `task`
 //! child's, which shares its parent's writer, goes with the parent's
 //! snapshot when one is already waiting (within [`SETTLE`]); a later one waits
@@ -28,7 +27,6 @@ use stud_protocol::events::KernelEvent;
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::events::Bus;
-use super::first_request::FirstRequest;
 use crate::runtime::Extension;
 
 /// How long a snapshot waits for a newer one. A crash loses at most this
@@ -81,20 +79,8 @@ impl ManifestWriter {
 
     /// Queue `text` as `session_id`'s manifest, replacing a snapshot of the
     /// same session not written yet; a failure is published as
-    /// `persistence.failed`. Nothing is written before `after` opens or
-    /// [`SETTLE`] has passed: a session's first snapshot is taken with its
-    /// first message, before the first request, and writing it then would
-    /// take CPU from that request (docs/benchmarks.md); a provider slow to
-    /// take the request still leaves a crash at most [`SETTLE`] of
-    /// snapshot to lose. [`flush`](Self::flush) does not wait.
-    pub fn write(
-        &self,
-        store: Arc<Extension>,
-        session_id: String,
-        text: String,
-        bus: Bus,
-        after: &FirstRequest,
-    ) {
+    /// `persistence.failed`.
+    pub fn write(&self, store: Arc<Extension>, session_id: String, text: String, bus: Bus) {
         let mut queue = self.inner.lock();
         let first = queue.seen.insert(session_id.clone());
         queue
@@ -106,9 +92,7 @@ impl ManifestWriter {
         queue.scheduled = true;
         drop(queue);
         let inner = self.inner.clone();
-        let after = after.clone();
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(SETTLE, after.wait()).await;
             if !first {
                 tokio::time::sleep(inner.settle.unwrap_or(SETTLE)).await;
             }

@@ -105,13 +105,8 @@ impl Session {
         }
         *last = Some(unchanged);
         drop(last);
-        p.manifests.write(
-            p.store.clone(),
-            self.id.clone(),
-            text,
-            self.bus.clone(),
-            &self.first_request,
-        );
+        p.manifests
+            .write(p.store.clone(), self.id.clone(), text, self.bus.clone());
     }
 
     /// Wait for the manifest writes in flight (see
