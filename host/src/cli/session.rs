@@ -111,7 +111,7 @@ pub(super) async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
         &report.loaded,
         &failed,
         &mut warnings,
-        |_| {},
+        || {},
     )
     .await?;
     for w in warnings {

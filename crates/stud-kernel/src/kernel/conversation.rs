@@ -135,7 +135,7 @@ impl Conversation {
         let record = self.bus.redact(&record);
         match p.store.store_append(session_id, &[record]).await {
             Ok(()) => p.wrote.store(true, Ordering::Release),
-            Err(e) => self.store_failed(session_id, p, e.to_string(), None),
+            Err(e) => failed(&self.bus, session_id, &p.store, e.to_string(), None),
         }
     }
 
@@ -163,17 +163,6 @@ impl Conversation {
                 .collect(),
             indexes: indexes.iter().map(|i| *i as u64).collect(),
         })
-    }
-
-    /// `persistence.failed`: the store refused a write.
-    pub(crate) fn store_failed(
-        &self,
-        session_id: &str,
-        p: &Persistence,
-        error: String,
-        indexes: Option<Vec<u64>>,
-    ) {
-        failed(&self.bus, session_id, &p.store, error, indexes);
     }
 
     /// Forget every message (the next turn starts a fresh conversation).
@@ -227,6 +216,7 @@ impl LogWrite {
     }
 }
 
+/// `persistence.failed`: the store refused a write.
 fn failed(
     bus: &Bus,
     session_id: &str,

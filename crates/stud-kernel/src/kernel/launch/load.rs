@@ -116,7 +116,7 @@ pub(super) async fn load(
         &stores,
         &failed,
         warnings,
-        |_| prelink_start(&all, &provider),
+        || prelink_start(&all, &provider),
     )
     .await?;
     let resumed = match (&opts.resume, &store) {

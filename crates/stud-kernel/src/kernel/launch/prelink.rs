@@ -13,8 +13,9 @@ use crate::runtime::Extension;
 /// links overlap one another and the store's start. Called as soon as the
 /// extensions are loaded: the session store is started next (its caller
 /// links it), then the provider lists its models, RECEIVE_INPUT's hooks
-/// run and the context providers compose the request. Tools, state machines and the providers not chosen are linked
-/// at their first call: a tool's spec is cached.
+/// run and the context providers compose the request. Tools, state
+/// machines and the providers not chosen are linked at their first call:
+/// a tool's spec is cached.
 ///
 /// `provider` is the one flags, profile and settings name; a resumed
 /// session may switch to another, which [`prelink_rest`] then links.

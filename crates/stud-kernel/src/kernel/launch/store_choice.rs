@@ -18,8 +18,9 @@ use super::LaunchError;
 
 /// The chosen store, started (or its fallback, with a warning); `None`
 /// when no store of the person's is loaded. `failed` holds the stores
-/// that did not load, by id, with why. `chosen` learns the choice before
-/// the store starts (the launch links ahead with it).
+/// that did not load, by id, with why. `chosen` runs once the choice is
+/// made, before the store starts (the launch starts linking the rest
+/// there, while this thread links and starts the store).
 pub async fn started(
     settings: &Settings,
     wanted: Option<&str>,
@@ -27,10 +28,10 @@ pub async fn started(
     stores: &[Arc<Extension>],
     failed: &[(String, String)],
     warnings: &mut Vec<String>,
-    chosen: impl FnOnce(Option<&Arc<Extension>>),
+    chosen: impl FnOnce(),
 ) -> Result<Option<Arc<Extension>>, LaunchError> {
     let choice = choose_store(settings, wanted, named_by, stores, failed, warnings)?;
-    chosen(choice.as_ref());
+    chosen();
     let Some(store) = choice else {
         return Ok(None);
     };
