@@ -56,14 +56,14 @@ text_enum! {
 }
 
 /// One `filesystem` entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FsRequest {
     pub dir: FsDir,
     pub access: FsAccess,
 }
 
 /// Everything an extension asked for; `Default` is nothing at all.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Capabilities {
     pub filesystem: Vec<FsRequest>,
     pub network: Vec<HostPattern>,

@@ -13,8 +13,10 @@ const EXAMPLE: &str = "[command] with name = \"/review\"";
 /// A command's name: `/` then letters, digits, `-` or `_`, and `:`
 /// between namespaces (`/frontend:component`, a Markdown command in a
 /// sub-folder).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(transparent)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(try_from = "String", into = "String")]
 pub struct CommandName(String);
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,6 +57,22 @@ impl CommandName {
     }
 }
 
+/// Read back from the form built into the binary (`stud-native`): the
+/// name is checked again, as it was when the manifest was parsed.
+impl TryFrom<String> for CommandName {
+    type Error = InvalidCommandName;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Self::parse(&value)
+    }
+}
+
+impl From<CommandName> for String {
+    fn from(name: CommandName) -> String {
+        name.0
+    }
+}
+
 impl std::fmt::Display for CommandName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
@@ -62,7 +80,7 @@ impl std::fmt::Display for CommandName {
 }
 
 /// What `[command]` declares.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CommandDecl {
     pub name: CommandName,
     /// Shown after the name in `/help` and completion (`ID`, `[show|allow|deny]`).

@@ -9,7 +9,7 @@ use super::problems::Problems;
 use super::versions::parse_requirement;
 
 /// One `other-id = "range"` line.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Dependency {
     pub id: ExtensionId,
     pub version: VersionReq,

@@ -15,7 +15,7 @@ pub(crate) const KNOWN: &[&str] = &["slot", "kind", "when-config"];
 const EXAMPLE: &str = "[[hooks]] with slot = \"tool-call.pre\" and kind = \"observer\"";
 
 /// One `[[hooks]]` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct HookRegistration {
     pub slot: HookSlot,
     pub kind: HookKind,

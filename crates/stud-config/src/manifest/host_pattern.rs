@@ -11,7 +11,9 @@ use super::problems::quote;
 
 /// A host (or `*.` suffix) the extension may connect to, optionally on
 /// one port only.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct HostPattern {
     /// Lowercase host name or IP address; for a wildcard, the domain after
     /// `*.`. IPv6 addresses are stored without brackets.

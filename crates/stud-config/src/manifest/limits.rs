@@ -33,7 +33,7 @@ pub(crate) const KNOWN: &[&str] = &[
 ];
 
 /// Resource limits for one instance.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     /// Linear memory ceiling, MiB.
     pub memory_mib: u32,

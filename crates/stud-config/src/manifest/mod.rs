@@ -56,7 +56,7 @@ pub use validate::{
 };
 
 /// A validated manifest: every field checked, defaults filled in.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Manifest {
     pub id: ExtensionId,
     /// Human-readable name.

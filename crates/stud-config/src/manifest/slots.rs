@@ -36,7 +36,9 @@ text_enum! {
 }
 
 /// Where a hook attaches; text form `<stage>.<phase>`, e.g. `tool-call.pre`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct HookSlot {
     pub stage: Stage,
     pub phase: Phase,

@@ -11,7 +11,7 @@ use std::str::FromStr;
 use super::host_pattern::HostPattern;
 use super::problems::quote;
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct SocketRequest {
     /// `None`: `*`, a host the person names.
     pub host: Option<HostPattern>,

@@ -27,7 +27,7 @@ text_enum! {
 }
 
 /// A declared state slot.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StateSlot {
     pub version: Version,
     pub schema: Option<Json>,

@@ -287,27 +287,14 @@ impl Discovery {
     }
 }
 
-/// Every bundled extension, its manifests parsed on two threads: parsing
-/// them is most of discovery, and a start waits for discovery
-/// (docs/benchmarks.md).
+/// Every bundled extension.
 fn all_bundled() -> Vec<Result<Discovered, DiscoveryProblem>> {
-    let (first, second) = BUNDLED.split_at(BUNDLED.len() / 2);
-    let parse = |share: &'static [BundledExtension]| share.iter().map(bundled).collect::<Vec<_>>();
-    std::thread::scope(|s| {
-        let other = s.spawn(|| parse(first));
-        let rest = parse(second);
-        let mut all = other
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        all.extend(rest);
-        all
-    })
+    BUNDLED.iter().map(bundled).collect()
 }
 
 fn bundled(b: &'static BundledExtension) -> Result<Discovered, DiscoveryProblem> {
     let location = PathBuf::from(format!("bundled:{}", b.dir));
-    let manifest =
-        parse_bundled_manifest(b.manifest, &location.join("extension.toml"), &HOST_CONTRACT)?;
+    let manifest = bundled_manifest(b, &location)?;
     Ok(Discovered {
         scope: Scope::Bundled,
         component_path: location.join(b.component_file),
@@ -320,6 +307,21 @@ fn bundled(b: &'static BundledExtension) -> Result<Discovered, DiscoveryProblem>
         dev: false,
         session_pin: false,
     })
+}
+
+/// A bundled manifest as the build parsed it (`stud_native::PARSED_MANIFESTS`):
+/// reading that JSON is several times cheaper than parsing and checking
+/// the TOML, which was most of discovery, and a start waits for discovery
+/// (docs/benchmarks.md). Only what the build could not parse, or a form
+/// this binary cannot read back, is parsed here, and so reported.
+fn bundled_manifest(b: &BundledExtension, location: &Path) -> Result<Manifest, ManifestError> {
+    stud_native::parsed_manifest(b.id)
+        .and_then(|json| serde_json::from_str::<Manifest>(json).ok())
+        .filter(|manifest| manifest.id.as_str() == b.id)
+        .map_or_else(
+            || parse_bundled_manifest(b.manifest, &location.join("extension.toml"), &HOST_CONTRACT),
+            Ok,
+        )
 }
 
 impl Discovered {
@@ -560,4 +562,44 @@ fn sorted_subdirs(dir: &Path) -> Vec<PathBuf> {
             .cmp(b.as_os_str().as_encoded_bytes())
     });
     dirs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &'static str, manifest: &'static str) -> BundledExtension {
+        BundledExtension {
+            id,
+            dir: "test",
+            manifest,
+            component_file: "x.wasm",
+            component: &[],
+            sha256: "",
+            tool_spec: None,
+        }
+    }
+
+    /// A bundled manifest is read from the build's parse, not its TOML:
+    /// here the TOML beside a bundled id is not even TOML.
+    #[test]
+    fn a_bundled_manifest_is_read_from_the_form_the_build_parsed() {
+        let location = PathBuf::from("bundled:test");
+        let m = bundled_manifest(&entry("read", "this is not [toml"), &location)
+            .expect("the build's parse of `read`");
+        assert_eq!(m.id.as_str(), "read");
+    }
+
+    /// With no parse from the build, the TOML is parsed here, and its
+    /// problems are reported naming the file.
+    #[test]
+    fn without_the_builds_parse_the_toml_is_parsed_and_its_problems_reported() {
+        let location = PathBuf::from("bundled:test");
+        let ok = "id = \"not-built\"\nname = \"N\"\nversion = \"0.1.0\"\nkind = \"tool\"\ncontract = \"^0.1\"\n";
+        let m = bundled_manifest(&entry("not-built", ok), &location).expect("parsed");
+        assert_eq!(m.id.as_str(), "not-built");
+        let e = bundled_manifest(&entry("not-built", "this is not [toml"), &location)
+            .expect_err("not TOML");
+        assert!(e.to_string().contains("bundled:test/extension.toml"), "{e}");
+    }
 }
