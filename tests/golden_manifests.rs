@@ -327,7 +327,7 @@ fn bundled_schemas_compile_and_accept_an_empty_config() {
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(full, fast, "{}", b.dir);
         // What a start reads in place of the TOML: the build's parse of it.
-        let built = stud_native::parsed_manifest(b.id)
+        let built = stud_bundled_manifests::parsed_manifest(b.id)
             .unwrap_or_else(|| panic!("{}: the build recorded no parsed manifest", b.dir));
         let built: stud::manifest::Manifest =
             serde_json::from_str(built).unwrap_or_else(|e| panic!("{}: {e}", b.dir));

@@ -19,6 +19,7 @@ const LAYERS: &[&str] = &[
     "stud-config",
     "stud-engine",
     "stud-bundled",
+    "stud-bundled-manifests",
     "stud-native",
     "stud-fixtures",
     "stud-runtime",

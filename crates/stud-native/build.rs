@@ -34,29 +34,6 @@ fn main() {
         "/// The engine key the entries were compiled under (empty: none were).\npub const ENGINE_KEY: &str = {engine_key:?};\n{statics}/// The bundled extensions' native code.\npub static NATIVE: &[Native] = &[\n{table}];\n"
     );
     fs::write(out_dir.join("native.rs"), src).expect("write native.rs");
-    fs::write(out_dir.join("manifests.rs"), parsed_manifests()).expect("write manifests.rs");
-}
-
-/// Every bundled manifest parsed and checked here, by the host's own
-/// parser, and written out as the JSON of the `Manifest` it made: a
-/// start reads that instead of parsing 42 TOML files (issue 42). One that
-/// does not parse is left out, so the runtime parses it and reports why.
-fn parsed_manifests() -> String {
-    let mut table = String::new();
-    for b in stud_bundled::BUNDLED {
-        let file = PathBuf::from(format!("bundled:{}/extension.toml", b.dir));
-        let parsed = stud_config::manifest::parse_bundled_manifest(
-            b.manifest,
-            &file,
-            &stud_vocab::contract::HOST_CONTRACT,
-        )
-        .ok()
-        .and_then(|manifest| serde_json::to_string(&manifest).ok());
-        let _ = writeln!(table, "    ({:?}, {parsed:?}),", b.id);
-    }
-    format!(
-        "/// Each bundled extension's id and its manifest as the host parsed it\n/// when stud was built (the JSON of a `Manifest`), in `BUNDLED` order.\npub static PARSED_MANIFESTS: &[(&str, Option<&str>)] = &[\n{table}];\n"
-    )
 }
 
 /// What one compile thread made: (index in `BUNDLED`, native code).

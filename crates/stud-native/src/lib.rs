@@ -27,16 +27,6 @@ pub struct Native {
 }
 
 include!(concat!(env!("OUT_DIR"), "/native.rs"));
-include!(concat!(env!("OUT_DIR"), "/manifests.rs"));
-
-/// The manifest of the bundled extension `id`, as the host parsed it when
-/// stud was built (JSON of a `Manifest`), when it parsed then.
-pub fn parsed_manifest(id: &str) -> Option<&'static str> {
-    PARSED_MANIFESTS
-        .iter()
-        .find(|(of, _)| *of == id)
-        .and_then(|(_, json)| *json)
-}
 
 pub mod resident;
 

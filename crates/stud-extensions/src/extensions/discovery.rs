@@ -309,13 +309,13 @@ fn bundled(b: &'static BundledExtension) -> Result<Discovered, DiscoveryProblem>
     })
 }
 
-/// A bundled manifest as the build parsed it (`stud_native::PARSED_MANIFESTS`):
+/// A bundled manifest as the build parsed it (`stud_bundled_manifests`):
 /// reading that JSON is several times cheaper than parsing and checking
 /// the TOML, which was most of discovery, and a start waits for discovery
 /// (docs/benchmarks.md). Only what the build could not parse, or a form
 /// this binary cannot read back, is parsed here, and so reported.
 fn bundled_manifest(b: &BundledExtension, location: &Path) -> Result<Manifest, ManifestError> {
-    stud_native::parsed_manifest(b.id)
+    stud_bundled_manifests::parsed_manifest(b.id)
         .and_then(|json| serde_json::from_str::<Manifest>(json).ok())
         .filter(|manifest| manifest.id.as_str() == b.id)
         .map_or_else(
