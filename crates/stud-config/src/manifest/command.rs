@@ -57,8 +57,9 @@ impl CommandName {
     }
 }
 
-/// Read back from the form built into the binary (`stud-native`): the
-/// name is checked again, as it was when the manifest was parsed.
+/// Read back from the form built into the binary
+/// (`stud-bundled-manifests`): the name is checked again, as it was when
+/// the manifest was parsed.
 impl TryFrom<String> for CommandName {
     type Error = InvalidCommandName;
 
