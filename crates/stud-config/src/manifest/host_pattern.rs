@@ -14,6 +14,7 @@ use super::problems::quote;
 #[derive(
     Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
+#[serde(try_from = "String", into = "String")]
 pub struct HostPattern {
     /// Lowercase host name or IP address; for a wildcard, the domain after
     /// `*.`. IPv6 addresses are stored without brackets.
@@ -73,6 +74,23 @@ impl FromStr for HostPattern {
             reason,
             suggestion: cleaned(s),
         })
+    }
+}
+
+/// Read back from the form built into the binary
+/// (`stud-bundled-manifests`): the pattern is the whole grant, so it is
+/// parsed again, as when the manifest was read, never taken field by field.
+impl TryFrom<String> for HostPattern {
+    type Error = InvalidHostPattern;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        value.parse()
+    }
+}
+
+impl From<HostPattern> for String {
+    fn from(pattern: HostPattern) -> String {
+        pattern.to_string()
     }
 }
 
@@ -244,6 +262,39 @@ fn quote_short(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The serde form is the pattern's text, parsed on the way in: a
+    /// grant read back cannot be wider or stranger than one a manifest
+    /// could declare.
+    #[test]
+    fn a_pattern_read_back_is_parsed_again() {
+        for text in [
+            "*.example.com:443",
+            "127.0.0.1:8080",
+            "[::1]:9000",
+            "api.example.com",
+        ] {
+            let p = pat(text);
+            let json = serde_json::to_string(&p).expect("serializes");
+            assert_eq!(
+                serde_json::from_str::<HostPattern>(&json).expect("reads back"),
+                p
+            );
+        }
+        let fields = r#"{"host":"evil.example.com/path","port":null,"wildcard":false}"#;
+        assert!(
+            serde_json::from_str::<HostPattern>(fields).is_err(),
+            "fields are not a pattern"
+        );
+        for wide in [
+            r#""https://evil.example.com/""#,
+            r#""*""#,
+            r#""*.com:0""#,
+            r#""""#,
+        ] {
+            assert!(serde_json::from_str::<HostPattern>(wide).is_err(), "{wide}");
+        }
+    }
 
     fn pat(s: &str) -> HostPattern {
         match s.parse() {
