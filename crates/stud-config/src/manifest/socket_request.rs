@@ -12,6 +12,7 @@ use super::host_pattern::HostPattern;
 use super::problems::quote;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct SocketRequest {
     /// `None`: `*`, a host the person names.
     pub host: Option<HostPattern>,
@@ -74,6 +75,22 @@ impl FromStr for SocketRequest {
     }
 }
 
+/// Read back from the form built into the binary: parsed again, so a
+/// named host never comes without its port.
+impl TryFrom<String> for SocketRequest {
+    type Error = InvalidSocketRequest;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        value.parse()
+    }
+}
+
+impl From<SocketRequest> for String {
+    fn from(request: SocketRequest) -> String {
+        request.to_string()
+    }
+}
+
 impl fmt::Display for SocketRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.host {
@@ -89,6 +106,23 @@ impl fmt::Display for SocketRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Read back from JSON, a grant is its text parsed again: the field
+    /// form of a named host on any port is refused.
+    #[test]
+    fn a_socket_grant_read_back_is_parsed_again() {
+        for text in ["db.example.com:5432", "*:5432", "*:*", "*.example.com:6543"] {
+            let r: SocketRequest = text.parse().expect("parses");
+            let json = serde_json::to_string(&r).expect("serializes");
+            assert_eq!(
+                serde_json::from_str::<SocketRequest>(&json).expect("reads back"),
+                r
+            );
+        }
+        let any_port = r#"{"host":"db.example.com","port":null}"#;
+        assert!(serde_json::from_str::<SocketRequest>(any_port).is_err());
+        assert!(serde_json::from_str::<SocketRequest>(r#""db.example.com""#).is_err());
+    }
 
     #[test]
     fn a_socket_grant_is_a_host_and_a_port() {
