@@ -159,7 +159,7 @@ pub(crate) async fn load_postgres(
     use stud::extensions::{Discovery, Registry, UserGrants};
     let settings = stud::config::Settings::from_value(settings).expect("settings");
     let (grants, _) = UserGrants::from_settings(&settings);
-    let registry = Registry {
+    let registry = Arc::new(Registry {
         runtime: crate::common::runtime(),
         home: stud::paths::StudHome::at(home),
         project_dir: project.to_path_buf(),
@@ -167,12 +167,12 @@ pub(crate) async fn load_postgres(
         configs: settings.extension_configs(),
         fallback_configs: settings.extension_configs(),
         grants,
-    };
+    });
     let mut discovery = Discovery::scan(&registry.home, &stud::extensions::ProjectScope::None);
     discovery
         .found
         .retain(|d| d.manifest.id.as_str() == "postgres");
-    let report = registry.load_all(&discovery).await;
+    let report = registry.load_all(discovery.found).await;
     if let Some((_, e)) = report.failed.first() {
         return Err(e.to_string());
     }

@@ -45,7 +45,7 @@ async fn store(home: &std::path::Path, settings: &Value, id: &str) -> Arc<Extens
     let home = StudHome::at(home);
     let mut discovery = Discovery::scan(&home, &ProjectScope::None);
     discovery.found.retain(|d| d.manifest.id.as_str() == id);
-    let registry = Registry {
+    let registry = Arc::new(Registry {
         runtime: Runtime::new(RuntimeOptions {
             cache: None,
             pooling: false,
@@ -57,8 +57,8 @@ async fn store(home: &std::path::Path, settings: &Value, id: &str) -> Arc<Extens
         configs: settings.extension_configs(),
         fallback_configs: settings.extension_configs(),
         grants,
-    };
-    let report = registry.load_all(&discovery).await;
+    });
+    let report = registry.load_all(discovery.found).await;
     if let Some((_, e)) = report.failed.first() {
         panic!("{id}: {e}");
     }

@@ -27,7 +27,7 @@ async fn store(home: &std::path::Path, fsync: bool) -> Arc<Extension> {
     discovery
         .found
         .retain(|d| d.manifest.kind == Kind::SessionStore);
-    let registry = Registry {
+    let registry = Arc::new(Registry {
         runtime: Runtime::new(RuntimeOptions {
             cache: None,
             pooling: false,
@@ -44,8 +44,8 @@ async fn store(home: &std::path::Path, fsync: bool) -> Arc<Extension> {
         .collect(),
         fallback_configs: Default::default(),
         grants: Default::default(),
-    };
-    let report = registry.load_all(&discovery).await;
+    });
+    let report = registry.load_all(discovery.found).await;
     report.loaded.into_iter().next().expect("filesystem store")
 }
 

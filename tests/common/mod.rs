@@ -84,7 +84,7 @@ pub async fn load_bundled_into(
     project: &Path,
     services: Arc<Recorder>,
 ) -> Vec<Arc<Extension>> {
-    let registry = Registry {
+    let registry = Arc::new(Registry {
         runtime,
         home: StudHome::at(home),
         project_dir: project.to_path_buf(),
@@ -92,9 +92,9 @@ pub async fn load_bundled_into(
         configs: Default::default(),
         fallback_configs: Default::default(),
         grants: Default::default(),
-    };
+    });
     let discovery = Discovery::scan(&registry.home, &stud::extensions::ProjectScope::None);
-    let report = registry.load_all(&discovery).await;
+    let report = registry.load_all(discovery.found).await;
     if let Some((id, e)) = report.failed.first() {
         panic!("bundled extension {id} failed to load: {e}");
     }

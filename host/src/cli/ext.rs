@@ -1056,7 +1056,7 @@ async fn check(
         cache: (!no_cache).then(|| home.compile_cache()),
         pooling: true,
     })?;
-    let registry = Registry {
+    let registry = Arc::new(Registry {
         runtime: runtime.clone(),
         home,
         project_dir: project,
@@ -1064,8 +1064,8 @@ async fn check(
         configs,
         fallback_configs: Default::default(),
         grants,
-    };
-    let report = registry.load_all(discovery).await;
+    });
+    let report = registry.load_all(discovery.found.clone()).await;
     let mut results = Vec::new();
     let mut failed = report.failed.len();
     for ext in &report.loaded {

@@ -77,7 +77,7 @@ pub(super) async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
         .found
         .retain(|d| d.manifest.kind == Kind::SessionStore);
     let (grants, _) = UserGrants::from_layers(&layered);
-    let registry = Registry {
+    let registry = Arc::new(Registry {
         runtime: Runtime::new(RuntimeOptions {
             cache: Some(home.compile_cache()),
             pooling: false,
@@ -88,8 +88,8 @@ pub(super) async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
         configs: layered.settings.extension_configs(),
         fallback_configs: layered.global_configs,
         grants,
-    };
-    let report = registry.load_all(&discovery).await;
+    });
+    let report = registry.load_all(discovery.found).await;
     let wanted = layered.settings.active.session_store.as_deref();
     for (id, e) in &report.failed {
         if Some(id.as_str()) != wanted {

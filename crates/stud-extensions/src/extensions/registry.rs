@@ -1,10 +1,12 @@
 //! Loading discovered extensions into the runtime with their grants. A
 //! failing extension is reported and left out; the others load.
 
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use super::discovery::{Discovered, Discovery};
+use super::discovery::{ComponentSource, Discovered};
 use super::grants::UserGrants;
 use super::scope::Scope;
 use crate::manifest::{ExtensionId, FsDir};
@@ -12,10 +14,6 @@ use crate::paths::StudHome;
 use crate::runtime::host_state::{DATA_GUEST_DIR, DirGrant, PROJECT_GUEST_DIR};
 use crate::runtime::services::Services;
 use crate::runtime::{Extension, LoadError, LoadSpec, Runtime};
-
-/// One extension waiting in a load lane: its place, its load request and
-/// its span.
-type Queued = (usize, Result<LoadSpec, LoadError>, tracing::Span);
 
 /// What loading produced.
 #[derive(Default)]
@@ -43,45 +41,34 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Load every discovered extension; compiles run on blocking threads.
-    pub async fn load_all(&self, discovery: &Discovery) -> LoadReport {
+    /// Load every discovered extension, on blocking threads: one lane per
+    /// core, each taking the next extension from a queue that puts the
+    /// costly ones first (see [`load_cost`]), so no lane is left with a
+    /// slow load at the end while the other idles.
+    pub async fn load_all(self: &Arc<Self>, found: Vec<Discovered>) -> LoadReport {
         let mut report = LoadReport::default();
+        let found: Arc<[Discovered]> = found.into();
         let parent = tracing::Span::current();
-        // One blocking task per core, each loading its share in turn: the
-        // checks take well under a millisecond each, less than starting a
-        // thread for every extension costs.
-        let lanes = crate::runtime::cores::cores();
-        let mut shares: Vec<Vec<Queued>> = (0..lanes).map(|_| Vec::new()).collect();
-        for (i, d) in discovery.found.iter().enumerate() {
-            let span = tracing::debug_span!(parent: &parent, "load", ext = %d.manifest.id);
-            let spec = span.in_scope(|| self.spec(d, self.config_of(d).cloned()));
-            shares[i % lanes].push((i, spec, span));
-        }
-        let tasks: Vec<_> = shares
-            .into_iter()
-            .map(|share| {
-                let runtime = self.runtime.clone();
-                tokio::task::spawn_blocking(move || {
-                    share
-                        .into_iter()
-                        .map(|(i, spec, span)| {
-                            (i, span.in_scope(|| spec.and_then(|s| runtime.load(s))))
-                        })
-                        .collect::<Vec<_>>()
-                })
+        let queue = Arc::new(Mutex::new(load_order(&found, &self.configs)));
+        let lanes = crate::runtime::cores::cores().min(found.len());
+        let tasks: Vec<_> = (0..lanes)
+            .map(|_| {
+                let (registry, found, queue, parent) =
+                    (self.clone(), found.clone(), queue.clone(), parent.clone());
+                tokio::task::spawn_blocking(move || registry.load_lane(&found, &queue, &parent))
             })
             .collect();
         let mut results: Vec<Option<Result<Extension, LoadError>>> =
-            discovery.found.iter().map(|_| None).collect();
+            found.iter().map(|_| None).collect();
         for task in tasks {
-            // A panicking load leaves its share's results `None`.
+            // A lane that panicked outside a load leaves its results `None`.
             if let Ok(done) = task.await {
                 for (i, r) in done {
-                    results[i] = Some(r);
+                    results[i] = r;
                 }
             }
         }
-        for (d, result) in discovery.found.iter().zip(results) {
+        for (d, result) in found.iter().zip(results) {
             let id = d.manifest.id.clone();
             match result {
                 Some(Ok(ext)) => report.loaded.push(Arc::new(ext)),
@@ -106,6 +93,22 @@ impl Registry {
         }
         drop_orphans(&mut report);
         report
+    }
+
+    /// One lane: load from `queue` until it is empty.
+    fn load_lane(
+        &self,
+        found: &[Discovered],
+        queue: &Mutex<VecDeque<usize>>,
+        parent: &tracing::Span,
+    ) -> Vec<(usize, Option<Result<Extension, LoadError>>)> {
+        drain(queue, |i| {
+            let d = &found[i];
+            tracing::debug_span!(parent: parent, "load", ext = %d.manifest.id).in_scope(|| {
+                self.spec(d, self.config_of(d).cloned())
+                    .and_then(|spec| self.runtime.load(spec))
+            })
+        })
     }
 
     /// Load again with the global scope's config (none: the extension's
@@ -229,6 +232,38 @@ impl Registry {
     }
 }
 
+/// The order loads are taken in: the costly ones first, each kind of
+/// cost in discovery's order. A component read from a file is hashed and
+/// parsed whole; a config is checked against a schema compiled for it
+/// (the first compile in a process costs some 0.3-0.6 ms,
+/// docs/benchmarks.md); a bundled extension without settings is a few
+/// microseconds of bookkeeping.
+fn load_order(found: &[Discovered], configs: &crate::config::ExtensionConfigs) -> VecDeque<usize> {
+    let cost = |d: &Discovered| {
+        let from_file = matches!(d.source, ComponentSource::File(_));
+        let checks_config = d.manifest.config_schema.is_some()
+            && configs
+                .get(d.manifest.kind, d.manifest.id.as_str())
+                .is_some();
+        u8::from(from_file) * 2 + u8::from(checks_config)
+    };
+    let mut order: Vec<usize> = (0..found.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(cost(&found[i])));
+    order.into()
+}
+
+/// Take indices from `queue` until it is empty, each through `f`. A call
+/// that panics is `None` for its index alone: the lane goes on.
+fn drain<T>(queue: &Mutex<VecDeque<usize>>, f: impl Fn(usize) -> T) -> Vec<(usize, Option<T>)> {
+    let mut done = Vec::new();
+    loop {
+        let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+        let Some(i) = next else { break };
+        done.push((i, std::panic::catch_unwind(AssertUnwindSafe(|| f(i))).ok()));
+    }
+    done
+}
+
 /// Leave out every loaded extension whose dependency failed to load,
 /// transitively (discovery only knew the dependency was there).
 fn drop_orphans(report: &mut LoadReport) {
@@ -263,4 +298,58 @@ fn drop_orphans(report: &mut LoadReport) {
 /// The project directory for a session started in `cwd`.
 pub fn project_dir(cwd: &Path) -> PathBuf {
     cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extensions::ProjectScope;
+    use crate::extensions::discovery::Discovery;
+    use crate::manifest::Kind;
+
+    /// A load that panics fails alone: the lane loads the rest of the
+    /// queue, and the others' results are kept.
+    #[test]
+    fn a_panicking_load_fails_alone() {
+        let queue = Mutex::new(VecDeque::from(vec![0, 1, 2, 3]));
+        let done = drain(&queue, |i| {
+            assert_ne!(i, 2, "a load that panics");
+            i * 10
+        });
+        assert_eq!(
+            done,
+            vec![(0, Some(0)), (1, Some(10)), (2, None), (3, Some(30))]
+        );
+        assert!(queue.lock().unwrap().is_empty());
+    }
+
+    /// A component read from a file goes first, then an extension whose
+    /// settings are checked against its schema; the rest keep discovery's
+    /// order.
+    #[test]
+    fn costly_loads_are_taken_first() {
+        let home = tempfile::tempdir().unwrap();
+        let mut found = Discovery::scan(&StudHome::at(home.path()), &ProjectScope::None).found;
+        let at = |found: &[Discovered], id: &str| {
+            found
+                .iter()
+                .position(|d| d.manifest.id.as_str() == id)
+                .unwrap()
+        };
+        let read = at(&found, "read");
+        found[read].source = ComponentSource::File(home.path().join("read.wasm"));
+        let configs: crate::config::ExtensionConfigs = [(
+            (Kind::Provider, "openai-compatible".to_string()),
+            serde_json::json!({"baseUrl": "http://127.0.0.1:1/v1"}),
+        )]
+        .into_iter()
+        .collect();
+        let order: Vec<usize> = load_order(&found, &configs).into();
+        assert_eq!(order[0], read);
+        assert_eq!(order[1], at(&found, "openai-compatible"));
+        let rest: Vec<usize> = (0..found.len())
+            .filter(|&i| i != read && i != at(&found, "openai-compatible"))
+            .collect();
+        assert_eq!(order[2..], rest[..]);
+    }
 }

@@ -11,8 +11,8 @@ use super::discover::Found;
 use super::prelink::prelink_start;
 use super::session_config::pick_provider;
 use super::{LaunchError, LaunchOptions, store_choice};
+use crate::extensions::Scope;
 use crate::extensions::registry::project_dir;
-use crate::extensions::{Discovery, Scope};
 use crate::kernel::extension_set::ExtensionSet;
 use crate::kernel::named::NamedBy;
 use crate::kernel::persist::{self, ResumeError, Resumed};
@@ -52,22 +52,17 @@ pub(super) async fn load(
 ) -> Result<Loaded, LaunchError> {
     let discovery = &found.discovery;
     // Commands are instantiated at first use, not at start.
-    let eager = Discovery {
-        found: discovery
-            .found
-            .iter()
-            .filter(|d| d.manifest.kind != Kind::Command)
-            .cloned()
-            .collect(),
-        problems: Vec::new(),
-    };
+    let eager: Vec<_> = discovery
+        .found
+        .iter()
+        .filter(|d| d.manifest.kind != Kind::Command)
+        .cloned()
+        .collect();
+    let count = eager.len();
     let report = found
         .registry
-        .load_all(&eager)
-        .instrument(tracing::debug_span!(
-            "load_extensions",
-            count = eager.found.len()
-        ))
+        .load_all(eager)
+        .instrument(tracing::debug_span!("load_extensions", count))
         .await;
     warnings.extend(report.warnings.iter().cloned());
     warnings.extend(
