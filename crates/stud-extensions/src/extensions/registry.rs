@@ -43,7 +43,7 @@ pub struct Registry {
 impl Registry {
     /// Load every discovered extension, on blocking threads: one lane per
     /// core, each taking the next extension from a queue that puts the
-    /// costly ones first (see [`load_cost`]), so no lane is left with a
+    /// costly ones first (`load_order`), so no lane is left with a
     /// slow load at the end while the other idles.
     pub async fn load_all(self: &Arc<Self>, found: Vec<Discovered>) -> LoadReport {
         let mut report = LoadReport::default();
