@@ -180,6 +180,20 @@ fn valid_provider_with_network_and_secrets() {
     assert!(!m.capabilities.exec);
 }
 
+/// `[context] when-config` asks a context provider for fragments only
+/// where its config key holds something; without the table it always is.
+#[test]
+fn context_when_config_takes_a_provider_part_only_where_its_key_is_configured() {
+    let m = valid("context-when-config");
+    let context = m.context.as_ref().expect("[context]");
+    assert_eq!(context.when_config.as_deref(), Some("path"));
+    for empty in [json!({}), json!({"path": ""}), json!({"path": null})] {
+        assert!(!context.provides_with(&empty), "{empty}");
+    }
+    assert!(context.provides_with(&json!({"path": "PROMPT.md"})));
+    assert_eq!(valid("minimal-tool").context, None);
+}
+
 /// `when-config` attaches a hook only where its config key holds
 /// something; anything but a plainly empty value attaches it.
 #[test]

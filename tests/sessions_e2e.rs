@@ -553,6 +553,61 @@ fn project_instructions_reach_the_request_and_environment_values_do_not() {
     );
 }
 
+/// A context provider with `[context] when-config` (the bundled
+/// `system-prompt-file`, keyed on `path`) is neither read, linked nor
+/// called while the person leaves that key empty (issue 42: a start pays
+/// only for what adds something), and its file reaches the request once
+/// they name one. `project-instructions`, which has no such key, is
+/// linked either way.
+#[test]
+fn a_context_provider_takes_part_only_once_its_key_is_configured() {
+    use common::http::{Reply, TestServer};
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/streams/openai-text.sse"),
+    )
+    .unwrap();
+    let server = TestServer::start(vec![Reply::sse(&text, 64), Reply::sse(&text, 64)]);
+    let env = StudEnv::new();
+    env.file("PROMPT.md", "Answer in haiku.\n");
+    let settings = |context: Value| {
+        json!({
+            "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+            "providers": {"openai-compatible": {"baseUrl": server.url()}},
+            "contextProviders": context
+        })
+    };
+    let run = || env.ok_stderr(&["--debug=stud=trace", "run", "-p", "--no-tools", "hi"]);
+
+    env.settings(settings(json!({"system-prompt-file": {"path": ""}})));
+    let err = run();
+    for never in [
+        "integrity{ext=system-prompt-file",
+        "code{ext=system-prompt-file",
+        "instantiate{ext=system-prompt-file",
+    ] {
+        assert!(!err.contains(never), "{never} with no `path`:\n{err}");
+    }
+    assert!(err.contains("load{ext=system-prompt-file"), "{err}");
+    assert!(
+        err.contains("instantiate{ext=project-instructions"),
+        "{err}"
+    );
+
+    env.settings(settings(
+        json!({"system-prompt-file": {"path": "PROMPT.md"}}),
+    ));
+    let err = run();
+    assert!(err.contains("instantiate{ext=system-prompt-file"), "{err}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let bodies: Vec<_> = requests
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
+    assert!(!bodies[0].contains("Answer in haiku."), "{}", bodies[0]);
+    assert!(bodies[1].contains("Answer in haiku."), "{}", bodies[1]);
+}
+
 #[test]
 fn usage_is_priced_and_the_budget_stops_the_session() {
     let env = Env::new(

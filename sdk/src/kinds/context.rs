@@ -9,6 +9,11 @@ pub use crate::wit::stud::extension::context_provider_types::{
 
 /// A context provider. The kernel calls `provide` while composing each
 /// request and adds the fragments it returns.
+///
+/// One that adds only what the person configured (a file they name in
+/// its config) declares that key in its manifest, `[context] when-config
+/// = "path"`: where the key is empty the kernel never links or calls it,
+/// so sessions that do not use it do not pay for it at start.
 pub trait ContextProvider: Default + 'static {
     /// Called once with the validated config before any other call.
     fn init(&mut self, _config: &Value) -> Result<(), Error> {

@@ -32,17 +32,9 @@ impl HookRegistration {
     /// empty (absent, `null`, `false`, `""`, `[]`, `{}`) leaves it out:
     /// any other value, whatever the extension makes of it, attaches it.
     pub fn attaches_with(&self, config: &serde_json::Value) -> bool {
-        use serde_json::Value as J;
-        let Some(key) = &self.when_config else {
-            return true;
-        };
-        match config.get(key) {
-            None | Some(J::Null) | Some(J::Bool(false)) => false,
-            Some(J::String(s)) => !s.is_empty(),
-            Some(J::Array(a)) => !a.is_empty(),
-            Some(J::Object(o)) => !o.is_empty(),
-            Some(J::Bool(true)) | Some(J::Number(_)) => true,
-        }
+        self.when_config
+            .as_deref()
+            .is_none_or(|key| super::when_config::gives(config, key))
     }
 }
 
@@ -128,7 +120,9 @@ fn read_entry(
         });
     let when_config = fields
         .string("when-config", "when-config = \"PreToolUse\"", p)
-        .and_then(|key| read_when_config(key, &fields.path("when-config"), config_schema, p));
+        .and_then(|key| {
+            super::when_config::read_when_config(key, &fields.path("when-config"), config_schema, p)
+        });
     fields.unknown_keys(KNOWN, p);
     let (slot, kind) = (slot?, kind?);
     if slot_allows(slot, kind) == SlotRule::Forbidden {
@@ -146,33 +140,4 @@ fn read_entry(
         kind,
         when_config,
     })
-}
-
-/// `when-config` must name a property the config schema declares: a typo
-/// would otherwise leave the hook out for good.
-fn read_when_config(
-    key: &str,
-    at: &str,
-    config_schema: Option<&serde_json::Value>,
-    p: &mut Problems,
-) -> Option<String> {
-    let Some(schema) = config_schema else {
-        p.push(
-            at,
-            format!("names the config key `{key}`, but the extension has no [config] schema; declare it there (properties = {{ {key} = {{ type = \"array\" }} }}) or remove when-config"),
-        );
-        return None;
-    };
-    let declared = schema
-        .get("properties")
-        .and_then(|props| props.as_object())
-        .is_some_and(|props| props.contains_key(key));
-    if !declared {
-        p.push(
-            at,
-            format!("names `{key}`, which [config].schema does not declare as a property; declare it, or name one of its properties"),
-        );
-        return None;
-    }
-    Some(key.to_string())
 }

@@ -11,6 +11,7 @@ mod command;
 pub mod compiled_schema;
 mod component;
 mod config;
+mod context;
 mod dependencies;
 mod fields;
 mod hooks;
@@ -25,6 +26,7 @@ mod socket_request;
 mod state;
 mod validate;
 mod versions;
+mod when_config;
 
 use std::path::PathBuf;
 
@@ -34,6 +36,7 @@ pub use capabilities::{
 };
 pub use command::{CommandDecl, CommandName, InvalidCommandName};
 pub use component::DEFAULT_COMPONENT;
+pub use context::ContextDecl;
 pub use dependencies::Dependency;
 pub use hooks::HookRegistration;
 pub use host_pattern::{HostPattern, InvalidHostPattern};
@@ -82,4 +85,6 @@ pub struct Manifest {
     pub dependencies: Vec<Dependency>,
     /// `Some` exactly when `kind` is [`Kind::Command`].
     pub command: Option<CommandDecl>,
+    /// `[context]`: only a [`Kind::ContextProvider`] may have one.
+    pub context: Option<ContextDecl>,
 }

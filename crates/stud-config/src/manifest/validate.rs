@@ -11,6 +11,7 @@ use super::capabilities::read_capabilities;
 use super::command::read_command;
 use super::component::{DEFAULT_COMPONENT, parse_component};
 use super::config::read_config;
+use super::context::read_context;
 use super::dependencies::read_dependencies;
 use super::fields::{Fields, unknown_key_message};
 use super::hooks::read_hooks;
@@ -45,6 +46,7 @@ const TOP_KNOWN: &[&str] = &[
     "hooks",
     "dependencies",
     "command",
+    "context",
 ];
 
 /// Parses and fully validates a manifest. `file` is only used in the
@@ -203,6 +205,7 @@ fn read(
         description.as_deref().is_some_and(|d| !d.trim().is_empty()),
         p,
     );
+    let context = read_context(&top, kind, config_schema.as_ref(), p);
     let dependencies = read_dependencies(
         sub(
             &top,
@@ -235,6 +238,7 @@ fn read(
         hooks,
         dependencies,
         command,
+        context,
     })
 }
 
@@ -252,6 +256,8 @@ fn misplaced(key: &str) -> Option<String> {
         "[capabilities]"
     } else if key == "slot" {
         "[[hooks]]"
+    } else if key == "when-config" {
+        "[[hooks]] (a hook) or [context] (a context provider)"
     } else if config::KNOWN.contains(&key) || state::KNOWN.contains(&key) {
         "[config] or [state]"
     } else {

@@ -106,7 +106,11 @@ impl Roster {
             model,
             models,
             tools,
-            context_providers: of(Kind::ContextProvider).collect(),
+            context_providers: exts
+                .iter()
+                .filter(|e| e.provides_context())
+                .cloned()
+                .collect(),
             state_machines: of(Kind::StateMachine).collect(),
         };
         Ok((roster, warnings))
@@ -172,10 +176,19 @@ impl Roster {
             Kind::Provider => Ok(()),
             Kind::Hook => self.hooks.replace(ext),
             Kind::ContextProvider => {
-                for c in &mut self.context_providers {
-                    if c.id() == ext.id() {
-                        *c = ext.clone();
+                // The new version's `[context] when-config` may take it out
+                // of the requests, or bring it in.
+                match self
+                    .context_providers
+                    .iter()
+                    .position(|c| c.id() == ext.id())
+                {
+                    Some(at) if ext.provides_context() => self.context_providers[at] = ext.clone(),
+                    Some(at) => {
+                        self.context_providers.remove(at);
                     }
+                    None if ext.provides_context() => self.context_providers.push(ext.clone()),
+                    None => {}
                 }
                 Ok(())
             }

@@ -243,6 +243,8 @@ pub struct Extension {
     pub(crate) ctx: Arc<ExtensionContext>,
     /// The manifest's `[[hooks]]` that attach under its config.
     hooks: Vec<crate::manifest::HookRegistration>,
+    /// A context provider whose `[context] when-config` its config fills.
+    provides_context: bool,
     core: Arc<Core>,
     /// Calls, failures and latency, for `/health`.
     stats: super::health::CallStats,
@@ -274,9 +276,15 @@ impl Extension {
             .filter(|h| h.attaches_with(&config) || config.is_null())
             .cloned()
             .collect();
+        let provides_context = manifest.kind == crate::manifest::Kind::ContextProvider
+            && manifest
+                .context
+                .as_ref()
+                .is_none_or(|c| c.provides_with(&config) || config.is_null());
         Extension {
             manifest,
             hooks,
+            provides_context,
             scope,
             digest,
             info: known,
@@ -311,6 +319,13 @@ impl Extension {
     /// `when-config` key its config leaves empty.
     pub fn hooks(&self) -> &[crate::manifest::HookRegistration] {
         &self.hooks
+    }
+
+    /// Whether the session asks it for fragments: a context provider, less
+    /// one whose `[context] when-config` key its config leaves empty (it
+    /// would add nothing, so it is never linked or called).
+    pub fn provides_context(&self) -> bool {
+        self.provides_context
     }
 
     /// Its imports and exports (`None`: not a readable component, which

@@ -15,7 +15,8 @@ use crate::runtime::Extension;
 /// links it), then the provider lists its models, RECEIVE_INPUT's hooks
 /// run and the context providers compose the request. Tools, state
 /// machines and the providers not chosen are linked at their first call:
-/// a tool's spec is cached.
+/// a tool's spec is cached. A context provider whose `[context]
+/// when-config` its config leaves empty is never called, so never linked.
 ///
 /// `provider` is the one flags, profile and settings name; a resumed
 /// session may switch to another, which [`prelink_rest`] then links.
@@ -32,7 +33,7 @@ pub(super) fn prelink_start(exts: &[Arc<Extension>], provider: &str) {
     // the cores: the caller keeps one busy.
     let soon: VecDeque<Arc<Extension>> = chosen
         .chain(hooks_before)
-        .chain(of(Kind::ContextProvider))
+        .chain(exts.iter().filter(|e| e.provides_context()))
         .cloned()
         .collect();
     let lanes = crate::runtime::cores::cores().saturating_sub(1).max(1);
