@@ -6,7 +6,7 @@
 use super::fields::Fields;
 use super::kind::Kind;
 use super::problems::Problems;
-use super::when_config::{gives, read_when_config};
+use super::when_config::read_when_config;
 
 const KNOWN: &[&str] = &["when-config"];
 const EXAMPLE: &str = "[context] with when-config = \"path\"";
@@ -25,9 +25,7 @@ impl ContextDecl {
     /// `when-config`, else when the key holds anything but a plainly empty
     /// value (absent, `null`, `false`, `""`, `[]`, `{}`).
     pub fn provides_with(&self, config: &serde_json::Value) -> bool {
-        self.when_config
-            .as_deref()
-            .is_none_or(|key| gives(config, key))
+        super::when_config::admits(self.when_config.as_deref(), config)
     }
 }
 

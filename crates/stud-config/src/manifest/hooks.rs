@@ -32,9 +32,7 @@ impl HookRegistration {
     /// empty (absent, `null`, `false`, `""`, `[]`, `{}`) leaves it out:
     /// any other value, whatever the extension makes of it, attaches it.
     pub fn attaches_with(&self, config: &serde_json::Value) -> bool {
-        self.when_config
-            .as_deref()
-            .is_none_or(|key| super::when_config::gives(config, key))
+        super::when_config::admits(self.when_config.as_deref(), config)
     }
 }
 

@@ -20,6 +20,12 @@ pub(crate) fn gives(config: &serde_json::Value, key: &str) -> bool {
     }
 }
 
+/// Whether a part gated on `when_config` takes part under `config`: always
+/// without a gate, else when [`gives`] says the key holds something.
+pub(crate) fn admits(when_config: Option<&str>, config: &serde_json::Value) -> bool {
+    when_config.is_none_or(|key| gives(config, key))
+}
+
 /// `key` (at field `at`) must be a property the config schema declares: a
 /// typo would otherwise leave the part out for good.
 pub(crate) fn read_when_config(
