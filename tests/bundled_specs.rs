@@ -1,7 +1,9 @@
 //! The specs recorded beside the bundled tools (`plugins/<tool>/tool-spec.json`,
 //! built into the binary so that a first start need not compile every tool
 //! to learn what it offers the model) are exactly what each tool's
-//! `describe` answers with the config it runs on by default, `{}`.
+//! `describe` answers with the config it runs on by default, `{}`, and
+//! their parameter schemas compile (the kernel compiles them only at a
+//! tool's first call).
 //! `UPDATE_GOLDEN=1` rewrites them from the components; build again after.
 
 use std::path::Path;
@@ -56,6 +58,26 @@ async fn recorded_tool_specs_are_what_the_tools_describe() {
             .tool_spec
             .and_then(|text| tool_spec_from_json(text.as_bytes()))
             .map(|spec| serde_json::from_slice::<Value>(&tool_spec_to_json(&spec)).unwrap());
+        // The kernel compiles a recorded spec's schema only at the tool's
+        // first call (`ArgSchema::vouched`): this is what vouches for it.
+        if let Some(spec) = bundled
+            .tool_spec
+            .and_then(|t| tool_spec_from_json(t.as_bytes()))
+        {
+            let compiled = serde_json::from_str::<Value>(&spec.parameters)
+                .map_err(|e| e.to_string())
+                .and_then(|schema| {
+                    jsonschema::validator_for(&schema)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(e) = compiled {
+                stale.push(format!(
+                    "plugins/{}/tool-spec.json: its parameter schema does not compile: {e}",
+                    bundled.dir
+                ));
+            }
+        }
         if recorded.as_ref() != Some(&answer) {
             stale.push(format!(
                 "plugins/{}/tool-spec.json: recorded {}, `describe` answers {answer}",

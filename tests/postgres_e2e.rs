@@ -291,13 +291,18 @@ fn a_session_open_on_one_machine_is_refused_on_another() {
     assert_eq!(messages(&b, project, &id).len(), 4);
 }
 
-#[test]
-fn an_unreachable_database_stops_the_start_or_falls_back_as_configured() {
+/// A database URL on a loopback port nothing listens on, and the port.
+fn unreachable_database() -> (String, u16) {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         l.local_addr().expect("addr").port()
     };
-    let url = format!("postgres://stud@127.0.0.1:{port}/nowhere");
+    (format!("postgres://stud@127.0.0.1:{port}/nowhere"), port)
+}
+
+#[test]
+fn an_unreachable_database_stops_the_start_or_falls_back_as_configured() {
+    let (url, port) = unreachable_database();
     let env = StudEnv::new();
     team_settings(&env, &url, json!({}));
     script(env.project.path(), json!([{"text": "kept anyway"}]));
@@ -334,6 +339,38 @@ fn an_unreachable_database_stops_the_start_or_falls_back_as_configured() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("sessionStores.postgres.url"), "{err}");
     assert!(err.contains("PGPASSWORD"), "{err}");
+}
+
+/// The store starts beside the rest of the start (docs/benchmarks.md),
+/// yet one that does not start still comes first: no MCP server is
+/// started (its command would leave a marker file), and the session is
+/// neither locked nor written anywhere.
+#[test]
+fn an_unreachable_database_stops_the_start_before_any_server_starts_or_anything_is_written() {
+    let (url, _) = unreachable_database();
+    let env = StudEnv::new();
+    let marker = env.project.path().join("spawned.txt");
+    team_settings(
+        &env,
+        &url,
+        json!({"mcpServers": {
+            "marker": {"command": "sh", "args": ["-c", format!("touch {}; sleep 5", marker.display())]}
+        }}),
+    );
+    env.ok(&["mcp", "trust", "marker"]);
+    script(env.project.path(), json!([{"text": "never said"}]));
+    let out = env.run(&["run", "-p", "hi"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("session store `postgres`"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("never said"));
+    assert!(
+        !marker.exists(),
+        "the MCP server was started before the store's failure stopped the start"
+    );
+    let entries = |dir: &str| std::fs::read_dir(env.home.path().join(dir)).map_or(0, |d| d.count());
+    assert_eq!(entries("locks"), 0, "a session was locked");
+    assert_eq!(entries("data/filesystem"), 0, "a session was written");
 }
 
 #[test]

@@ -111,7 +111,6 @@ pub(super) async fn store() -> anyhow::Result<(Arc<Extension>, String)> {
         &report.loaded,
         &failed,
         &mut warnings,
-        || {},
     )
     .await?;
     for w in warnings {

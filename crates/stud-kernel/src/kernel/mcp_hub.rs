@@ -16,7 +16,6 @@ use serde_json::Value;
 
 use super::events::Bus;
 use super::interaction::{Answer, Interactions};
-use crate::extensions::ProjectScope;
 use crate::mcp::client::{self, McpConnection};
 use crate::mcp::link::{self, LinkEvent, McpLink, Observer};
 use crate::mcp::tool::{McpTool, clean_name, tool_name};
@@ -374,23 +373,21 @@ impl Drop for McpHub {
     }
 }
 
-/// Start the session's servers, each in a task of its own: the hub (its
-/// starts under way) and one warning per problem found before starting (a
-/// bad entry, an untrusted server). `ask` is set in an interactive
+/// Start the session's servers (`McpServers::discover`, and an editor's),
+/// each in a task of its own: the hub (its starts under way) and one
+/// warning per problem found before starting (a bad entry, an untrusted
+/// server). `ask` is set in an interactive
 /// session: an untrusted server is asked about instead of skipped.
 pub async fn start(
     home: &StudHome,
-    project: &ProjectScope,
+    servers: McpServers,
     cwd: &Path,
     bus: &Bus,
     ask: Option<&Arc<Interactions>>,
-    editor: &[crate::mcp::McpServer],
 ) -> (McpHub, Vec<String>) {
     let mut side = client_side(cwd, ask);
     side.logins = Some(home.root().to_path_buf());
     let ask = ask.map(|a| a.as_ref());
-    let mut servers = McpServers::discover(home, project, cwd);
-    servers.add(editor);
     let mut warnings: Vec<String> = servers.errors.iter().map(ToString::to_string).collect();
     warnings.extend(servers.notes.iter().cloned());
     let trust = McpTrust::new(home.root());

@@ -62,6 +62,7 @@ pub mod steering;
 pub mod subscribers;
 pub mod terminal_signals;
 pub mod tool_outcome;
+pub mod tool_schema;
 pub mod tools;
 pub mod turn;
 pub mod turn_context;

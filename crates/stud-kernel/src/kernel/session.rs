@@ -88,8 +88,6 @@ pub struct SessionParts {
     pub mcp_tools: super::mcp_hub::NewTools,
     /// Swaps in changed extensions at stage boundaries.
     pub reloader: Option<Arc<Reloader>>,
-    /// Where the session is written.
-    pub persistence: Option<super::persist::Persistence>,
     /// Where its checkpoints go (`None`: `checkpoints.enabled` is false).
     pub checkpoints: Option<CheckpointPlace>,
 }
@@ -176,6 +174,13 @@ impl Session {
         Some((w.entry.clone(), w.stages.keys().cloned().collect()))
     }
 
+    /// Have the session written where `persistence` says, from its start
+    /// on: the launch attaches it once the session store has started,
+    /// which it does beside the session's own start.
+    pub(crate) fn keep_in(&mut self, persistence: super::persist::Persistence) {
+        self.conversation.log = Some(persistence);
+    }
+
     /// Make a session of loaded extensions and its parts. Returns
     /// warnings for tools that could not be added. Its observers and
     /// deferred links wait for `first_request` (open: they do not wait).
@@ -198,7 +203,6 @@ impl Session {
             mcp,
             mcp_tools,
             reloader,
-            persistence,
             checkpoints,
         } = parts;
         let choice = RosterChoice {
@@ -209,8 +213,7 @@ impl Session {
             first_request: &first_request,
         };
         let (roster, mut warnings) = Roster::arrange(exts, choice, bus.clone()).await?;
-        let mut conversation = Conversation::new(bus.clone());
-        conversation.log = persistence;
+        let conversation = Conversation::new(bus.clone());
         let id = id.unwrap_or_else(session_id);
         let checkpoints = checkpoints.map(|c| {
             let c = super::checkpoints::Checkpoints::open(&c.home, &c.project, &id, &c.settings);

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::tool_schema::ArgSchema;
 use crate::manifest::{Capabilities, FsAccess};
 use crate::mcp::tool::McpTool;
-use crate::runtime::Extension;
 use crate::runtime::domain::ToolDefinition;
 use crate::runtime::domain::ToolSpec;
+use crate::runtime::{Extension, KnownSpec, SpecSource};
 
 /// What runs a tool: a tool component, a tool of an MCP server, or the
 /// kernel's `task` (delegation to a child session).
@@ -55,28 +56,13 @@ impl ToolRunner {
 pub struct ToolEntry {
     pub runner: ToolRunner,
     pub spec: ToolSpec,
-    validator: jsonschema::Validator,
+    schema: ArgSchema,
 }
 
 impl ToolEntry {
     /// Every schema violation, one per line, or `None` if valid.
     pub fn violations(&self, args: &Value) -> Option<String> {
-        let errors: Vec<String> = self
-            .validator
-            .iter_errors(args)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                format!(
-                    "{}: {e}",
-                    if at.is_empty() {
-                        "arguments"
-                    } else {
-                        at.as_str()
-                    }
-                )
-            })
-            .collect();
-        (!errors.is_empty()).then(|| errors.join("\n"))
+        self.schema.violations(&self.spec.parameters, args)
     }
 }
 
@@ -95,7 +81,7 @@ impl ToolTable {
         // run), and those compiles run in parallel.
         let specs = futures::future::join_all(exts.iter().map(|e| e.tool_spec())).await;
         for (ext, spec) in exts.iter().zip(specs) {
-            let spec = match spec {
+            let KnownSpec { spec, source } = match spec {
                 Ok(s) => s,
                 Err(e) => {
                     warnings.push(format!("tool extension `{}` left out: {e}", ext.id()));
@@ -117,24 +103,16 @@ impl ToolTable {
                 ));
                 continue;
             }
-            let schema: Value = match serde_json::from_str(&spec.parameters) {
-                Ok(v) => v,
-                Err(e) => {
-                    warnings.push(format!(
-                        "tool `{}` left out: its parameter schema is not JSON: {e}",
-                        spec.name
-                    ));
-                    continue;
-                }
-            };
-            let validator = match jsonschema::validator_for(&schema) {
-                Ok(v) => v,
-                Err(e) => {
-                    warnings.push(format!(
-                        "tool `{}` left out: its parameter schema does not compile: {e}",
-                        spec.name
-                    ));
-                    continue;
+            let schema = match source {
+                SpecSource::Binary => ArgSchema::vouched(),
+                SpecSource::Cache | SpecSource::Described => {
+                    match ArgSchema::compile(&spec.parameters) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            warnings.push(format!("tool `{}` left out: {e}", spec.name));
+                            continue;
+                        }
+                    }
                 }
             };
             table.tools.insert(
@@ -142,7 +120,7 @@ impl ToolTable {
                 Arc::new(ToolEntry {
                     runner: ToolRunner::Component(ext.clone()),
                     spec,
-                    validator,
+                    schema,
                 }),
             );
         }
@@ -163,14 +141,11 @@ impl ToolTable {
                 ));
                 continue;
             }
-            let validator = match serde_json::from_str::<Value>(&spec.parameters)
-                .map_err(|e| e.to_string())
-                .and_then(|schema| jsonschema::validator_for(&schema).map_err(|e| e.to_string()))
-            {
-                Ok(v) => v,
+            let schema = match ArgSchema::compile(&spec.parameters) {
+                Ok(s) => s,
                 Err(e) => {
                     warnings.push(format!(
-                        "tool `{}` of MCP server `{}` left out: its input schema does not compile: {e}",
+                        "tool `{}` of MCP server `{}` left out: {e}",
                         spec.name, tool.server
                     ));
                     continue;
@@ -181,7 +156,7 @@ impl ToolTable {
                 Arc::new(ToolEntry {
                     runner: ToolRunner::Mcp(tool),
                     spec,
-                    validator,
+                    schema,
                 }),
             );
         }
@@ -261,14 +236,13 @@ impl ToolTable {
                 existing.runner.owner()
             ));
         }
-        let schema: Value = serde_json::from_str(&spec.parameters).map_err(|e| e.to_string())?;
-        let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
+        let schema = ArgSchema::compile(&spec.parameters).map_err(|e| e.to_string())?;
         self.tools.insert(
             spec.name.clone(),
             Arc::new(ToolEntry {
                 runner,
                 spec,
-                validator,
+                schema,
             }),
         );
         Ok(())

@@ -46,7 +46,7 @@ pub use extension::Extension;
 /// How long retiring one extension (`deactivate`, `dispose`) may take in
 /// all, at a reload or the session's end.
 pub const RETIRE_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
-pub use kinds::{tool_spec_from_json, tool_spec_to_json};
+pub use kinds::{KnownSpec, SpecSource, tool_spec_from_json, tool_spec_to_json};
 pub use load::LoadSpec;
 
 use crate::manifest::Kind;

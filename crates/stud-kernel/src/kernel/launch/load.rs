@@ -1,5 +1,6 @@
-//! Phase 3: the extensions loaded, the session store chosen, a resumed
-//! session's record read, and the extension set applied to all three.
+//! Phase 3: the extensions loaded, the session store chosen (and its
+//! start begun), a resumed session's record read, and the extension set
+//! applied to all three.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use super::configure::profile_of;
 use super::discover::Found;
 use super::prelink::prelink_start;
 use super::session_config::pick_provider;
+use super::store_choice::StoreStart;
 use super::{LaunchError, LaunchOptions, store_choice};
 use crate::extensions::Scope;
 use crate::extensions::registry::project_dir;
@@ -24,7 +26,9 @@ pub(super) struct Loaded {
     pub exts: Vec<Arc<Extension>>,
     pub uis: Vec<Arc<Extension>>,
     pub loggers: Vec<Arc<Extension>>,
-    pub store: Option<Arc<Extension>>,
+    /// Starting beside the rest of the launch (settled at once when a
+    /// session is resumed: its record is read through it).
+    store: StoreStart,
     /// A resumed session's record.
     pub resumed: Option<Resumed>,
     /// The set in force: chosen now, else the resumed session's.
@@ -33,6 +37,17 @@ pub(super) struct Loaded {
 }
 
 impl Loaded {
+    /// The session store, once started; `None` when no store keeps the
+    /// session (none loaded, or the set leaves it out). A store that did
+    /// not start (nor its fallback) stops the launch here.
+    pub async fn store(
+        &mut self,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<Arc<Extension>>, LaunchError> {
+        let store = self.store.settle(warnings).await?;
+        Ok(store.filter(|s| self.keeps(&s.manifest, s.scope)))
+    }
+
     /// Whether the set keeps an extension.
     pub fn keeps(&self, m: &Manifest, scope: Scope) -> bool {
         kept(self.set.as_ref(), m, scope)
@@ -104,7 +119,7 @@ pub(super) async fn load(
         profile_of(&configured.chosen_set),
         &all,
     );
-    let store = store_choice::started(
+    let mut store = store_choice::starting(
         &configured.settings,
         wanted.as_deref(),
         named_by,
@@ -112,9 +127,15 @@ pub(super) async fn load(
         &failed,
         warnings,
         || prelink_start(&all, &provider),
-    )
-    .await?;
-    let resumed = match (&opts.resume, &store) {
+    )?;
+    if opts.resume.is_some() {
+        store.settle(warnings).await?;
+    }
+    let settled = match &store {
+        StoreStart::Settled(s) => s.clone(),
+        StoreStart::Starting { .. } => None,
+    };
+    let resumed = match (&opts.resume, &settled) {
         (None, _) => None,
         (Some(_), None) => return Err(ResumeError::NoStore.into()),
         (Some(target), Some(store)) => Some(
@@ -127,7 +148,7 @@ pub(super) async fn load(
     // store several machines share takes its lock). Read before the
     // claim, so from a shared store it is read again: another process
     // may have written it in between.
-    if let (Some(r), Some(store)) = (&resumed, &store) {
+    if let (Some(r), Some(store)) = (&resumed, &settled) {
         let failed = |source| ResumeError::Store {
             store: store.id().to_string(),
             source,
@@ -160,7 +181,6 @@ pub(super) async fn load(
         .into_iter()
         .filter(|e| keeps(&e.manifest, e.scope))
         .collect();
-    let store = store.filter(|s| keeps(&s.manifest, s.scope));
     let of = |k: Kind| {
         exts.iter()
             .filter(|e| e.kind() == k)

@@ -6,15 +6,18 @@
 //!    mode and allowlist;
 //! 2. [`discover`]: the engine and the extension folders (read side by
 //!    side), the registry that loads from them;
-//! 3. [`load`]: the extensions, the session store, a resumed session's
-//!    record, the extension set applied;
+//! 3. [`load`]: the extensions, the session store (chosen, and starting
+//!    on a task of its own unless a session is resumed through it), a
+//!    resumed session's record, the extension set applied;
 //! 4. [`subscribe`]: the UIs and loggers, subscribed before anything
 //!    publishes or asks (an MCP server's trust question at start goes
 //!    through the full-screen UI, so its driver must already run);
 //! 5. [`parts`]: interactions, commands, authority, the session's
 //!    configuration, agents, MCP servers, the reloader and the store;
-//! 6. [`open`]: the session made from its parts, locked, announced,
-//!    resumed, its state machine attached.
+//! 6. [`open`]: the session made from its parts, its store settled (the
+//!    store's failure stops the launch here, or before the first MCP
+//!    server starts), locked, announced, resumed, its state machine
+//!    attached.
 //!
 //! The CLI, ACP and the benchmarks start sessions through [`launch`].
 
@@ -228,13 +231,13 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let mut warnings = Vec::new();
     let configured = configure::configure(&opts, &mut warnings)?;
     let found = discover::discover(&opts, &configured, &mut warnings).await?;
-    let loaded = load::load(&opts, &configured, &found, &mut warnings).await?;
+    let mut loaded = load::load(&opts, &configured, &found, &mut warnings).await?;
     let subscribed = subscribe::subscribe(&opts, &configured, &found, &loaded, &mut warnings);
     let parts = parts::assemble(
         &opts,
         &configured,
         &found,
-        &loaded,
+        &mut loaded,
         &subscribed,
         &mut warnings,
     )

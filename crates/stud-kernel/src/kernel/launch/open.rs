@@ -12,6 +12,7 @@ use super::subscribe::Subscribed;
 use super::{LaunchError, LaunchOptions, Launched};
 use crate::extensions::Scope;
 use crate::kernel::named::{self, NamedBy};
+use crate::kernel::persist::{self, Persistence};
 use crate::kernel::session::Session;
 use crate::kernel::session_lock::SessionLock;
 use crate::manifest::Kind;
@@ -20,7 +21,7 @@ pub(super) async fn open(
     opts: LaunchOptions,
     configured: Configured,
     found: Found,
-    loaded: Loaded,
+    mut loaded: Loaded,
     subscribed: Subscribed,
     parts: Parts,
     mut warnings: Vec<String>,
@@ -31,6 +32,27 @@ pub(super) async fn open(
         provider_pick,
         watch,
     } = parts;
+    let started = Session::start(&loaded.exts, session_parts)
+        .instrument(tracing::debug_span!("session_start"))
+        .await;
+    // The store started beside it; one that did not start stops the
+    // launch before the session is locked, announced or written.
+    let store = loaded.store(&mut warnings).await?;
+    let (mut session, tool_warnings) = started?;
+    warnings.extend(tool_warnings);
+    // A replay leaves no session of its own behind.
+    if let Some(store) = store.filter(|_| opts.replay.is_none()) {
+        session.keep_in(Persistence {
+            store,
+            created_ms: persist::now_ms(),
+            project_root: loaded.project_root.clone(),
+            loaded: loaded.exts.clone(),
+            title: String::new(),
+            wrote: Default::default(),
+            manifests: Default::default(),
+            last_manifest: Default::default(),
+        });
+    }
     let Loaded {
         exts,
         uis,
@@ -39,10 +61,6 @@ pub(super) async fn open(
         set,
         ..
     } = loaded;
-    let (mut session, tool_warnings) = Session::start(&exts, session_parts)
-        .instrument(tracing::debug_span!("session_start"))
-        .await?;
-    warnings.extend(tool_warnings);
     // Before anything is written to the session's log.
     let lock = SessionLock::acquire(opts.home.root(), &session.id)?;
     session.announce();

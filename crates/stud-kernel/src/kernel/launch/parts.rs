@@ -22,11 +22,11 @@ use crate::kernel::commands::{CommandEnv, Commands};
 use crate::kernel::editor_files::EditorRoute;
 use crate::kernel::mcp_hub::{self, McpHub, NewTools};
 use crate::kernel::named;
-use crate::kernel::persist::{self, Persistence};
 use crate::kernel::reload::Reloader;
 use crate::kernel::session::SessionParts;
 use crate::kernel::skills::{SKILL_TOOL, SkillCatalog};
 use crate::manifest::Kind;
+use crate::mcp::McpServers;
 
 /// The session's parts, and what serves the session beside it.
 pub(super) struct Parts {
@@ -41,7 +41,7 @@ pub(super) async fn assemble(
     opts: &LaunchOptions,
     configured: &Configured,
     found: &Found,
-    loaded: &Loaded,
+    loaded: &mut Loaded,
     subscribed: &Subscribed,
     warnings: &mut Vec<String>,
 ) -> Result<Parts, LaunchError> {
@@ -147,21 +147,16 @@ pub(super) async fn assemble(
     let (mcp, mcp_tools) = if opts.no_tools {
         (Arc::new(McpHub::default()), NewTools::new())
     } else {
-        start_mcp(opts, bus, &interactions, warnings).await
+        let mut servers = McpServers::discover(&opts.home, &opts.project, &opts.cwd);
+        servers.add(&opts.editor_mcp);
+        // A store that does not start is said before any server starts
+        // or asks to be trusted.
+        if !servers.servers.is_empty() {
+            loaded.store(warnings).await?;
+        }
+        start_mcp(opts, servers, bus, &interactions, warnings).await
     };
     let (reloader, watch) = reloader(opts, found, loaded, warnings);
-    // A replay leaves no session of its own behind.
-    let store = loaded.store.clone().filter(|_| opts.replay.is_none());
-    let persistence = store.map(|store| Persistence {
-        store,
-        created_ms: persist::now_ms(),
-        project_root: loaded.project_root.clone(),
-        loaded: loaded.exts.clone(),
-        title: String::new(),
-        wrote: Default::default(),
-        manifests: Default::default(),
-        last_manifest: Default::default(),
-    });
     Ok(Parts {
         session: SessionParts {
             id: loaded.resumed.as_ref().map(|r| r.session_id.clone()),
@@ -181,7 +176,6 @@ pub(super) async fn assemble(
             mcp,
             mcp_tools,
             reloader: Some(reloader),
-            persistence,
             checkpoints: checkpoint_place(opts, &settings.checkpoints)
                 .filter(|_| opts.replay.is_none()),
         },
@@ -197,20 +191,15 @@ pub(super) async fn assemble(
 /// after their server is up.
 async fn start_mcp(
     opts: &LaunchOptions,
+    servers: McpServers,
     bus: &crate::kernel::events::Bus,
     interactions: &Arc<crate::kernel::interaction::Interactions>,
     warnings: &mut Vec<String>,
 ) -> (Arc<McpHub>, NewTools) {
-    let (hub, mcp_warnings) = mcp_hub::start(
-        &opts.home,
-        &opts.project,
-        &opts.cwd,
-        bus,
-        Some(interactions),
-        &opts.editor_mcp,
-    )
-    .instrument(tracing::debug_span!("mcp_start"))
-    .await;
+    let (hub, mcp_warnings) =
+        mcp_hub::start(&opts.home, servers, &opts.cwd, bus, Some(interactions))
+            .instrument(tracing::debug_span!("mcp_start"))
+            .await;
     warnings.extend(mcp_warnings);
     let mut tools = NewTools::new();
     if interactions.is_headless() || opts.settle_mcp {

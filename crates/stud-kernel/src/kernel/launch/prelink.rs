@@ -26,11 +26,11 @@ pub(super) fn prelink_start(exts: &[Arc<Extension>], provider: &str) {
     let chosen = of(Kind::Provider).filter(|e| e.id().as_str() == provider);
     let hooks_before = of(Kind::Hook).filter(|e| holds_up_first_request(e));
     // The store is left to the caller, which starts it right after this
-    // and so links it on its own thread: waiting on a lane for it cost
+    // on a task of its own that links it: waiting on a lane for it cost
     // the start the lane's wake-up and, on 2 cores, a second lane queued
     // behind the first on one core while the other idled (a scheduler
     // trace, docs/benchmarks.md). The lanes take the rest, one fewer than
-    // the cores: the caller keeps one busy.
+    // the cores: the store's task keeps one busy.
     let soon: VecDeque<Arc<Extension>> = chosen
         .chain(hooks_before)
         .chain(exts.iter().filter(|e| e.provides_context()))

@@ -1,11 +1,14 @@
 //! Which session store keeps a session: the one a profile or
 //! `active.sessionStore` names (the person's own, never a project's under
-//! the id), else the bundled `filesystem` store; started at once, so a
-//! database out of reach is said before anything else, and replaced by
-//! `active.sessionStoreFallback` when the person named one. The session's
-//! launch and `stud session …` choose through this one function.
+//! the id), else the bundled `filesystem` store; replaced by
+//! `active.sessionStoreFallback` when the person named one, and a
+//! database out of reach otherwise stops the launch before the session
+//! opens or an MCP server starts. The session's launch ([`starting`]) and
+//! `stud session …` ([`started`]) choose the same way.
 
 use std::sync::Arc;
+
+use tracing::Instrument as _;
 
 use crate::config::Settings;
 use crate::extensions::Scope;
@@ -16,12 +19,58 @@ use crate::runtime::Extension;
 
 use super::LaunchError;
 
-/// The chosen store, started (or its fallback, with a warning); `None`
-/// when no store of the person's is loaded. `failed` holds the stores
-/// that did not load, by id, with why. `chosen` runs once the choice is
-/// made, before the store starts (the launch starts linking the rest
-/// there, while this thread links and starts the store).
-pub async fn started(
+/// A session store chosen and starting on a task of its own, so the
+/// launch goes on while it links and starts (about 2 ms of a start's way
+/// to its first request, docs/benchmarks.md). The launch
+/// [settles](Self::settle) it before anything a failing store must come
+/// before: before an MCP server is started, and before the session is
+/// opened (locked, announced, its first manifest written). A store that
+/// does not start still stops the launch, with the same error and
+/// fallback as [`started`].
+pub enum StoreStart {
+    Settled(Option<Arc<Extension>>),
+    Starting {
+        id: String,
+        task: tokio::task::JoinHandle<Result<Started, LaunchError>>,
+    },
+}
+
+/// A started store and the warnings its fallback left.
+pub struct Started {
+    store: Arc<Extension>,
+    warnings: Vec<String>,
+}
+
+impl StoreStart {
+    /// The store, once started (its fallback's warning added to
+    /// `warnings`); `None` when no store keeps the session. After an
+    /// error the launch stops: nothing is left to settle.
+    pub async fn settle(
+        &mut self,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<Arc<Extension>>, LaunchError> {
+        let (id, task) = match std::mem::replace(self, StoreStart::Settled(None)) {
+            StoreStart::Settled(store) => {
+                *self = StoreStart::Settled(store.clone());
+                return Ok(store);
+            }
+            StoreStart::Starting { id, task } => (id, task),
+        };
+        let started = task.await.map_err(|e| {
+            LaunchError::Setting(format!(
+                "the session store `{id}` did not start: its start was cut short ({e})"
+            ))
+        })??;
+        warnings.extend(started.warnings);
+        *self = StoreStart::Settled(Some(started.store.clone()));
+        Ok(Some(started.store))
+    }
+}
+
+/// The store chosen now (a wrong name stops the launch here) and started
+/// on a task: see [`StoreStart`]. `chosen` runs once the choice is made,
+/// before the store starts (the launch starts linking the rest there).
+pub fn starting(
     settings: &Settings,
     wanted: Option<&str>,
     named_by: NamedBy,
@@ -29,18 +78,57 @@ pub async fn started(
     failed: &[(String, String)],
     warnings: &mut Vec<String>,
     chosen: impl FnOnce(),
-) -> Result<Option<Arc<Extension>>, LaunchError> {
+) -> Result<StoreStart, LaunchError> {
     let choice = choose_store(settings, wanted, named_by, stores, failed, warnings)?;
     chosen();
     let Some(store) = choice else {
-        return Ok(None);
+        return Ok(StoreStart::Settled(None));
     };
+    let fallback = settings.active.session_store_fallback.clone();
+    let stores = stores.to_vec();
+    let id = store.id().to_string();
+    let span = tracing::Span::current();
+    let task = tokio::spawn(
+        async move {
+            let mut warnings = Vec::new();
+            let store =
+                start_or_fall_back(store, fallback.as_deref(), &stores, &mut warnings).await?;
+            Ok(Started { store, warnings })
+        }
+        .instrument(span),
+    );
+    Ok(StoreStart::Starting { id, task })
+}
+
+/// The chosen store, started (or its fallback, with a warning); `None`
+/// when no store of the person's is loaded. `failed` holds the stores
+/// that did not load, by id, with why.
+pub async fn started(
+    settings: &Settings,
+    wanted: Option<&str>,
+    named_by: NamedBy,
+    stores: &[Arc<Extension>],
+    failed: &[(String, String)],
+    warnings: &mut Vec<String>,
+) -> Result<Option<Arc<Extension>>, LaunchError> {
+    starting(settings, wanted, named_by, stores, failed, warnings, || {})?
+        .settle(warnings)
+        .await
+}
+
+/// `store` started, else the fallback `active.sessionStoreFallback` names.
+async fn start_or_fall_back(
+    store: Arc<Extension>,
+    fallback: Option<&str>,
+    stores: &[Arc<Extension>],
+    warnings: &mut Vec<String>,
+) -> Result<Arc<Extension>, LaunchError> {
     // Instances start at first use: start it now.
     let Err(e) = store.start().await else {
-        return Ok(Some(store));
+        return Ok(store);
     };
     let fallback = fallback_for(
-        settings,
+        fallback,
         store.id().as_str(),
         &e.to_string(),
         stores,
@@ -53,7 +141,7 @@ pub async fn started(
             fallback.id()
         ))
     })?;
-    Ok(Some(fallback))
+    Ok(fallback)
 }
 
 /// The session store: `wanted` (a profile's `sessionStore`, else
@@ -83,7 +171,14 @@ fn choose_store(
             .cloned());
     };
     if let Some((_, why)) = failed.iter().find(|(f, _)| f == id) {
-        return fallback_for(settings, id, why, stores, warnings).map(Some);
+        return fallback_for(
+            settings.active.session_store_fallback.as_deref(),
+            id,
+            why,
+            stores,
+            warnings,
+        )
+        .map(Some);
     }
     named::check(
         stores,
@@ -111,13 +206,13 @@ fn choose_store(
 /// unless `active.sessionStoreFallback` names a bundled or global store to
 /// keep sessions meanwhile (said in a warning).
 fn fallback_for(
-    settings: &Settings,
+    fallback: Option<&str>,
     id: &str,
     why: &str,
     stores: &[Arc<Extension>],
     warnings: &mut Vec<String>,
 ) -> Result<Arc<Extension>, LaunchError> {
-    let Some(fallback) = &settings.active.session_store_fallback else {
+    let Some(fallback) = fallback else {
         return Err(LaunchError::Setting(format!(
             "the session store `{id}` did not start: {why}; mend it, or set `active.sessionStoreFallback` to \"{}\" in your global settings to keep sessions on this machine meanwhile",
             persist::DEFAULT_STORE

@@ -13,7 +13,7 @@ mod tool;
 mod ui;
 
 pub use provider::ResponseStream;
-pub use tool::{tool_spec_from_json, tool_spec_to_json};
+pub use tool::{KnownSpec, SpecSource, tool_spec_from_json, tool_spec_to_json};
 
 /// Run one export call on the live instance.
 ///

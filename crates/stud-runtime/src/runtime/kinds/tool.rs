@@ -9,18 +9,44 @@ use crate::runtime::extension::Extension;
 /// Bumped when the note's shape changes.
 const SPEC_NOTE_VERSION: &str = "tool-spec-v1";
 
+/// A tool's spec and where it came from.
+#[derive(Debug, Clone)]
+pub struct KnownSpec {
+    pub spec: ToolSpec,
+    pub source: SpecSource,
+}
+
+/// Where a tool's spec came from, which decides what the kernel must
+/// still check about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpecSource {
+    /// Recorded in this binary beside the bundled component it describes
+    /// (its digest matched, its config is the default). The tests check
+    /// every recorded spec against the component's `describe` and its
+    /// parameter schema against the JSON Schema compiler
+    /// (`tests/bundled_specs.rs`).
+    Binary,
+    /// The compile cache's note from an earlier `describe`.
+    Cache,
+    /// The component's `describe`, asked now.
+    Described,
+}
+
 impl Extension {
     /// The tool's spec without starting it when this component, with this
     /// config, described itself before: `describe` may depend on nothing
     /// else (the contract says so), so the answer is kept beside the
     /// compiled code, authenticated like it. Otherwise it is asked, and
     /// kept.
-    pub async fn tool_spec(&self) -> Result<ToolSpec, CallError> {
+    pub async fn tool_spec(&self) -> Result<KnownSpec, CallError> {
         if self.ctx.config == crate::runtime::load::NO_SETTINGS {
             let recorded = crate::bundled::recorded_tool_spec(&self.digest.hex());
             if let Some(spec) = recorded.and_then(|text| tool_spec_from_json(text.as_bytes())) {
                 tracing::trace!(ext = %self.id(), "spec recorded in the binary");
-                return Ok(spec);
+                return Ok(KnownSpec {
+                    spec,
+                    source: SpecSource::Binary,
+                });
             }
         }
         let name = format!(
@@ -30,11 +56,17 @@ impl Extension {
         );
         let cache = &self.runtime().cache;
         if let Some(spec) = cache.read_note(&name).and_then(|b| tool_spec_from_json(&b)) {
-            return Ok(spec);
+            return Ok(KnownSpec {
+                spec,
+                source: SpecSource::Cache,
+            });
         }
         let spec = self.tool_describe().await?;
         cache.write_note(&name, &tool_spec_to_json(&spec));
-        Ok(spec)
+        Ok(KnownSpec {
+            spec,
+            source: SpecSource::Described,
+        })
     }
 
     pub async fn tool_describe(&self) -> Result<ToolSpec, CallError> {
