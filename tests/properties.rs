@@ -13,7 +13,7 @@ use stud::contract::HOST_CONTRACT;
 use stud::extensions::lockfile::Lockfile;
 use stud::kernel::{AllowPattern, Callee};
 use stud::manifest::parse_manifest;
-use stud_sdk::shell::approval_key;
+use stud_sdk_shell::approval_key;
 
 /// Whether `entries` approve every line of `tool`'s key (the kernel's rule).
 fn approved(entries: &[AllowPattern], tool: &str, key: &str) -> bool {

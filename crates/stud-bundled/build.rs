@@ -41,6 +41,7 @@ fn main() {
         "sdk/macros/src",
         "sdk/Cargo.toml",
         "sdk/protocol",
+        "sdk/shell",
         "sdk/examples",
         "sdk/templates",
         "plugins",
@@ -164,6 +165,7 @@ fn embed_sdk_kit(root: &Path) -> String {
         "sdk/src",
         "sdk/macros/src",
         "sdk/protocol/src",
+        "sdk/shell/src",
         "sdk/examples",
         "sdk/templates",
         "wit",
@@ -174,6 +176,7 @@ fn embed_sdk_kit(root: &Path) -> String {
         "sdk/Cargo.toml",
         "sdk/macros/Cargo.toml",
         "sdk/protocol/Cargo.toml",
+        "sdk/shell/Cargo.toml",
     ] {
         files.push((file.to_string(), root.join(file)));
     }

@@ -84,7 +84,7 @@ fn main() {
         let mut native = Vec::new();
         for _ in 0..2000 {
             let t = Instant::now();
-            std::hint::black_box(stud_sdk::shell::approval_key(std::hint::black_box(pipeline)));
+            std::hint::black_box(stud_sdk_shell::approval_key(std::hint::black_box(pipeline)));
             native.push(t.elapsed());
         }
         let bash = l.session.tool_extension("bash").expect("bash tool");

@@ -46,7 +46,6 @@ pub mod host;
 pub mod kinds;
 pub mod llm_http;
 pub mod llm_parts;
-pub mod shell;
 pub mod sse;
 pub mod text;
 /// Text for a person's terminal: [`terminal::safe`] makes model and tool

@@ -1,6 +1,6 @@
 //! `bash`: run a shell line in the project directory through the host's
 //! process capability. The approval key comes from a shell parser
-//! (`stud_sdk::shell`): one line per simple command and per output
+//! (`stud_sdk_shell`): one line per simple command and per output
 //! redirection, so `bash:git *` approves `git status` but not
 //! `git status; rm -rf ~`. The parser models a closed world: anything it
 //! does not model completely (loops, `case`, expansions, assignments,
@@ -50,7 +50,7 @@ impl Tool for Bash {
     }
 
     fn approval_key(&self, args: &Args) -> Result<String, Error> {
-        Ok(stud_sdk::shell::approval_key_in(
+        Ok(stud_sdk_shell::approval_key_in(
             args.str("command")?,
             args.opt_str("cwd"),
         ))

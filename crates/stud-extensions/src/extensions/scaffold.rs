@@ -168,6 +168,8 @@ crate-type = ["cdylib"]
 # The SDK of the stud that made this crate (`stud ext new`), unpacked
 # from its binary: it matches the host that loads the component.
 stud-sdk = {{ path = "{sdk}" }}
+# A tool that runs shell lines: key them as `bash` does (docs/writing-extensions.md).
+# stud-sdk-shell = {{ path = "{sdk}/shell" }}
 serde = {{ version = "1", features = ["derive"] }}
 serde_json = "1"
 
@@ -280,6 +282,8 @@ mod tests {
             .join("sdk")
             .join(stud_protocol::CONTRACT_VERSION);
         assert!(kit.join("sdk/Cargo.toml").is_file());
+        assert!(kit.join("sdk/shell/Cargo.toml").is_file());
+        assert!(kit.join("sdk/shell/src/lib.rs").is_file());
         assert!(kit.join("wit/since_v0.1.4/host-socket.wit").is_file());
     }
 

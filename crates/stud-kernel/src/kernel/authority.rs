@@ -79,7 +79,7 @@ pub enum Callee<'a> {
 }
 
 /// A key line a tool could not classify with certainty (a shell line with
-/// a substitution, say, from `stud_sdk::shell`): only an entry without
+/// a substitution, say, from `stud_sdk_shell`): only an entry without
 /// `*` that names it exactly approves it.
 pub const UNCLASSIFIED: &str = "(unclassified) ";
 

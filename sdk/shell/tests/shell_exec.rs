@@ -1,6 +1,6 @@
 //! The approval key of a shell line, tested by running the line.
 //!
-//! `stud_sdk::shell` derives what a shell line runs by parsing it; this
+//! `stud_sdk_shell` derives what a shell line runs by parsing it; this
 //! test checks the derivation against what `sh -c` (dash, what the `bash`
 //! tool runs) and `bash -c` really do. Each program runs under `strace` in
 //! a throwaway project folder full of hostile furniture; the trace gives
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::strategy::{BoxedStrategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-use stud_sdk::shell::{UNCLASSIFIED, approval_key_in, key_lines};
+use stud_sdk_shell::{UNCLASSIFIED, approval_key_in, key_lines};
 
 /// The `PATH` the shells run with.
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
