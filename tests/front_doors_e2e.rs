@@ -202,3 +202,41 @@ fn the_same_lines_do_the_same_through_every_front_end() {
     let stops = log.iter().filter(|m| m["type"] == "stop").count();
     assert_eq!(stops, 3, "{log:#?}");
 }
+
+/// A server's prompt typed while a turn runs is the next turn, as a typed
+/// prompt is: it is not a command to run beside the turn (it once went
+/// there and was "unknown command" whenever a line came before the turn
+/// had ended).
+#[test]
+fn a_server_prompt_typed_during_a_turn_is_the_next_turn() {
+    let env = StudEnv::new();
+    env.script(
+        json!([
+            {"text": "", "tool_calls": [common::call("bash", json!({"command": "sleep 2"}))]},
+            {"text": "first turn done"},
+            {"text": "model saw: {{last_user}}"}
+        ]),
+        json!({"mcpServers": {"everything": {
+            "command": common::npm::bin("mcp-server-everything"),
+            "args": ["stdio"]
+        }}}),
+    );
+    env.ok(&["mcp", "trust", "everything"]);
+    let mut t = Term::spawn(&env, &["--yolo"], 200, 60);
+    t.wait_for("/help", WAIT);
+    for _ in 0..60 {
+        t.line("/mcp");
+        if t.shows_within("everything  connected", Duration::from_secs(1)) {
+            break;
+        }
+    }
+    t.line("wait");
+    t.wait_for("running…", WAIT);
+    t.line("/mcp__everything__args-prompt Austin state=TX");
+    let screen = t.wait_for("model saw: What's weather in Austin, TX?", WAIT);
+    assert!(!screen.contains("unknown command"), "{screen}");
+    let first = screen.find("first turn done").expect(&screen);
+    let second = screen.find("model saw: What's").expect(&screen);
+    assert!(first < second, "{screen}");
+    assert_eq!(user_messages(&env).len(), 2);
+}

@@ -400,16 +400,22 @@ fn a_tool_call_shows_what_it_waits_for() {
     t.wait_for("⎿ cancelled", WAIT);
 }
 
-#[test]
-fn a_follow_up_typed_during_a_turn_runs_after_it() {
-    let env = env_with(
+/// A turn that runs `sleep 1.5` and says "first turn done", then one that
+/// repeats what it was sent.
+fn a_slow_turn_then_an_echo() -> StudEnv {
+    env_with(
         json!([
             {"text": "", "tool_calls": [call("bash", json!({"command": "sleep 1.5"}))]},
             {"text": "first turn done"},
             {"text": "second turn got: {{last_user}}"}
         ]),
         json!({}),
-    );
+    )
+}
+
+#[test]
+fn a_follow_up_typed_during_a_turn_runs_after_it() {
+    let env = a_slow_turn_then_an_echo();
     let mut t = start(&env, &["--yolo"]);
     t.line("first");
     t.wait_for("running…", WAIT);
@@ -417,6 +423,25 @@ fn a_follow_up_typed_during_a_turn_runs_after_it() {
     let screen = t.wait_for("1 queued", WAIT);
     assert!(!screen.contains("second turn got"), "{screen}");
     let screen = t.wait_for("second turn got: the follow-up", WAIT);
+    let first = screen.find("first turn done").expect(&screen);
+    let second = screen.find("second turn got").expect(&screen);
+    assert!(first < second, "{screen}");
+}
+
+/// A Markdown command typed during a turn makes the next turn, as a
+/// typed prompt does; it is not a command to run beside the turn.
+#[test]
+fn a_markdown_command_typed_during_a_turn_is_the_next_turn() {
+    let env = a_slow_turn_then_an_echo();
+    env.file(".claude/commands/shout.md", "Say $ARGUMENTS loudly.\n");
+    std::fs::create_dir_all(env.project.path().join(".stud")).expect("mkdir .stud");
+    env.ok(&["trust", "grant"]);
+    let mut t = start(&env, &["--yolo"]);
+    t.line("first");
+    t.wait_for("running…", WAIT);
+    t.line("/shout hello");
+    let screen = t.wait_for("second turn got: Say hello loudly.", WAIT);
+    assert!(!screen.contains("unknown command"), "{screen}");
     let first = screen.find("first turn done").expect(&screen);
     let second = screen.find("second turn got").expect(&screen);
     assert!(first < second, "{screen}");

@@ -5,14 +5,16 @@
 //! a turn and when a turn stops is decided here, once, so the front ends
 //! cannot drift apart.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::future::Future;
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 use super::commands::{After, Dispatched};
 use super::input::{Input, classify};
 use super::launch::{LaunchError, Launched};
+use super::mcp_hub::McpHub;
 use super::persist::ResumeTarget;
 use super::plan_mode::{CARRY_OUT, PLAN_COMMAND};
 use super::rewind::{REWIND, UNDO};
@@ -31,7 +33,8 @@ use crate::runtime::domain::Image;
 pub enum Submission {
     /// A typed or sent line with what it carries. Between turns it runs
     /// now; while a turn runs a command runs beside it (turn-safe ones
-    /// only) and a prompt is the follow-up, run once the turn ended.
+    /// only) and a prompt is the follow-up, run once the turn ended (so is
+    /// a command that makes a prompt: an MCP server's, a Markdown one).
     Line { text: String, images: Vec<Image> },
     /// Words for the running turn's next stage boundary; between turns, a
     /// line.
@@ -478,6 +481,32 @@ impl TurnModel {
 /// turn-safe command runs beside it on a snapshot of the session (one at
 /// a time), a prompt waits in `follow_ups`. Returns the outcome and
 /// whether the session is to end.
+/// The commands that stand for a prompt rather than an action: the MCP
+/// servers' prompts and the Markdown commands. Taken before a turn, which
+/// holds the session; a server that connects meanwhile is asked live.
+struct PromptCommands {
+    hub: Arc<McpHub>,
+    markdown: HashSet<String>,
+}
+
+impl PromptCommands {
+    fn of(launched: &Launched) -> Self {
+        Self {
+            hub: launched.session.mcp().clone(),
+            markdown: launched
+                .commands
+                .markdown()
+                .all()
+                .map(|c| c.name.clone())
+                .collect(),
+        }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.markdown.contains(name) || self.hub.prompt(name).is_some()
+    }
+}
+
 async fn run_turn<F: FrontEnd>(
     launched: &mut Launched,
     front: &mut F,
@@ -488,6 +517,7 @@ async fn run_turn<F: FrontEnd>(
     front.turn_started(&token);
     let steering = launched.session.steering.clone();
     let view = launched.commands.turn_view(&launched.session);
+    let prompt_commands = PromptCommands::of(launched);
     let mut quit = false;
     let mut commands = Some(&mut launched.commands);
     // Each with the line it came from: one the turn ends before runs after.
@@ -527,7 +557,12 @@ async fn run_turn<F: FrontEnd>(
                 Some(Submission::Line { text, images }) => match classify(&text) {
                     // The kernel's own (`/plan`, `/copy`) wait for the
                     // turn's end: they act on the session the turn holds.
-                    Input::Command { name, .. } if KERNEL_COMMANDS.contains(&name.as_str()) => {
+                    // So do those that make a prompt: they are the next
+                    // turn, not something to run beside this one.
+                    Input::Command { name, .. }
+                        if KERNEL_COMMANDS.contains(&name.as_str())
+                            || prompt_commands.contains(&name) =>
+                    {
                         follow_ups.push_back(Submission::Line { text, images })
                     }
                     Input::Command { name, args } => waiting.push_back((name, args, text)),
