@@ -555,6 +555,27 @@ fn a_steering_message_reaches_the_next_request_of_the_running_turn() {
     );
 }
 
+/// A resize just after the first frame is drawn redraws at the new size:
+/// it once came before the input thread's first look at the terminal and
+/// was lost, leaving the screen at the old size. (It failed every time
+/// with that thread's start delayed by 1.5 s; without the delay the race
+/// is narrow, and CI's load hit it.)
+#[test]
+fn a_resize_right_after_the_first_frame_is_not_lost() {
+    let env = env_with(json!([]), json!({}));
+    let mut t = Term::spawn(&env, &[], 100, 30);
+    t.wait_for("/help", WAIT);
+    // The old status line was on row 30: cut off at 20 rows until the UI
+    // draws again.
+    t.resize(120, 20);
+    let screen = t.wait_for("/help", WAIT);
+    let last = screen.lines().nth(19).unwrap_or_default();
+    assert!(
+        last.contains("/help"),
+        "the status line is the last row:\n{screen}"
+    );
+}
+
 #[test]
 fn a_resize_redraws_without_losing_the_input() {
     let env = env_with(json!([]), json!({}));

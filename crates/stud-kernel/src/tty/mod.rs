@@ -51,6 +51,12 @@ impl Screen {
     /// bracketed paste, and a thread reading its events.
     pub fn take_over() -> std::io::Result<Self> {
         let raw = RawGuard::enter()?;
+        // crossterm opens its event source, and with it the SIGWINCH
+        // handler, at the first poll. Done here, before the UI asks the
+        // size and draws, so a resize between that first frame and the
+        // input thread's first turn is an event, not lost (the screen
+        // stayed at the old size until the next key).
+        let _ = crossterm::event::poll(Duration::ZERO);
         let (tx, rx) = mpsc::unbounded_channel();
         let reader = std::sync::Arc::new(ReaderPause::default());
         let pause = reader.clone();
