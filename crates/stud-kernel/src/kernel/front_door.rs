@@ -476,11 +476,6 @@ impl TurnModel {
     }
 }
 
-/// One prompt's turn (its workflow, with a state machine attached), with
-/// what the front end sends meanwhile: steering reaches the turn, a
-/// turn-safe command runs beside it on a snapshot of the session (one at
-/// a time), a prompt waits in `follow_ups`. Returns the outcome and
-/// whether the session is to end.
 /// The commands that stand for a prompt rather than an action: the MCP
 /// servers' prompts and the Markdown commands. Taken before a turn, which
 /// holds the session; a server that connects meanwhile is asked live.
@@ -507,6 +502,11 @@ impl PromptCommands {
     }
 }
 
+/// One prompt's turn (its workflow, with a state machine attached), with
+/// what the front end sends meanwhile: steering reaches the turn, a
+/// turn-safe command runs beside it on a snapshot of the session (one at
+/// a time), a prompt waits in `follow_ups`. Returns the outcome and
+/// whether the session is to end.
 async fn run_turn<F: FrontEnd>(
     launched: &mut Launched,
     front: &mut F,
