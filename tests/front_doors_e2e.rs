@@ -31,10 +31,16 @@ fn lines() -> Vec<String> {
 /// A home and project whose model repeats what it saw, with the
 /// `everything` MCP server configured and trusted.
 fn env() -> StudEnv {
-    let env = StudEnv::new();
     let answer = json!({"text": "model saw: {{last_user}}"});
+    env_with(json!([answer, answer, answer, answer]))
+}
+
+/// A home and project whose model plays `turns`, with the `everything`
+/// MCP server configured and trusted.
+fn env_with(turns: Value) -> StudEnv {
+    let env = StudEnv::new();
     env.script(
-        json!([answer, answer, answer, answer]),
+        turns,
         json!({"mcpServers": {"everything": {
             "command": common::npm::bin("mcp-server-everything"),
             "args": ["stdio"]
@@ -42,6 +48,20 @@ fn env() -> StudEnv {
     );
     env.ok(&["mcp", "trust", "everything"]);
     env
+}
+
+/// The full-screen UI, once its input box is up and the server is
+/// connected (servers start in the background: `/mcp` until it is).
+fn screen_with_server(env: &StudEnv, args: &[&str]) -> Term {
+    let mut t = Term::spawn(env, args, 200, 60);
+    t.wait_for("/help", WAIT);
+    for _ in 0..60 {
+        t.line("/mcp");
+        if t.shows_within("everything  connected", Duration::from_secs(1)) {
+            break;
+        }
+    }
+    t
 }
 
 /// The text of every user message the one session in `env` recorded.
@@ -90,14 +110,7 @@ fn line_console(env: &StudEnv) -> String {
 }
 
 fn full_screen(env: &StudEnv) -> String {
-    let mut t = Term::spawn(env, &[], 200, 60);
-    t.wait_for("/help", WAIT);
-    for _ in 0..60 {
-        t.line("/mcp");
-        if t.shows_within("everything  connected", Duration::from_secs(1)) {
-            break;
-        }
-    }
+    let mut t = screen_with_server(env, &[]);
     let mut seen = String::new();
     // How many user messages the session holds once each line is done
     // (the refused line adds none).
@@ -209,27 +222,12 @@ fn the_same_lines_do_the_same_through_every_front_end() {
 /// had ended).
 #[test]
 fn a_server_prompt_typed_during_a_turn_is_the_next_turn() {
-    let env = StudEnv::new();
-    env.script(
-        json!([
-            {"text": "", "tool_calls": [common::call("bash", json!({"command": "sleep 2"}))]},
-            {"text": "first turn done"},
-            {"text": "model saw: {{last_user}}"}
-        ]),
-        json!({"mcpServers": {"everything": {
-            "command": common::npm::bin("mcp-server-everything"),
-            "args": ["stdio"]
-        }}}),
-    );
-    env.ok(&["mcp", "trust", "everything"]);
-    let mut t = Term::spawn(&env, &["--yolo"], 200, 60);
-    t.wait_for("/help", WAIT);
-    for _ in 0..60 {
-        t.line("/mcp");
-        if t.shows_within("everything  connected", Duration::from_secs(1)) {
-            break;
-        }
-    }
+    let env = env_with(json!([
+        {"text": "", "tool_calls": [common::call("bash", json!({"command": "sleep 2"}))]},
+        {"text": "first turn done"},
+        {"text": "model saw: {{last_user}}"}
+    ]));
+    let mut t = screen_with_server(&env, &["--yolo"]);
     t.line("wait");
     t.wait_for("running…", WAIT);
     t.line("/mcp__everything__args-prompt Austin state=TX");
