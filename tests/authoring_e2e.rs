@@ -3,9 +3,13 @@
 //! build` (a real cargo build for wasm32-wasip2 against the SDK unpacked
 //! from the binary), `stud ext install ./NAME`, and a session that uses it.
 //!
-//! The crates build into the workspace's warm `target/wasm` (the bundled
-//! extensions' target dir, same profile and lockfile), so only the SDK and
-//! the new crate compile: seconds instead of a minute each.
+//! The crates build into one cargo target dir shared by these tests
+//! (`target/authoring`): the first build compiles the SDK's dependencies
+//! (about a minute on 2 cores), the others wait on cargo's lock and then
+//! compile only the SDK and the new crate, seconds each. Not the bundled
+//! extensions' `target/wasm`: those builds remap paths (`RUSTFLAGS`), and
+//! alternating flags in one target dir would rebuild every dependency each
+//! time.
 
 use crate::common;
 
@@ -15,13 +19,9 @@ use std::process::Output;
 use common::{StudEnv, call};
 use serde_json::{Value, json};
 
-/// The bundled extensions' cargo target dir.
+/// The target dir the authors' crates share.
 fn shared_target() -> PathBuf {
-    let out = common::wasm("");
-    out.ancestors()
-        .nth(2)
-        .expect("target/wasm/wasm32-wasip2/release")
-        .to_path_buf()
+    common::workspace_root().join("target").join("authoring")
 }
 
 struct Author {

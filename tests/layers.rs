@@ -12,6 +12,7 @@ use serde_json::Value;
 /// The workspace crates from the bottom up. A crate may depend on any crate
 /// listed before it, never on one after it.
 const LAYERS: &[&str] = &[
+    "stud-prebuilt",
     "stud-sdk-shell",
     "stud-protocol",
     "stud-sdk-macros",

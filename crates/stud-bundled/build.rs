@@ -1,6 +1,8 @@
-//! Builds the bundled extensions (`plugins/`) for `wasm32-wasip2`, and
-//! embeds them (manifest, component bytes, sha256) and the SDK kit in this
-//! crate, so in the `stud` binary. The test fixtures are built by
+//! Embeds the bundled extensions (manifest, component bytes, sha256) and
+//! the SDK kit in this crate, so in the `stud` binary. The components are
+//! the prebuilt ones in `prebuilt/` when their record's key is the
+//! sources' key, and otherwise `plugins/` built for `wasm32-wasip2` here
+//! (see `prebuilt.rs`). The test fixtures are built by
 //! `stud-fixtures`, which only the tests depend on. A crate of its own: a change to the kernel never
 //! runs it again.
 //!
@@ -9,6 +11,9 @@
 //! that ship. The wasm builds use their own target dir (`target/wasm`) so
 //! they never wait on the outer build's lock.
 
+// `stud-prebuilt` (which makes and verifies the folder) uses the rest.
+#[allow(dead_code)]
+mod prebuilt;
 mod wasm_build;
 
 use std::env;
@@ -16,6 +21,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use prebuilt::{Record, Source};
 use sha2::{Digest, Sha256};
 use wasm_build::{WASM_TARGET, build_workspace, ensure_wasm_target};
 
@@ -38,38 +44,58 @@ fn main() {
     for watched in [
         "wit",
         "sdk/src",
-        "sdk/macros/src",
+        "sdk/macros",
         "sdk/Cargo.toml",
         "sdk/protocol",
         "sdk/shell",
         "sdk/examples",
         "sdk/templates",
         "plugins",
+        prebuilt::DIR,
+        "crates/stud-bundled/wasm_build.rs",
+        "crates/stud-bundled/prebuilt.rs",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     println!("cargo:rerun-if-env-changed=STUD_SKIP_WASM_BUILD");
+    println!("cargo:rerun-if-env-changed=STUD_BUNDLED_FROM_SOURCE");
 
-    if env::var_os("STUD_SKIP_WASM_BUILD").is_none() {
-        ensure_wasm_target();
-        build_workspace(&root.join("plugins"), &wasm_target_dir);
-    }
+    let key = prebuilt::sources_key(&root)
+        .unwrap_or_else(|e| panic!("reading the bundled extensions' sources: {e}"));
+    let record = Record::read(&root);
+    let asked = env::var_os("STUD_BUNDLED_FROM_SOURCE").is_some();
+    let components = match prebuilt::choose(record.as_ref().ok(), &key, asked) {
+        Source::Prebuilt => root.join(prebuilt::DIR),
+        Source::FromSource => {
+            if !asked {
+                let why = match &record {
+                    Ok(_) => "plugins/, sdk/ or wit/ changed since they were made".to_string(),
+                    Err(e) => e.clone(),
+                };
+                println!(
+                    "cargo:warning=building the bundled extensions from source, not using {} ({why}; `cargo run -p stud-prebuilt -- refresh` updates them)",
+                    prebuilt::DIR
+                );
+            }
+            if env::var_os("STUD_SKIP_WASM_BUILD").is_none() {
+                ensure_wasm_target();
+                build_workspace(&root, &root.join("plugins"), &wasm_target_dir)
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+            wasm_out.clone()
+        }
+    };
 
     fs::write(out_dir.join("sdk_kit.rs"), embed_sdk_kit(&root)).expect("write sdk_kit.rs");
-    let bundled = embed_bundled(&root.join("plugins"), &wasm_out, &out_dir);
+    let bundled = embed_bundled(&root.join("plugins"), &components, &out_dir);
     fs::write(out_dir.join("bundled.rs"), bundled).expect("write bundled.rs");
-    println!("cargo:rustc-env=STUD_WASM_OUT={}", wasm_out.display());
+    println!("cargo:rustc-env=STUD_WASM_OUT={}", components.display());
 }
 
 /// Copy each plugin's manifest and component into OUT_DIR and generate the
 /// table the binary embeds.
 fn embed_bundled(plugins: &Path, wasm_out: &Path, out_dir: &Path) -> String {
-    let mut dirs: Vec<PathBuf> = fs::read_dir(plugins)
-        .expect("read plugins/")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("extension.toml").is_file())
-        .collect();
-    dirs.sort();
+    let dirs = prebuilt::plugin_dirs(plugins).expect("read plugins/");
     let mut src = String::from(
         "/// Extensions built from `plugins/` and embedded at build time.\npub static BUNDLED: &[BundledExtension] = &[\n",
     );
@@ -80,14 +106,13 @@ fn embed_bundled(plugins: &Path, wasm_out: &Path, out_dir: &Path) -> String {
     // by discovery reading the manifest (docs/benchmarks.md, "Code
     // layout").
     let mut statics = String::new();
-    for (i, dir) in dirs.into_iter().enumerate() {
+    for (i, (dir, manifest)) in dirs.into_iter().enumerate() {
         let name = dir
             .file_name()
             .expect("plugin dir name")
             .to_string_lossy()
             .into_owned();
-        let manifest = fs::read_to_string(dir.join("extension.toml")).expect("read extension.toml");
-        let component = component_file(&manifest).unwrap_or_else(|| {
+        let component = prebuilt::component_file(&manifest).unwrap_or_else(|| {
             panic!("plugins/{name}/extension.toml needs a `component = \"...wasm\"` line")
         });
         let id = top_level_string(&manifest, "id").unwrap_or_else(|| {
@@ -123,15 +148,6 @@ fn embed_bundled(plugins: &Path, wasm_out: &Path, out_dir: &Path) -> String {
     src.push_str("];\n");
     src.push_str(&statics);
     src
-}
-
-/// The `component = "..."` value, read without a TOML parser (the full
-/// validation happens at load time in the host).
-fn component_file(manifest: &str) -> Option<String> {
-    manifest.lines().find_map(|line| {
-        let (key, value) = line.split_once('=')?;
-        (key.trim() == "component").then(|| value.trim().trim_matches('"').to_string())
-    })
 }
 
 /// A `key = "..."` value before the first table header, read without a

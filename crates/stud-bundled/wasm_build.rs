@@ -34,7 +34,14 @@ pub fn ensure_wasm_target() {
     }
 }
 
-pub fn build_workspace(dir: &Path, target_dir: &Path) {
+/// Build the workspace in `dir` for `wasm32-wasip2` into `target_dir`.
+///
+/// Paths are remapped (`root` to `/stud`, the cargo home to `/cargo`):
+/// panic locations name source files, and without the remap a component
+/// would carry the builder's folders, so the same sources would build to
+/// different bytes on each machine and the prebuilt components could not
+/// be checked against them (`prebuilt.rs`).
+pub fn build_workspace(root: &Path, dir: &Path, target_dir: &Path) -> Result<(), String> {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(dir)
@@ -49,7 +56,6 @@ pub fn build_workspace(dir: &Path, target_dir: &Path) {
         .arg(target_dir);
     // Flags meant for the host build must not leak into the wasm build.
     for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
         "RUSTFLAGS",
         "CARGO_BUILD_RUSTFLAGS",
         "CARGO_BUILD_TARGET",
@@ -60,14 +66,32 @@ pub fn build_workspace(dir: &Path, target_dir: &Path) {
     ] {
         cmd.env_remove(var);
     }
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", remap_flags(root));
     let output = cmd
         .output()
-        .unwrap_or_else(|e| panic!("cannot run cargo for {}: {e}", dir.display()));
-    if !output.status.success() {
-        panic!(
+        .map_err(|e| format!("cannot run cargo for {}: {e}", dir.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
             "building the components in {} failed:\n{}",
             dir.display(),
             String::from_utf8_lossy(&output.stderr)
-        );
+        ))
     }
+}
+
+/// `--remap-path-prefix` for the repository and the cargo home, as
+/// `CARGO_ENCODED_RUSTFLAGS` (flags separated by 0x1f). The cargo home
+/// comes last: rustc applies the last matching prefix, and a cargo home
+/// inside the repository must still map to `/cargo`.
+fn remap_flags(root: &Path) -> String {
+    let cargo_home = env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let mut flags = vec![format!("--remap-path-prefix={}=/stud", root.display())];
+    if let Some(home) = cargo_home {
+        flags.push(format!("--remap-path-prefix={}=/cargo", home.display()));
+    }
+    flags.join("\u{1f}")
 }

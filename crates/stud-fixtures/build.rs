@@ -24,6 +24,7 @@ fn main() {
         "wit",
         "sdk/src",
         "sdk/macros/src",
+        "crates/stud-bundled/wasm_build.rs",
         "sdk/Cargo.toml",
         "sdk/protocol",
         "tests/fixtures",
@@ -33,7 +34,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=STUD_SKIP_WASM_BUILD");
     if env::var_os("STUD_SKIP_WASM_BUILD").is_none() {
         ensure_wasm_target();
-        build_workspace(&fixtures, &wasm_target_dir);
+        build_workspace(&root, &fixtures, &wasm_target_dir).unwrap_or_else(|e| panic!("{e}"));
     }
     println!(
         "cargo:rustc-env=STUD_FIXTURES_WASM_OUT={}",

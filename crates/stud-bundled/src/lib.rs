@@ -1,9 +1,10 @@
-//! What the `stud` binary carries built in: the bundled extensions (built
-//! from `plugins/` for `wasm32-wasip2` by this crate's build script, their
-//! manifests, component bytes and digests embedded) and the SDK kit that
-//! `stud ext new` unpacks.
+//! What the `stud` binary carries built in: the bundled extensions (the
+//! prebuilt components of `prebuilt/` while they are what `plugins/`
+//! builds to, otherwise `plugins/` built for `wasm32-wasip2` by this
+//! crate's build script; manifests, component bytes and digests embedded)
+//! and the SDK kit that `stud ext new` unpacks.
 
-/// Where the build script put the bundled wasm components.
+/// The folder the embedded components were read from.
 pub const WASM_OUT: &str = env!("STUD_WASM_OUT");
 
 /// One embedded extension.

@@ -1,0 +1,184 @@
+//! The prebuilt bundled components (`crates/stud-bundled/prebuilt/`) and
+//! the key of the sources they were built from.
+//!
+//! Shared by `stud-bundled`'s build script, which embeds them when their
+//! key is the sources' key (so a first build compiles none of the 46
+//! components), and by the `stud-prebuilt` tool, which makes them and
+//! checks that the sources build to exactly these bytes (issue 42).
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// What the components are built from, relative to the repository root.
+/// Every file under these goes into the key, except `target` folders: a
+/// file the key does not cover could change the components unseen, so the
+/// list errs on the side of more (a manifest edit means a refresh too).
+pub const INPUTS: &[&str] = &[
+    "wit",
+    "sdk/Cargo.toml",
+    "sdk/src",
+    "sdk/macros",
+    "sdk/protocol",
+    "sdk/shell",
+    "plugins",
+    // The flags the components are built with.
+    "crates/stud-bundled/wasm_build.rs",
+];
+
+/// The folder of the prebuilt components, relative to the repository root.
+pub const DIR: &str = "crates/stud-bundled/prebuilt";
+
+/// The record of what the folder's components were built from.
+pub const RECORD: &str = "inputs.txt";
+
+/// What the prebuilt components were built from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// [`sources_key`] of the tree they were built from.
+    pub key: String,
+    /// `rustc -V` of the compiler that built them: the bytes are
+    /// reproducible with that compiler only.
+    pub rustc: String,
+}
+
+impl Record {
+    pub fn parse(text: &str) -> Result<Record, String> {
+        let mut key = None;
+        let mut rustc = None;
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            match line.split_once(' ') {
+                Some(("key", v)) => key = Some(v.trim().to_string()),
+                Some(("rustc", v)) => rustc = Some(v.trim().to_string()),
+                _ => return Err(format!("unexpected line `{line}`")),
+            }
+        }
+        Ok(Record {
+            key: key.ok_or("no `key` line")?,
+            rustc: rustc.ok_or("no `rustc` line")?,
+        })
+    }
+
+    pub fn render(&self) -> String {
+        format!(
+            "# What the components in this folder were built from: a sha256 over the\n\
+             # files crates/stud-bundled/prebuilt.rs lists, and the compiler. Written by\n\
+             # `cargo run -p stud-prebuilt -- refresh`; `verify` rebuilds and compares.\n\
+             key {}\nrustc {}\n",
+            self.key, self.rustc
+        )
+    }
+
+    /// The record in `root`'s prebuilt folder.
+    pub fn read(root: &Path) -> Result<Record, String> {
+        let path = root.join(DIR).join(RECORD);
+        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Record::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// Where the bundled components come from in a build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The committed components: their record's key is the sources' key.
+    Prebuilt,
+    /// A build of `plugins/`: the sources differ from what the prebuilt
+    /// components were made from, there is no record, or the person asked.
+    FromSource,
+}
+
+/// The prebuilt components only when they are known to be what the
+/// sources are; anything else (no record, an unreadable one, another key)
+/// builds from source.
+pub fn choose(record: Option<&Record>, key: &str, asked_from_source: bool) -> Source {
+    match record {
+        Some(r) if !asked_from_source && r.key == key => Source::Prebuilt,
+        _ => Source::FromSource,
+    }
+}
+
+/// A sha256 over every input file: its path (relative, with `/`), its
+/// length and its bytes, in path order.
+pub fn sources_key(root: &Path) -> io::Result<String> {
+    let mut files = Vec::new();
+    for input in INPUTS {
+        collect(&root.join(input), &mut files)?;
+    }
+    let mut named = files
+        .into_iter()
+        .map(|path| {
+            let rel = path
+                .strip_prefix(root)
+                .map_err(|e| io::Error::other(e.to_string()))?
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            Ok((rel, path))
+        })
+        .collect::<io::Result<Vec<_>>>()?;
+    named.sort();
+    let mut hash = Sha256::new();
+    for (rel, path) in named {
+        let bytes = if fs::symlink_metadata(&path)?.file_type().is_symlink() {
+            let target = fs::read_link(&path)?;
+            format!("link {}", target.display()).into_bytes()
+        } else {
+            fs::read(&path)?
+        };
+        hash.update(rel.as_bytes());
+        hash.update([0]);
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(&bytes);
+    }
+    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Symbolic links are inputs as links (their target's text), never
+/// followed: `plugins/.sdk` points back at `sdk/`, which is hashed as
+/// itself.
+fn collect(path: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+    let meta = fs::symlink_metadata(path)?;
+    if meta.is_dir() {
+        if path.file_name().is_some_and(|n| n == "target") {
+            return Ok(());
+        }
+        for entry in fs::read_dir(path)? {
+            collect(&entry?.path(), out)?;
+        }
+    } else {
+        out.push(path.to_path_buf());
+    }
+    Ok(())
+}
+
+/// The bundled extensions' folders under `plugins/`, sorted, each with
+/// its manifest's text.
+pub fn plugin_dirs(plugins: &Path) -> io::Result<Vec<(PathBuf, String)>> {
+    let mut dirs = Vec::new();
+    for entry in fs::read_dir(plugins)? {
+        let dir = entry?.path();
+        let manifest = dir.join("extension.toml");
+        if manifest.is_file() {
+            let text = fs::read_to_string(&manifest)?;
+            dirs.push((dir, text));
+        }
+    }
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// The `component = "..."` value, read without a TOML parser (the full
+/// validation happens at load time in the host).
+pub fn component_file(manifest: &str) -> Option<String> {
+    manifest.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        (key.trim() == "component").then(|| value.trim().trim_matches('"').to_string())
+    })
+}
