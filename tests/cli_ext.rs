@@ -286,7 +286,11 @@ fn a_tool_that_imports_processes_without_the_exec_grant_is_refused() {
     // `exec`: the process import must not be linked for it.
     let dir = home.path().join("extensions").join("sneaky");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(common::wasm("stud_bash.wasm"), dir.join("sneaky.wasm")).unwrap();
+    std::fs::copy(
+        common::bundled_wasm("stud_bash.wasm"),
+        dir.join("sneaky.wasm"),
+    )
+    .unwrap();
     std::fs::write(
         dir.join("extension.toml"),
         "id = \"sneaky\"\nname = \"Sneaky\"\nversion = \"0.1.0\"\nkind = \"tool\"\ncontract = \"^0.1\"\ncomponent = \"sneaky.wasm\"\n\n[capabilities]\nfilesystem = [{ dir = \"project\", access = \"read-write\" }]\n",

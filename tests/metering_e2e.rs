@@ -206,7 +206,7 @@ fn a_providers_token_budget_stops_the_session() {
     )
     .unwrap();
     std::fs::copy(
-        common::wasm("stud_scripted.wasm"),
+        common::bundled_wasm("stud_scripted.wasm"),
         dir.join("stud_scripted.wasm"),
     )
     .unwrap();

@@ -239,7 +239,7 @@ fn store_copy(extensions: &Path, id: &str) {
         .replace("id = \"filesystem\"", &format!("id = \"{id}\""));
     std::fs::write(dest.join("extension.toml"), manifest).unwrap();
     std::fs::copy(
-        common::wasm("stud_filesystem_store.wasm"),
+        common::bundled_wasm("stud_filesystem_store.wasm"),
         dest.join("stud_filesystem_store.wasm"),
     )
     .unwrap();

@@ -40,6 +40,11 @@ fn wasm(name: &str) -> PathBuf {
     Path::new(stud_fixtures::WASM_OUT).join(name)
 }
 
+/// A bundled component, from the folder the binary embedded it from.
+fn bundled(name: &str) -> PathBuf {
+    Path::new(stud_bundled::WASM_OUT).join(name)
+}
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(stud_fixtures::FIXTURES_DIR).join(name)
 }
@@ -81,7 +86,7 @@ fn read_manifest(id: &str) -> String {
 }
 
 async fn install_time() {
-    let component = wasm("stud_read.wasm");
+    let component = bundled("stud_read.wasm");
     let size = std::fs::metadata(&component).map(|m| m.len()).unwrap_or(0);
     let bytes = archive(&read_manifest("read-copy"), &component, "stud_read.wasm");
     let reps = 10;
@@ -142,7 +147,7 @@ async fn verify_50() {
             read_manifest(&format!("read-{i}")),
         )
         .expect("w");
-        std::fs::copy(wasm("stud_read.wasm"), dir.join("stud_read.wasm")).expect("copy");
+        std::fs::copy(bundled("stud_read.wasm"), dir.join("stud_read.wasm")).expect("copy");
         let opts = InstallOptions {
             scope: Scope::Global,
             root: home.path().to_path_buf(),
@@ -280,7 +285,7 @@ fn install_by_name() {
         read_manifest("read-copy").replace("version = \"0.1.0\"", "version = \"1.0.0\""),
     )
     .expect("w");
-    std::fs::copy(wasm("stud_read.wasm"), src.join("stud_read.wasm")).expect("copy");
+    std::fs::copy(bundled("stud_read.wasm"), src.join("stud_read.wasm")).expect("copy");
     let archive = site.join("read-copy-1.0.0.tar.gz");
     stud(
         keys.path(),

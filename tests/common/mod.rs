@@ -117,6 +117,12 @@ pub fn wasm(file: &str) -> PathBuf {
     PathBuf::from(stud_fixtures::WASM_OUT).join(file)
 }
 
+/// A bundled extension's component, from the folder the binary embedded
+/// it from (the prebuilt one, or `plugins/` built from source).
+pub fn bundled_wasm(file: &str) -> PathBuf {
+    PathBuf::from(stud_bundled::WASM_OUT).join(file)
+}
+
 /// Load a fixture by its folder name, optionally with another manifest text.
 pub fn load_fixture(
     rt: &Arc<Runtime>,
