@@ -7,9 +7,9 @@
 //! (`target/authoring`): the first build compiles the SDK's dependencies
 //! (about a minute on 2 cores), the others wait on cargo's lock and then
 //! compile only the SDK and the new crate, seconds each. Not the bundled
-//! extensions' `target/wasm`: those builds remap paths (`RUSTFLAGS`), and
-//! alternating flags in one target dir would rebuild every dependency each
-//! time.
+//! extensions' `target/wasm`: those builds add path remaps to the
+//! `rustflags`, and alternating flags in one target dir would rebuild every
+//! dependency each time.
 
 use crate::common;
 

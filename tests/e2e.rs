@@ -9,6 +9,7 @@ mod audit_e2e;
 mod authoring_e2e;
 mod authority_e2e;
 mod bring_your_own_e2e;
+mod bundled_simd;
 mod bundled_specs;
 mod checkpoints_e2e;
 mod cli_ext;

@@ -43,13 +43,7 @@ fn main() {
 
     for watched in [
         "wit",
-        "sdk/src",
-        "sdk/macros",
-        "sdk/Cargo.toml",
-        "sdk/protocol",
-        "sdk/shell",
-        "sdk/examples",
-        "sdk/templates",
+        "sdk",
         "plugins",
         prebuilt::DIR,
         "crates/stud-bundled/wasm_build.rs",
@@ -119,6 +113,13 @@ fn embed_bundled(plugins: &Path, wasm_out: &Path, out_dir: &Path) -> String {
             panic!("plugins/{name}/extension.toml needs an `id = \"...\"` line")
         });
         let wasm = wasm_out.join(&component);
+        // A link would embed whatever it points at, which nothing checked.
+        let regular = fs::symlink_metadata(&wasm).is_ok_and(|m| m.file_type().is_file());
+        assert!(
+            regular,
+            "{} is not a regular file: a bundled component must be one (run `cargo run -p stud-prebuilt -- refresh`)",
+            wasm.display()
+        );
         let bytes = fs::read(&wasm).unwrap_or_else(|e| panic!("read {}: {e}", wasm.display()));
         let dest = out_dir.join("bundled").join(&name);
         fs::create_dir_all(&dest).expect("create bundled dir");

@@ -2,7 +2,7 @@
 //! the key of the sources they were built from.
 //!
 //! Shared by `stud-bundled`'s build script, which embeds them when their
-//! key is the sources' key (so a first build compiles none of the 46
+//! key is the sources' key (so a first build compiles none of the 45
 //! components), and by the `stud-prebuilt` tool, which makes them and
 //! checks that the sources build to exactly these bytes (issue 42).
 
@@ -13,16 +13,13 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 /// What the components are built from, relative to the repository root.
-/// Every file under these goes into the key, except `target` folders: a
+/// Every file under these goes into the key, except `plugins/target`: a
 /// file the key does not cover could change the components unseen, so the
 /// list errs on the side of more (a manifest edit means a refresh too).
 pub const INPUTS: &[&str] = &[
     "wit",
-    "sdk/Cargo.toml",
-    "sdk/src",
-    "sdk/macros",
-    "sdk/protocol",
-    "sdk/shell",
+    // All of it, examples and templates too: `plugins/.sdk` links to it.
+    "sdk",
     "plugins",
     // The flags the components are built with.
     "crates/stud-bundled/wasm_build.rs",
@@ -103,19 +100,25 @@ pub fn choose(record: Option<&Record>, key: &str, asked_from_source: bool) -> So
     }
 }
 
-/// A sha256 over every input file: its path (relative, with `/`), its
-/// length and its bytes, in path order.
+/// A sha256 over every input: for each, in path order, its kind (file or
+/// link), its path (relative, with `/`), its length and its bytes (a
+/// link's target text).
 pub fn sources_key(root: &Path) -> io::Result<String> {
+    let inputs = INPUTS
+        .iter()
+        .map(|i| canonical(&root.join(i)))
+        .collect::<io::Result<Vec<_>>>()?;
+    let skip = root.join("plugins").join("target");
     let mut files = Vec::new();
     for input in INPUTS {
-        collect(&root.join(input), &mut files)?;
+        collect(&root.join(input), &skip, &mut files)?;
     }
     let mut named = files
         .into_iter()
         .map(|path| {
             let rel = path
                 .strip_prefix(root)
-                .map_err(|e| io::Error::other(e.to_string()))?
+                .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
@@ -126,12 +129,18 @@ pub fn sources_key(root: &Path) -> io::Result<String> {
     named.sort();
     let mut hash = Sha256::new();
     for (rel, path) in named {
-        let bytes = if fs::symlink_metadata(&path)?.file_type().is_symlink() {
-            let target = fs::read_link(&path)?;
-            format!("link {}", target.display()).into_bytes()
+        let (kind, bytes) = if fs::symlink_metadata(&path)
+            .map_err(|e| at(&path, e))?
+            .file_type()
+            .is_symlink()
+        {
+            linked_inside(&path, &inputs)?;
+            let target = fs::read_link(&path).map_err(|e| at(&path, e))?;
+            (b'l', target.to_string_lossy().into_owned().into_bytes())
         } else {
-            fs::read(&path)?
+            (b'f', fs::read(&path).map_err(|e| at(&path, e))?)
         };
+        hash.update([kind]);
         hash.update(rel.as_bytes());
         hash.update([0]);
         hash.update((bytes.len() as u64).to_le_bytes());
@@ -140,17 +149,43 @@ pub fn sources_key(root: &Path) -> io::Result<String> {
     Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Symbolic links are inputs as links (their target's text), never
-/// followed: `plugins/.sdk` points back at `sdk/`, which is hashed as
-/// itself.
-fn collect(path: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
-    let meta = fs::symlink_metadata(path)?;
+/// An error that names the path it is about.
+fn at(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+fn canonical(path: &Path) -> io::Result<PathBuf> {
+    path.canonicalize().map_err(|e| at(path, e))
+}
+
+/// A link is hashed as its text, so what it points at must be hashed on
+/// its own: a link out of the inputs would let the build read what the key
+/// never saw.
+fn linked_inside(link: &Path, inputs: &[PathBuf]) -> io::Result<()> {
+    let target = canonical(link)?;
+    if inputs.iter().any(|i| target.starts_with(i)) {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "{} links to {}, outside what the key covers ({})",
+            link.display(),
+            target.display(),
+            INPUTS.join(", ")
+        )))
+    }
+}
+
+/// Symbolic links are inputs as links, never followed (`plugins/.sdk`
+/// points back at `sdk/`, which is hashed as itself); `skip` is the
+/// plugins' own target dir, if a build made one there.
+fn collect(path: &Path, skip: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+    let meta = fs::symlink_metadata(path).map_err(|e| at(path, e))?;
     if meta.is_dir() {
-        if path.file_name().is_some_and(|n| n == "target") {
+        if path == skip {
             return Ok(());
         }
-        for entry in fs::read_dir(path)? {
-            collect(&entry?.path(), out)?;
+        for entry in fs::read_dir(path).map_err(|e| at(path, e))? {
+            collect(&entry.map_err(|e| at(path, e))?.path(), skip, out)?;
         }
     } else {
         out.push(path.to_path_buf());

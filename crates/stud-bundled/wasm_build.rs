@@ -34,13 +34,18 @@ pub fn ensure_wasm_target() {
     }
 }
 
-/// Build the workspace in `dir` for `wasm32-wasip2` into `target_dir`.
+/// Build the workspace in `dir` for `wasm32-wasip2` into `target_dir`,
+/// with its lockfile as it is (`--locked`: a build that re-resolved would
+/// no longer be the one the sources describe).
 ///
 /// Paths are remapped (`root` to `/stud`, the cargo home to `/cargo`):
 /// panic locations name source files, and without the remap a component
 /// would carry the builder's folders, so the same sources would build to
 /// different bytes on each machine and the prebuilt components could not
-/// be checked against them (`prebuilt.rs`).
+/// be checked against them (`prebuilt.rs`). The remap goes in through
+/// `--config`, which adds to the workspace's own `rustflags` (the
+/// plugins' `.cargo/config.toml` turns on wasm SIMD); a `RUSTFLAGS`-like
+/// variable would replace them.
 pub fn build_workspace(root: &Path, dir: &Path, target_dir: &Path) -> Result<(), String> {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
@@ -48,14 +53,18 @@ pub fn build_workspace(root: &Path, dir: &Path, target_dir: &Path) -> Result<(),
         .args([
             "build",
             "--release",
+            "--locked",
             "--workspace",
             "--target",
             WASM_TARGET,
-            "--target-dir",
+            "--config",
         ])
+        .arg(remap_config(root)?)
+        .arg("--target-dir")
         .arg(target_dir);
     // Flags meant for the host build must not leak into the wasm build.
     for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
         "RUSTFLAGS",
         "CARGO_BUILD_RUSTFLAGS",
         "CARGO_BUILD_TARGET",
@@ -66,7 +75,6 @@ pub fn build_workspace(root: &Path, dir: &Path, target_dir: &Path) -> Result<(),
     ] {
         cmd.env_remove(var);
     }
-    cmd.env("CARGO_ENCODED_RUSTFLAGS", remap_flags(root));
     let output = cmd
         .output()
         .map_err(|e| format!("cannot run cargo for {}: {e}", dir.display()))?;
@@ -81,17 +89,40 @@ pub fn build_workspace(root: &Path, dir: &Path, target_dir: &Path) -> Result<(),
     }
 }
 
-/// `--remap-path-prefix` for the repository and the cargo home, as
-/// `CARGO_ENCODED_RUSTFLAGS` (flags separated by 0x1f). The cargo home
-/// comes last: rustc applies the last matching prefix, and a cargo home
-/// inside the repository must still map to `/cargo`.
-fn remap_flags(root: &Path) -> String {
-    let cargo_home = env::var_os("CARGO_HOME")
+/// The cargo home the registry's sources are unpacked under.
+pub fn cargo_home() -> Option<PathBuf> {
+    env::var_os("CARGO_HOME")
         .map(PathBuf::from)
-        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+}
+
+/// `target.wasm32-wasip2.rustflags = [--remap-path-prefix ...]` for
+/// `--config`. The cargo home comes last: rustc applies the last matching
+/// prefix, and a cargo home inside the repository must still map to
+/// `/cargo`.
+fn remap_config(root: &Path) -> Result<String, String> {
     let mut flags = vec![format!("--remap-path-prefix={}=/stud", root.display())];
-    if let Some(home) = cargo_home {
+    if let Some(home) = cargo_home() {
         flags.push(format!("--remap-path-prefix={}=/cargo", home.display()));
     }
-    flags.join("\u{1f}")
+    let quoted = flags
+        .iter()
+        .map(|f| toml_string(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(format!(
+        "target.{WASM_TARGET}.rustflags=[{}]",
+        quoted.join(", ")
+    ))
+}
+
+/// A TOML basic string; a path with a control character is refused rather
+/// than guessed at.
+fn toml_string(s: &str) -> Result<String, String> {
+    if s.chars().any(char::is_control) {
+        return Err(format!("a control character in the path of `{s}`"));
+    }
+    Ok(format!(
+        "\"{}\"",
+        s.replace('\\', "\\\\").replace('"', "\\\"")
+    ))
 }

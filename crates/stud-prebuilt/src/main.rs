@@ -2,7 +2,7 @@
 //!
 //! `stud-bundled`'s build script embeds `crates/stud-bundled/prebuilt/`
 //! instead of building `plugins/` when the record there carries the
-//! sources' key, which spares a first build the 46 components (issue 42).
+//! sources' key, which spares a first build the 45 components (issue 42).
 //! Those bytes go into every `stud` binary, so they are only as good as the
 //! proof that the sources build to them:
 //! - `refresh` builds `plugins/` and writes the folder and its record;
@@ -55,6 +55,7 @@ fn repo_root() -> PathBuf {
 }
 
 fn refresh(root: &Path) -> Result<()> {
+    not_in_git(root)?;
     let key = prebuilt::sources_key(root).context("reading the sources")?;
     let rustc = rustc_version()?;
     let built = build(root)?;
@@ -86,6 +87,44 @@ fn refresh(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A key over files a clone does not have could never be checked: refresh
+/// only a tree whose inputs are all in git.
+fn not_in_git(root: &Path) -> Result<()> {
+    let mut missing = Vec::new();
+    for ignored in [false, true] {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(root)
+            .args(["ls-files", "--others", "--exclude-standard"]);
+        if ignored {
+            cmd.arg("--ignored");
+        }
+        let out = cmd
+            .arg("--")
+            .args(prebuilt::INPUTS)
+            .output()
+            .context("running git ls-files (refresh needs a git checkout)")?;
+        if !out.status.success() {
+            bail!(
+                "git ls-files failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        missing.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| !l.starts_with("plugins/target/"))
+                .map(str::to_string),
+        );
+    }
+    if !missing.is_empty() {
+        bail!(
+            "files under the inputs are not in git, so a clone could not build the same components: add or remove them first:\n{}",
+            missing.join("\n")
+        );
+    }
+    Ok(())
+}
+
 fn verify(root: &Path) -> Result<()> {
     let record = Record::read(root).map_err(anyhow::Error::msg)?;
     let key = prebuilt::sources_key(root).context("reading the sources")?;
@@ -107,11 +146,13 @@ fn verify(root: &Path) -> Result<()> {
     let dir = root.join(prebuilt::DIR);
     let mut wrong = Vec::new();
     for name in &names {
-        let ours = fs::read(dir.join(name)).ok();
+        let path = dir.join(name);
+        let regular = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
+        let ours = if regular { fs::read(&path).ok() } else { None };
         let theirs =
             fs::read(built.join(name)).with_context(|| format!("reading the built {name}"))?;
         match ours {
-            None => wrong.push(format!("{name}: not in {}", prebuilt::DIR)),
+            None => wrong.push(format!("{name}: not a regular file in {}", prebuilt::DIR)),
             Some(b) if b != theirs => wrong.push(format!(
                 "{name}: {} bytes prebuilt, {} bytes built from source",
                 b.len(),
@@ -123,6 +164,7 @@ fn verify(root: &Path) -> Result<()> {
     for extra in wasm_files(&dir)?.into_iter().filter(|f| !names.contains(f)) {
         wrong.push(format!("{extra}: no bundled extension names it"));
     }
+    wrong.extend(read_outside_the_key(root, &built, &names)?);
     if !wrong.is_empty() {
         bail!(
             "the prebuilt components are not what plugins/ builds to:\n  {}",
@@ -135,6 +177,72 @@ fn verify(root: &Path) -> Result<()> {
         record.rustc
     );
     Ok(())
+}
+
+/// Every local source file the build read (cargo's dep-info beside each
+/// component) must lie under an input of the key, or a change to it would
+/// change the components unseen. Registry sources are pinned by the
+/// lockfile, which is an input.
+fn read_outside_the_key(root: &Path, built: &Path, names: &[String]) -> Result<Vec<String>> {
+    let inputs = prebuilt::INPUTS
+        .iter()
+        .map(|i| root.join(i).canonicalize())
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let target = built.canonicalize()?;
+    let registry = wasm_build::cargo_home().and_then(|h| h.canonicalize().ok());
+    let mut outside = Vec::new();
+    for name in names {
+        let dep_info = built.join(name.replace(".wasm", ".d"));
+        let text = fs::read_to_string(&dep_info)
+            .with_context(|| format!("reading {}", dep_info.display()))?;
+        for source in dep_info_sources(&text) {
+            let path = Path::new(&source)
+                .canonicalize()
+                .unwrap_or_else(|_| PathBuf::from(&source));
+            let covered = path.starts_with(&target)
+                || inputs.iter().any(|i| path.starts_with(i))
+                || registry.as_ref().is_some_and(|r| path.starts_with(r));
+            if !covered {
+                outside.push(format!(
+                    "{name}: its build read {}, which the key does not cover (add it to INPUTS in {})",
+                    path.display(),
+                    "crates/stud-bundled/prebuilt.rs"
+                ));
+            }
+        }
+    }
+    Ok(outside)
+}
+
+/// The files a make-style dep-info file names after its first `:`
+/// (spaces in a path are escaped as `\ `).
+fn dep_info_sources(text: &str) -> Vec<String> {
+    let Some((_, rest)) = text.split_once(": ") else {
+        return Vec::new();
+    };
+    let rest = rest.lines().next().unwrap_or_default();
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            ' ' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
 }
 
 /// Build `plugins/` into the same target dir the build script uses.
@@ -176,6 +284,12 @@ fn rustc_version() -> Result<String> {
         .arg("-V")
         .output()
         .with_context(|| format!("running {rustc} -V"))?;
+    if !out.status.success() {
+        bail!(
+            "`{rustc} -V` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 

@@ -40,8 +40,8 @@ fn tree() -> tempfile::TempDir {
             fs::write(path.join("src/lib.rs"), "fn a() {}").unwrap();
         }
     }
-    fs::create_dir_all(dir.path().join("sdk/examples")).unwrap();
-    fs::write(dir.path().join("sdk/examples/tool.rs"), "fn main() {}").unwrap();
+    fs::create_dir_all(dir.path().join("docs")).unwrap();
+    fs::write(dir.path().join("docs/readme.md"), "words").unwrap();
     dir
 }
 
@@ -73,8 +73,17 @@ fn the_key_sees_new_and_renamed_files_but_not_target_folders_or_other_folders() 
 
     fs::create_dir_all(root.join("plugins/target/release")).unwrap();
     fs::write(root.join("plugins/target/release/a.wasm"), "built").unwrap();
-    fs::write(root.join("sdk/examples/tool.rs"), "changed").unwrap();
+    fs::write(root.join("docs/readme.md"), "changed").unwrap();
     assert_eq!(sources_key(root).unwrap(), before);
+
+    fs::create_dir_all(root.join("sdk/src/target")).unwrap();
+    fs::write(root.join("sdk/src/target/mod.rs"), "").unwrap();
+    assert_ne!(
+        sources_key(root).unwrap(),
+        before,
+        "only plugins/target is skipped"
+    );
+    fs::remove_dir_all(root.join("sdk/src/target")).unwrap();
 
     fs::write(root.join("plugins/src/new.rs"), "").unwrap();
     let with_new = sources_key(root).unwrap();
@@ -89,10 +98,43 @@ fn the_key_sees_new_and_renamed_files_but_not_target_folders_or_other_folders() 
 }
 
 #[test]
-fn a_missing_input_is_an_error_not_a_key() {
+fn a_missing_input_is_an_error_that_names_it() {
     let dir = tree();
     fs::remove_dir_all(dir.path().join("wit")).unwrap();
-    assert!(sources_key(dir.path()).is_err());
+    let err = sources_key(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("wit"), "{err}");
+}
+
+#[test]
+fn a_link_is_hashed_as_a_link_and_may_only_point_inside_the_inputs() {
+    let dir = tree();
+    let root = dir.path();
+    std::os::unix::fs::symlink("../sdk", root.join("plugins/.sdk")).unwrap();
+    let linked = sources_key(root).unwrap();
+
+    // The same text in a file is another input.
+    fs::remove_file(root.join("plugins/.sdk")).unwrap();
+    fs::write(root.join("plugins/.sdk"), "../sdk").unwrap();
+    assert_ne!(sources_key(root).unwrap(), linked);
+    fs::remove_file(root.join("plugins/.sdk")).unwrap();
+
+    // A link out of the inputs would let the build read what the key never
+    // saw.
+    std::os::unix::fs::symlink("../docs", root.join("plugins/.docs")).unwrap();
+    let err = sources_key(root).unwrap_err().to_string();
+    assert!(
+        err.contains("plugins/.docs") && err.contains("outside"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dep_info_names_each_source_with_escaped_spaces() {
+    let text = "/t/stud_grep.wasm: /r/plugins/grep/src/lib.rs /r/my\\ dir/a.rs\n\n/r/plugins/grep/src/lib.rs:\n";
+    assert_eq!(
+        dep_info_sources(text),
+        vec!["/r/plugins/grep/src/lib.rs", "/r/my dir/a.rs"]
+    );
 }
 
 #[test]
@@ -117,4 +159,43 @@ fn a_record_reads_back_what_it_wrote_and_names_what_it_lacks() {
     assert_eq!(Record::parse("rustc 1\n"), Err("no `key` line".into()));
     assert_eq!(Record::parse("key k\n"), Err("no `rustc` line".into()));
     assert!(Record::parse("key k\nrustc 1\nsha 3\n").is_err());
+}
+
+#[test]
+fn a_build_that_read_a_file_outside_the_inputs_is_named() {
+    let dir = tree();
+    let root = dir.path();
+    let built = root.join("target/wasm/wasm32-wasip2/release");
+    fs::create_dir_all(&built).unwrap();
+    let inside = root.join("plugins/src/lib.rs");
+    let outside = root.join("docs/readme.md");
+    fs::write(
+        built.join("stud_x.d"),
+        format!(
+            "{}: {} {} {}\n",
+            built.join("stud_x.wasm").display(),
+            inside.display(),
+            built.join("build/out.rs").display(),
+            outside.display()
+        ),
+    )
+    .unwrap();
+    let found = read_outside_the_key(root, &built, &["stud_x.wasm".to_string()]).unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("docs/readme.md"), "{found:?}");
+
+    fs::write(
+        built.join("stud_x.d"),
+        format!(
+            "{}: {}\n",
+            built.join("stud_x.wasm").display(),
+            inside.display()
+        ),
+    )
+    .unwrap();
+    assert!(
+        read_outside_the_key(root, &built, &["stud_x.wasm".to_string()])
+            .unwrap()
+            .is_empty()
+    );
 }
