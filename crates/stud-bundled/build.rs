@@ -109,7 +109,7 @@ fn embed_bundled(plugins: &Path, wasm_out: &Path, out_dir: &Path) -> String {
         let component = prebuilt::component_file(&manifest).unwrap_or_else(|| {
             panic!("plugins/{name}/extension.toml needs a `component = \"...wasm\"` line")
         });
-        let id = top_level_string(&manifest, "id").unwrap_or_else(|| {
+        let id = prebuilt::top_level_string(&manifest, "id").unwrap_or_else(|| {
             panic!("plugins/{name}/extension.toml needs an `id = \"...\"` line")
         });
         let wasm = wasm_out.join(&component);
@@ -149,19 +149,6 @@ fn embed_bundled(plugins: &Path, wasm_out: &Path, out_dir: &Path) -> String {
     src.push_str("];\n");
     src.push_str(&statics);
     src
-}
-
-/// A `key = "..."` value before the first table header, read without a
-/// TOML parser (the host parses the whole manifest; the golden-manifest
-/// test checks that each bundled `id` recorded here is the parsed one).
-fn top_level_string(manifest: &str, key: &str) -> Option<String> {
-    manifest
-        .lines()
-        .take_while(|line| !line.trim_start().starts_with('['))
-        .find_map(|line| {
-            let (k, value) = line.split_once('=')?;
-            (k.trim() == key).then(|| value.trim().trim_matches('"').to_string())
-        })
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -209,11 +209,21 @@ pub fn plugin_dirs(plugins: &Path) -> io::Result<Vec<(PathBuf, String)>> {
     Ok(dirs)
 }
 
-/// The `component = "..."` value, read without a TOML parser (the full
-/// validation happens at load time in the host).
+/// The `component = "..."` value (see [`top_level_string`]).
 pub fn component_file(manifest: &str) -> Option<String> {
-    manifest.lines().find_map(|line| {
-        let (key, value) = line.split_once('=')?;
-        (key.trim() == "component").then(|| value.trim().trim_matches('"').to_string())
-    })
+    top_level_string(manifest, "component")
+}
+
+/// A `key = "..."` value before the first table header, read without a
+/// TOML parser (the host parses and validates the whole manifest at load
+/// time; the golden-manifest test checks that each bundled `id` recorded
+/// from here is the parsed one).
+pub fn top_level_string(manifest: &str, key: &str) -> Option<String> {
+    manifest
+        .lines()
+        .take_while(|line| !line.trim_start().starts_with('['))
+        .find_map(|line| {
+            let (k, value) = line.split_once('=')?;
+            (k.trim() == key).then(|| value.trim().trim_matches('"').to_string())
+        })
 }

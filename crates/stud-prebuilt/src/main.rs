@@ -181,27 +181,39 @@ fn verify(root: &Path) -> Result<()> {
 
 /// Every local source file the build read (cargo's dep-info beside each
 /// component) must lie under an input of the key, or a change to it would
-/// change the components unseen. Registry sources are pinned by the
-/// lockfile, which is an input.
+/// change the components unseen. The cargo home's unpacked registry and git
+/// sources are pinned by the lockfile, which is an input; nothing else in
+/// it is. A dep-info that names no source is an error, not a pass.
 fn read_outside_the_key(root: &Path, built: &Path, names: &[String]) -> Result<Vec<String>> {
     let inputs = prebuilt::INPUTS
         .iter()
         .map(|i| root.join(i).canonicalize())
         .collect::<std::io::Result<Vec<_>>>()?;
     let target = built.canonicalize()?;
-    let registry = wasm_build::cargo_home().and_then(|h| h.canonicalize().ok());
+    let pinned: Vec<PathBuf> = wasm_build::cargo_home()
+        .into_iter()
+        .flat_map(|h| {
+            [
+                h.join("registry").join("src"),
+                h.join("git").join("checkouts"),
+            ]
+        })
+        .filter_map(|p| p.canonicalize().ok())
+        .collect();
     let mut outside = Vec::new();
     for name in names {
         let dep_info = built.join(name.replace(".wasm", ".d"));
         let text = fs::read_to_string(&dep_info)
             .with_context(|| format!("reading {}", dep_info.display()))?;
-        for source in dep_info_sources(&text) {
+        let sources =
+            dep_info_sources(&text).with_context(|| format!("reading {}", dep_info.display()))?;
+        for source in sources {
             let path = Path::new(&source)
                 .canonicalize()
                 .unwrap_or_else(|_| PathBuf::from(&source));
             let covered = path.starts_with(&target)
                 || inputs.iter().any(|i| path.starts_with(i))
-                || registry.as_ref().is_some_and(|r| path.starts_with(r));
+                || pinned.iter().any(|p| path.starts_with(p));
             if !covered {
                 outside.push(format!(
                     "{name}: its build read {}, which the key does not cover (add it to INPUTS in {})",
@@ -214,11 +226,11 @@ fn read_outside_the_key(root: &Path, built: &Path, names: &[String]) -> Result<V
     Ok(outside)
 }
 
-/// The files a make-style dep-info file names after its first `:`
-/// (spaces in a path are escaped as `\ `).
-fn dep_info_sources(text: &str) -> Vec<String> {
+/// The files a make-style dep-info file names after its first `: `
+/// (spaces in a path are escaped as `\ `); none is an error.
+fn dep_info_sources(text: &str) -> Result<Vec<String>> {
     let Some((_, rest)) = text.split_once(": ") else {
-        return Vec::new();
+        bail!("no `target: sources` line");
     };
     let rest = rest.lines().next().unwrap_or_default();
     let mut out = Vec::new();
@@ -242,7 +254,10 @@ fn dep_info_sources(text: &str) -> Vec<String> {
     if !cur.is_empty() {
         out.push(cur);
     }
-    out
+    if out.is_empty() {
+        bail!("no source files named");
+    }
+    Ok(out)
 }
 
 /// Build `plugins/` into the same target dir the build script uses.

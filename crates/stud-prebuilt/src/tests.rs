@@ -132,9 +132,11 @@ fn a_link_is_hashed_as_a_link_and_may_only_point_inside_the_inputs() {
 fn dep_info_names_each_source_with_escaped_spaces() {
     let text = "/t/stud_grep.wasm: /r/plugins/grep/src/lib.rs /r/my\\ dir/a.rs\n\n/r/plugins/grep/src/lib.rs:\n";
     assert_eq!(
-        dep_info_sources(text),
+        dep_info_sources(text).unwrap(),
         vec!["/r/plugins/grep/src/lib.rs", "/r/my dir/a.rs"]
     );
+    assert!(dep_info_sources("/t/stud_grep.wasm:\n").is_err());
+    assert!(dep_info_sources("").is_err());
 }
 
 #[test]
