@@ -86,3 +86,21 @@ fn dist_sets_every_size_optimized_crate_back_to_full_speed() {
         "size-optimized in release but not set to opt-level 3 in [profile.dist.package] of Cargo.toml: {left:?}"
     );
 }
+
+/// A profile setting for a package that is not built does nothing, and
+/// cargo only warns. The per-package settings are what keep the release
+/// build under ten minutes and the engine's compiler fast (issue 42): a
+/// renamed or dropped crate would lose its setting without a sound.
+#[test]
+fn every_package_a_profile_names_is_built() {
+    let built = graph("normal,build");
+    for profile in ["dev", "release", "dist"] {
+        let named: BTreeSet<String> = packages(profile).keys().cloned().collect();
+        assert!(!named.is_empty(), "[profile.{profile}.package.*]");
+        let gone: Vec<_> = named.difference(&built).collect();
+        assert!(
+            gone.is_empty(),
+            "not built for stud; remove them from [profile.{profile}.package] in Cargo.toml: {gone:?}"
+        );
+    }
+}
