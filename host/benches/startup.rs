@@ -6,6 +6,8 @@
 //! - process exit after the final result is written (the result line read
 //!   to the process reaped);
 //! - peak RSS of that session;
+//! - the CPU (all threads) and page faults of a start up to its first
+//!   request: how much work precedes it, whatever the cores did;
 //! - the same session on a fresh machine: an empty compile cache.
 //!
 //! The model is `openai-compatible` against a loopback server that
@@ -87,27 +89,9 @@ fn session_env(
     }
     std::fs::write(home.join("settings.json"), settings.to_string()).expect("settings");
     let started = Instant::now();
-    let mut child = Command::new(stud_binary())
-        .args([
-            "run",
-            "-p",
-            "--output-format",
-            "json",
-            "what does the note say?",
-        ])
-        .env("STUD_HOME", home)
-        .env("STUD_CACHE_DIR", cache)
-        .env("OPENAI_API_KEY", "sk-bench")
-        .env_remove("RUST_LOG")
-        // Error values would capture backtraces (and touch the unwind
-        // tables' pages) when these are set in the caller's shell.
-        .env_remove("RUST_BACKTRACE")
-        .env_remove("RUST_LIB_BACKTRACE")
+    let mut child = headless_session(home, project, cache)
         .envs(env.iter().copied())
-        .current_dir(project)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
         .spawn()
         .expect("start stud");
     let stdout = child.stdout.take().expect("stdout");
@@ -145,6 +129,75 @@ fn session_env(
         exit: ended.saturating_duration_since(result_at),
         max_rss_kib: usage.ru_maxrss,
     }
+}
+
+/// The bench's session: `stud run -p` on one question, JSON out, in
+/// `project` with `home` and `cache`, nothing from the caller's shell that
+/// changes what it does.
+fn headless_session(home: &Path, project: &Path, cache: &Path) -> Command {
+    let mut command = Command::new(stud_binary());
+    command
+        .args([
+            "run",
+            "-p",
+            "--output-format",
+            "json",
+            "what does the note say?",
+        ])
+        .env("STUD_HOME", home)
+        .env("STUD_CACHE_DIR", cache)
+        .env("OPENAI_API_KEY", "sk-bench")
+        .env_remove("RUST_LOG")
+        // Error values would capture backtraces (and touch the unwind
+        // tables' pages) when these are set in the caller's shell.
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .current_dir(project)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
+/// What one start costs up to its first provider request: the CPU of all
+/// its threads (user + system, exited ones included) and its minor page
+/// faults. A listener on loopback kills the process the moment the
+/// request's headers arrive; `wait4` then reports the total. Unlike the
+/// wall time to the request, this does not depend on how the two cores
+/// were shared, so it says how much work precedes the request.
+fn before_first_request(home: &Path, project: &Path, cache: &Path) -> (Duration, i64) {
+    use std::io::Read as _;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let settings = json!({
+        "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+        "providers": {"openai-compatible": {"baseUrl": format!("http://127.0.0.1:{port}/v1")}}
+    });
+    std::fs::write(home.join("settings.json"), settings.to_string()).expect("settings");
+    let child = headless_session(home, project, cache)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start stud");
+    let pid = child.id() as libc::pid_t;
+    let (mut conn, _) = listener.accept().expect("the first request");
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = conn.read(&mut buf).expect("read the request");
+        assert!(n > 0, "the request ended before its headers");
+        head.extend_from_slice(&buf[..n]);
+    }
+    // SAFETY: `pid` is our child, not yet reaped.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child; wait4 writes only into the two locals.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid, "wait4");
+    // The child was reaped by hand: do not let `Child` wait on it again.
+    std::mem::forget(child);
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    (tv(usage.ru_utime) + tv(usage.ru_stime), usage.ru_minflt)
 }
 
 /// The binary under test: `STUD_BENCH_BIN` (to compare two builds with
@@ -231,6 +284,14 @@ fn main() {
     println!(
         "startup/peak_rss (that session)                                        median {:>7.1} MB",
         median(runs.iter().map(|r| r.max_rss_kib).collect()) as f64 / 1024.0
+    );
+    let before: Vec<(Duration, i64)> = (0..RUNS)
+        .map(|_| before_first_request(home.path(), project.path(), cache.path()))
+        .collect();
+    println!(
+        "startup/cpu_before_first_request (all threads; minor faults)           median {:>7.2} ms; {} faults",
+        ms(median(before.iter().map(|b| b.0).collect())),
+        median(before.iter().map(|b| b.1).collect())
     );
     // Issue 37: 100 Agent Skills and 100 Markdown commands on disk, runs
     // interleaved with a home that has none.
