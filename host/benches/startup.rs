@@ -104,14 +104,8 @@ fn session_env(
         }
         last
     });
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our child; wait4 writes only into the two locals.
-    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let (status, usage) = reap(child);
     let ended = Instant::now();
-    assert_eq!(reaped, pid, "wait4");
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "stud failed"
@@ -119,16 +113,34 @@ fn session_env(
     let result_at = reader.join().expect("reader").expect("a result line");
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "two provider requests");
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    // The child was reaped by hand: do not let `Child` wait on it again.
-    std::mem::forget(child);
     Run {
         first_request: requests[0].at - started,
         wall: ended - started,
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        cpu: cpu_of(&usage),
         exit: ended.saturating_duration_since(result_at),
         max_rss_kib: usage.ru_maxrss,
     }
+}
+
+/// Wait for `child` with `wait4`: its status and what the kernel counted
+/// for it (all its threads). The `Child` is forgotten, so it never waits
+/// on the reaped pid again.
+fn reap(child: std::process::Child) -> (i32, libc::rusage) {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child; wait4 writes only into the two locals.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid, "wait4");
+    std::mem::forget(child);
+    (status, usage)
+}
+
+/// User and system CPU together.
+fn cpu_of(usage: &libc::rusage) -> Duration {
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 /// The bench's session: `stud run -p` on one question, JSON out, in
@@ -178,26 +190,35 @@ fn before_first_request(home: &Path, project: &Path, cache: &Path) -> (Duration,
         .spawn()
         .expect("start stud");
     let pid = child.id() as libc::pid_t;
+    // Should stud exit without a request, this wakes the accept below
+    // with an empty connection (waitid with WNOWAIT sees the exit without
+    // reaping it, so `reap` still can).
+    std::thread::spawn(move || {
+        // SAFETY: an all-zero siginfo_t is a valid value for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `pid` is our child; waitid writes only into `info`.
+        unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        let _ = std::net::TcpStream::connect(("127.0.0.1", port));
+    });
     let (mut conn, _) = listener.accept().expect("the first request");
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
         let n = conn.read(&mut buf).expect("read the request");
-        assert!(n > 0, "the request ended before its headers");
+        assert!(n > 0, "stud exited (or hung up) before its first request");
         head.extend_from_slice(&buf[..n]);
     }
     // SAFETY: `pid` is our child, not yet reaped.
     unsafe { libc::kill(pid, libc::SIGKILL) };
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our child; wait4 writes only into the two locals.
-    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(reaped, pid, "wait4");
-    // The child was reaped by hand: do not let `Child` wait on it again.
-    std::mem::forget(child);
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    (tv(usage.ru_utime) + tv(usage.ru_stime), usage.ru_minflt)
+    let (_, usage) = reap(child);
+    (cpu_of(&usage), usage.ru_minflt)
 }
 
 /// The binary under test: `STUD_BENCH_BIN` (to compare two builds with
