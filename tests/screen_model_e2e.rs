@@ -9,6 +9,7 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
+use common::frames::Frames;
 use common::pty::Term;
 use common::{StudEnv, call};
 use proptest::prelude::*;
@@ -42,8 +43,20 @@ fn settled(t: &Term) -> String {
 /// After `step`, what is on screen is what a full repaint draws.
 fn same_as_a_repaint(t: &mut Term, step: &str) -> String {
     let seen = settled(t);
+    let before = t.raw().len();
     t.send(CTRL_L);
     let repainted = settled(t);
+    if seen != repainted {
+        // What the program wrote up to the repaint, the end of it: the
+        // bytes that left the screen wrong.
+        let raw = t.raw();
+        let from = before.saturating_sub(6000);
+        eprintln!(
+            "the output before the repaint (its last {} bytes):\n{}",
+            before - from,
+            String::from_utf8_lossy(&raw[from..before]).escape_debug()
+        );
+    }
     assert_eq!(
         seen, repainted,
         "after {step}, the screen is not what a full repaint of the same state draws"
@@ -76,11 +89,17 @@ fn shown_status(t: &Term) -> Option<String> {
 }
 
 /// After `/clear`: wait until the new session's status replaced `before`
-/// (its start reaches the UI after the UI drew).
+/// (its start reaches the UI after the UI drew). The screen is read once
+/// per look: read twice, the old status could pass the first test and a
+/// frame in between the second.
 fn wait_new_session(t: &Term, before: Option<&str>) {
     t.wait_for("a new, empty session", WAIT);
     let start = Instant::now();
-    while shown_status(t).is_none() || shown_status(t).as_deref() == before {
+    loop {
+        let shown = shown_status(t);
+        if shown.is_some() && shown.as_deref() != before {
+            return;
+        }
         assert!(
             start.elapsed() < WAIT,
             "the new session never showed:\n{}",
@@ -148,6 +167,41 @@ fn clear_leaves_a_screen_that_is_what_a_repaint_draws() {
     t.wait_for("Here is what the project contains: main.rs", WAIT);
     let screen = same_as_a_repaint(&mut t, "a prompt");
     status_line(&screen);
+}
+
+/// `/clear` goes from the last session's frame to the new one's in one
+/// synchronized update: a terminal that knows the mode never shows a
+/// blank screen in between, however long the new UI takes to start. The
+/// whole output is replayed through the emulator and looked at before
+/// every escape sequence, so no blank moment between two reads is missed.
+#[test]
+fn clear_never_shows_a_blank_screen_in_between() {
+    let env = env_with(json!([{"text": "Here is what the project contains: main.rs"}]));
+    let mut t = Term::spawn(&env, &[], 100, 30);
+    t.wait_for("scripted/scripted", WAIT);
+    t.line("what is here?");
+    t.wait_for("main.rs", WAIT);
+    let before = status_line(&settled(&t));
+    t.line("/clear");
+    wait_new_session(&t, Some(&before));
+    settled(&t);
+    let raw = t.raw();
+    let mut frames = Frames::new(30, 100);
+    let mut drawn = false;
+    let mut at = 0;
+    for piece in raw.split_inclusive(|b| *b == 0x1b) {
+        frames.process(piece);
+        at += piece.len();
+        let blank = frames.screen().contents().trim().is_empty();
+        assert!(
+            !(drawn && blank),
+            "the screen went blank after byte {at} of {}: {:?}",
+            raw.len(),
+            String::from_utf8_lossy(&raw[at.saturating_sub(300)..(at + 300).min(raw.len())])
+        );
+        drawn |= !blank;
+    }
+    assert!(drawn, "nothing was drawn");
 }
 
 /// One thing a person does. A session's scripted model plays the same

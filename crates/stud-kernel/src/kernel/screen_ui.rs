@@ -58,11 +58,13 @@ impl Driver {
     async fn run(mut self) {
         // A UI starts believing the screen is blank (it draws only what
         // differs from that); after `/clear` or `/resume` the last
-        // session's UI left its frame there. Make the belief true.
-        self.screen.clear();
+        // session's UI left its frame there. Make the belief true, in the
+        // new UI's first frame (or at once if its start drew none).
+        self.screen.clear_with_next_frame();
         if let Err(e) = self.ui.ui_screen_start(self.screen.size()).await {
             self.failed(&e.to_string());
         }
+        self.screen.clear_if_pending();
         loop {
             // Typing overtakes the bus: a key waits for at most the one
             // call in progress, never for a queue of streamed tokens.

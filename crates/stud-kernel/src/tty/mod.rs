@@ -24,10 +24,18 @@ pub use keys::convert;
 pub use raw::RawGuard;
 
 pub struct Screen {
-    out: Mutex<Box<dyn Write + Send>>,
+    out: Mutex<Out>,
     events: tokio::sync::Mutex<mpsc::UnboundedReceiver<TermEvent>>,
     raw: Mutex<Option<RawGuard>>,
     reader: std::sync::Arc<ReaderPause>,
+}
+
+/// Where frames go, and whether the next one starts on a cleared screen.
+struct Out {
+    to: Box<dyn Write + Send>,
+    /// A new UI took the screen ([`Screen::clear_with_next_frame`]):
+    /// its first frame clears what the last one left, in the same update.
+    clear_first: bool,
 }
 
 /// Stops the input thread reading while another program (the person's
@@ -86,7 +94,10 @@ impl Screen {
                 }
             })?;
         Ok(Screen {
-            out: Mutex::new(Box::new(std::io::stdout())),
+            out: Mutex::new(Out {
+                to: Box::new(std::io::stdout()),
+                clear_first: false,
+            }),
             events: tokio::sync::Mutex::new(rx),
             raw: Mutex::new(Some(raw)),
             reader,
@@ -114,26 +125,49 @@ impl Screen {
         ScreenSize { cols, rows }
     }
 
+    fn out(&self) -> std::sync::MutexGuard<'_, Out> {
+        self.out.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     pub fn draw(&self, cells: &[Cell]) {
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = paint::cells(&mut *out, cells);
+        let mut out = self.out();
+        let clear = std::mem::take(&mut out.clear_first);
+        let _ = paint::cells(&mut out.to, clear, cells);
     }
 
     pub fn cursor(&self, at: Option<(u16, u16)>) {
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = paint::cursor(&mut *out, at);
+        let _ = paint::cursor(&mut self.out().to, at);
     }
 
     /// A host-built sequence (notification, clipboard) between frames.
     pub fn signal(&self, sequence: &str) {
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = out.write_all(sequence.as_bytes());
-        let _ = out.flush();
+        let mut out = self.out();
+        let _ = out.to.write_all(sequence.as_bytes());
+        let _ = out.to.flush();
     }
 
     pub fn clear(&self) {
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = paint::clear(&mut *out);
+        let mut out = self.out();
+        out.clear_first = false;
+        let _ = paint::clear(&mut out.to);
+    }
+
+    /// A UI starts believing the screen blank, while the last session's
+    /// UI left its frame there (`/clear`, `/resume`). Cleared now, the
+    /// screen would stay blank for as long as the new UI takes to start;
+    /// cleared in its first frame's update, the old frame gives way to
+    /// the new one at once. [`Screen::clear_if_pending`] after the start
+    /// covers a UI that drew nothing.
+    pub fn clear_with_next_frame(&self) {
+        self.out().clear_first = true;
+    }
+
+    /// Clear now if no frame has done it since [`Screen::clear_with_next_frame`].
+    pub fn clear_if_pending(&self) {
+        let mut out = self.out();
+        if std::mem::take(&mut out.clear_first) {
+            let _ = paint::clear(&mut out.to);
+        }
     }
 
     /// An event that is already waiting, if any (never blocks: the

@@ -23,9 +23,13 @@ use stud_protocol::terminal::steers;
 /// it changes: a full 200x60 frame is a tenth of the bytes it would be
 /// with both per cell, which the terminal (and a person on a slow link)
 /// parses that much faster.
-pub fn cells<W: Write>(out: &mut W, cells: &[Cell]) -> std::io::Result<()> {
+/// With `clear_first`, the screen is cleared inside the same update.
+pub fn cells<W: Write>(out: &mut W, clear_first: bool, cells: &[Cell]) -> std::io::Result<()> {
     let mut frame = Vec::with_capacity(cells.len() * 2 + 64);
     queue!(frame, terminal::BeginSynchronizedUpdate)?;
+    if clear_first {
+        queue!(frame, terminal::Clear(terminal::ClearType::All))?;
+    }
     frame_cells(&mut frame, cells)?;
     queue!(frame, terminal::EndSynchronizedUpdate)?;
     out.write_all(&frame)?;
@@ -188,7 +192,7 @@ mod tests {
             ])
             .collect();
         let mut out = Vec::new();
-        cells(&mut out, &row).expect("paint");
+        cells(&mut out, false, &row).expect("paint");
         let text = String::from_utf8(out).expect("utf8");
         // Moves: to (2,3), after the wide character, and to the next row.
         assert_eq!(text.matches('H').count(), 3, "{text:?}");
@@ -212,6 +216,24 @@ mod tests {
         );
     }
 
+    /// A new UI's first frame clears what the last UI left, inside its
+    /// own update: a terminal that knows the mode goes from the old frame
+    /// to the new one, never through a blank screen.
+    #[test]
+    fn a_frame_that_clears_first_clears_inside_its_update() {
+        let mut parser = vt100::Parser::new(3, 10, 0);
+        parser.process(b"old frame");
+        let mut out = Vec::new();
+        cells(&mut out, true, &[cell(0, 1, "n", WitColor::Reset)]).expect("paint");
+        let text = String::from_utf8(out.clone()).expect("utf8");
+        assert!(
+            text.starts_with("\u{1b}[?2026h\u{1b}[2J"),
+            "the clear opens the update: {text:?}"
+        );
+        parser.process(&out);
+        assert_eq!(parser.screen().contents(), "\nn");
+    }
+
     /// A cell (model text a UI drew) that holds a synchronized-update
     /// marker cannot open an update the frame does not close (a terminal
     /// would freeze until its timeout) nor close the frame's early.
@@ -222,7 +244,7 @@ mod tests {
             cell(1, 0, "\u{1b}[?2026l", WitColor::Reset),
         ];
         let mut out = Vec::new();
-        super::cells(&mut out, &cells).expect("paint");
+        super::cells(&mut out, false, &cells).expect("paint");
         let text = String::from_utf8(out).expect("utf8");
         assert_eq!(text.matches("\u{1b}[?2026h").count(), 1, "{text:?}");
         assert_eq!(text.matches("\u{1b}[?2026l").count(), 1, "{text:?}");

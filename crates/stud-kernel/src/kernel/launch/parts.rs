@@ -1,5 +1,5 @@
 //! Phase 5: the session's parts, each built once from what the earlier
-//! phases made: interactions, commands, authority, configuration, agents,
+//! phases made: commands, authority, configuration, agents,
 //! MCP servers, the reloader and its store.
 
 use std::sync::Arc;
@@ -8,7 +8,6 @@ use tracing::Instrument as _;
 
 use super::configure::{Configured, profile_of, resumed_mode};
 use super::discover::Found;
-use super::interactor::interactions;
 use super::load::Loaded;
 use super::prelink::prelink_rest;
 use super::session_config::{provider_named_by, session_config};
@@ -46,19 +45,7 @@ pub(super) async fn assemble(
     warnings: &mut Vec<String>,
 ) -> Result<Parts, LaunchError> {
     let (settings, bus) = (&configured.settings, &found.bus);
-    let interactions = interactions(
-        opts,
-        settings,
-        &subscribed.interactor_id,
-        &loaded.uis,
-        bus,
-        warnings,
-    );
-    if let Some(asks) = subscribed.asks.clone() {
-        interactions.route_through(asks);
-    }
-    interactions.hold_output_with(found.services.held.clone());
-    found.services.set_interactions(interactions.clone());
+    let interactions = subscribed.interactions.clone();
     let (skills, skill_warnings) = SkillCatalog::load(
         opts.home.root(),
         crate::paths::user_home().as_deref(),

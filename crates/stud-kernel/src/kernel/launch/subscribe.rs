@@ -1,7 +1,7 @@
 //! Phase 4: the UIs and loggers subscribed to the bus, and the UI that
-//! answers questions chosen. Before the parts: a question asked while MCP
-//! servers start goes through the full-screen UI's driver, and nothing
-//! published from here on is missed.
+//! answers questions chosen and connected. Before the parts: a question
+//! asked while MCP servers start goes through the full-screen UI's driver,
+//! and nothing published from here on is missed.
 
 use std::sync::Arc;
 
@@ -10,13 +10,13 @@ use tokio::task::JoinHandle;
 
 use super::configure::Configured;
 use super::discover::Found;
-use super::interactor::interactor_id;
+use super::interactor::{interactions, interactor_id};
 use super::load::Loaded;
 use super::{DEFAULT_INTERACTOR, LaunchOptions};
 use crate::kernel::events::{DEFAULT_QUEUE, Subscriber};
 use crate::kernel::first_request::FirstRequest;
 use crate::kernel::input_history::InputHistory;
-use crate::kernel::interaction::Ask;
+use crate::kernel::interaction::Interactions;
 use crate::kernel::named::may_answer;
 use crate::kernel::notifier;
 use crate::kernel::screen_ui::{Control, Driver};
@@ -29,11 +29,8 @@ pub(super) struct Subscribed {
     pub ui_subscriptions: Vec<Arc<Subscriber>>,
     /// What the person does through a full-screen UI.
     pub controls: Option<mpsc::UnboundedReceiver<Control>>,
-    /// Where questions are sent instead of to a UI (the full-screen
-    /// driver, or an editor).
-    pub asks: Option<mpsc::UnboundedSender<Ask>>,
-    /// The UI that answers questions.
-    pub interactor_id: String,
+    /// The questions of the session, connected to the host's services.
+    pub interactions: Arc<Interactions>,
     /// Opened once the first provider request is out.
     pub first_request: FirstRequest,
 }
@@ -51,6 +48,7 @@ pub(super) fn subscribe(
     let mut subscribers = Vec::new();
     let mut ui_subscriptions = Vec::new();
     let mut controls = None;
+    let mut driver = None;
     let mut asks = opts.questions.clone();
     let screen_ui = uis
         .iter()
@@ -79,18 +77,15 @@ pub(super) fn subscribe(
             let (ask_tx, ask_rx) = mpsc::unbounded_channel();
             let sub = bus.subscribe(ui.id().as_str(), DEFAULT_QUEUE);
             ui_subscriptions.push(sub.clone());
-            subscribers.push(
-                Driver {
-                    sub,
-                    ui,
-                    screen,
-                    controls: control_tx,
-                    asks: ask_rx,
-                    bus: bus.clone(),
-                    history,
-                }
-                .spawn(),
-            );
+            driver = Some(Driver {
+                sub,
+                ui,
+                screen,
+                controls: control_tx,
+                asks: ask_rx,
+                bus: bus.clone(),
+                history,
+            });
             controls = Some(control_rx);
             asks = Some(ask_tx);
         }
@@ -114,6 +109,25 @@ pub(super) fn subscribe(
     } else {
         interactor_id
     };
+    let interactions = interactions(
+        opts,
+        &configured.settings,
+        &interactor_id,
+        uis,
+        bus,
+        warnings,
+    );
+    if let Some(asks) = asks.clone() {
+        interactions.route_through(asks);
+    }
+    interactions.hold_output_with(found.services.held.clone());
+    found.services.set_interactions(interactions.clone());
+    // Started only now: what the UI draws at its start is the
+    // interactor's (the host drops an unconnected UI's frames, and the UI
+    // would then believe on screen what is not).
+    if let Some(driver) = driver {
+        subscribers.push(driver.spawn());
+    }
     // A headless run knows its input: what its first request does not
     // need waits until that request is out (an interactive session links
     // it all while the person types).
@@ -133,8 +147,7 @@ pub(super) fn subscribe(
         subscribers,
         ui_subscriptions,
         controls,
-        asks,
-        interactor_id,
+        interactions,
         first_request,
     }
 }
