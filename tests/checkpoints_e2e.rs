@@ -645,3 +645,74 @@ fn a_rewind_of_files_and_conversation_after_a_compaction_changes_nothing() {
     assert!(!screen.contains("restored notes.txt"), "{screen}");
     assert_eq!(env.read("notes.txt"), "the model's\n");
 }
+
+/// A journal's modification time `days` ago.
+fn age(path: &Path, days: u64) {
+    let t = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 24 * 3600);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .expect("open the journal")
+        .set_modified(t)
+        .expect("set its mtime");
+}
+
+/// Wait (a short while) until `cond` holds: the prune runs beside the
+/// session, on a thread of its own.
+fn eventually(cond: impl Fn() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(10) {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    cond()
+}
+
+/// Journals older than `checkpoints.keepDays` go at a session's start,
+/// at most once a day: the start asks whether a prune is due before it
+/// starts a thread for one, so a second start the same day keeps an old
+/// journal planted after the first.
+#[test]
+fn a_start_prunes_old_journals_once_a_day() {
+    use sha2::Digest as _;
+    let env = StudEnv::new();
+    env.script(json!([{"text": "one"}, {"text": "two"}]), json!({}));
+    let project = env.project.path().canonicalize().expect("project");
+    let key = hex::encode(&sha2::Sha256::digest(project.as_os_str().as_encoded_bytes())[..8]);
+    let sessions = env
+        .home
+        .path()
+        .join("checkpoints")
+        .join(&key)
+        .join("sessions");
+    std::fs::create_dir_all(&sessions).expect("sessions folder");
+    let old = sessions.join("s-old.jsonl");
+    std::fs::write(&old, "").expect("old journal");
+    age(&old, 400);
+
+    let out = env.run(&["run", "-p", "hello"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let marker = sessions.parent().expect("dir").join(".pruned");
+    assert!(
+        eventually(|| !old.exists() && marker.exists()),
+        "the old journal is pruned and the day marked"
+    );
+
+    let later = sessions.join("s-later.jsonl");
+    std::fs::write(&later, "").expect("another old journal");
+    age(&later, 400);
+    let out = env.run(&["run", "-p", "hello again"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(later.exists(), "not pruned twice in a day");
+}

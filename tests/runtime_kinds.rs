@@ -333,3 +333,28 @@ async fn hooks_guard_transform_and_observe() {
     assert_eq!(events.len(), 2);
     assert_eq!(events[0].0, "ext.stage-counter.counts");
 }
+
+/// Linking ahead is taken on once per extension: a second claim (another
+/// link lane) is refused while the first has it queued or is linking it,
+/// and once it is linked, however it was linked; so no lane thread starts
+/// only to wait for another one.
+#[tokio::test]
+async fn a_link_ahead_is_taken_on_once() {
+    let rt = common::runtime();
+    let queued = common::load_fixture(&rt, "hostile", None, None).expect("loads");
+    assert!(queued.claim_link(), "the first claim takes it on");
+    assert!(
+        !queued.claim_link(),
+        "taken on: a second lane is not needed"
+    );
+    assert!(!queued.is_linked(), "a claim links nothing by itself");
+    queued.link_now().expect("links");
+    assert!(queued.is_linked());
+    assert!(!queued.claim_link(), "linked: nothing to take on");
+    let called = common::load_fixture(&rt, "hostile", None, None).expect("loads");
+    called.link_now().expect("links at its first use");
+    assert!(
+        !called.claim_link(),
+        "linked without a claim: nothing to take on"
+    );
+}

@@ -6,6 +6,7 @@
 //! the same error without compiling again.
 
 use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use wasmtime::component::InstancePre;
@@ -100,6 +101,9 @@ pub(crate) struct LazyCode {
     input: CodeInput,
     /// The error is the [`LoadError`]'s message (it names the extension).
     cell: OnceLock<Result<Arc<Linked>, String>>,
+    /// Someone took on linking it ahead (a link lane): another lane need
+    /// not start for it.
+    claimed: AtomicBool,
 }
 
 impl LazyCode {
@@ -107,7 +111,14 @@ impl LazyCode {
         LazyCode {
             input,
             cell: OnceLock::new(),
+            claimed: AtomicBool::new(false),
         }
+    }
+
+    /// Take on linking it ahead; `false` when it is linked already or
+    /// another caller took it on (queued, or linking now).
+    pub fn claim(&self) -> bool {
+        self.cell.get().is_none() && !self.claimed.swap(true, Ordering::AcqRel)
     }
 
     pub fn bytes(&self) -> &[u8] {

@@ -367,6 +367,13 @@ impl Extension {
         self.core.code.get().is_some()
     }
 
+    /// Take on linking it ahead (then [`link_now`](Self::link_now));
+    /// `false` when it is linked, or another link lane has it queued or is
+    /// linking it: a lane started for it would only wait for that one.
+    pub fn claim_link(&self) -> bool {
+        self.core.code.claim()
+    }
+
     /// How many times an instance was created (1 + restarts after faults).
     pub fn instantiations(&self) -> u64 {
         self.core.instantiations.load(Ordering::Relaxed)

@@ -214,8 +214,14 @@ impl Checkpoints {
     }
 
     /// Prune old journals and what only they kept (`checkpoints.keepDays`)
-    /// on a thread of its own: a session does not wait for it.
+    /// on a thread of its own: a session does not wait for it. The thread
+    /// is started only when a prune is due (once a day): every start
+    /// started one before, right before its first request, to find the
+    /// marker recent and end.
     pub fn prune_in_background(&self) {
+        if !super::retention::due(&self.dir) {
+            return;
+        }
         let (dir, days, keep) = (
             self.dir.clone(),
             self.keep_days,
@@ -224,9 +230,7 @@ impl Checkpoints {
         let _ = std::thread::Builder::new()
             .name("checkpoint-prune".into())
             .spawn(move || {
-                if dir.join("sessions").is_dir()
-                    && let Err(e) = super::retention::prune(&dir, days, &keep, false)
-                {
+                if let Err(e) = super::retention::prune(&dir, days, &keep, false) {
                     tracing::warn!("pruning checkpoints in {}: {e}", dir.display());
                 }
             });

@@ -20,17 +20,27 @@ pub struct Pruned {
     pub objects: usize,
 }
 
+/// Whether `p` was modified less than `within` ago.
+fn recent(p: &Path, within: Duration) -> bool {
+    std::fs::metadata(p)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .is_some_and(|age| age < within)
+}
+
+/// Whether [`prune`] (without `force`) would do anything in `dir`: it has
+/// journals, and no prune ran there in the last day. Two file lookups, so
+/// a start asks on its own thread and starts one for the prune only when
+/// it is due (once a day, not at every start).
+pub fn due(dir: &Path) -> bool {
+    dir.join("sessions").is_dir() && !recent(&dir.join(".pruned"), DAY)
+}
+
 /// Prune the project checkpoint folder `dir`; `keep` is the running
 /// session's journal (never removed). `force` skips the once-a-day check.
 pub fn prune(dir: &Path, keep_days: u64, keep: &Path, force: bool) -> std::io::Result<Pruned> {
     let marker = dir.join(".pruned");
-    let recent = |p: &Path, within: Duration| {
-        std::fs::metadata(p)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| SystemTime::now().duration_since(t).ok())
-            .is_some_and(|age| age < within)
-    };
     if !force && recent(&marker, DAY) {
         return Ok(Pruned::default());
     }
@@ -155,9 +165,11 @@ mod tests {
             j.append(&Record::test_turn(1, None, None)).expect("append");
         }
         age(&dir.join("sessions/old.jsonl"), 40);
+        assert!(due(dir), "journals and no marker: due");
         let pruned = prune(dir, 30, Path::new("/none"), false).expect("prune");
         assert_eq!(pruned.journals, 1);
         assert!(dir.join(".pruned").exists(), "the marker is written");
+        assert!(!due(dir), "pruned today: not due");
         age(&dir.join("sessions/new.jsonl"), 40);
         assert_eq!(
             prune(dir, 30, Path::new("/none"), false).expect("prune"),

@@ -85,8 +85,13 @@ pub(super) fn prelink_rest(
 /// Link `queue` front first on up to `lanes` threads (each takes the next
 /// one when it is done). Threads of their own, not tokio's blocking pool:
 /// measured, the pool at times left the second lane and the provider's
-/// first call queued behind the first lane's whole run.
+/// first call queued behind the first lane's whole run. What another lane
+/// already took on is left out: the provider queued at the start was
+/// still linking when the session settled on it, and a second lane
+/// started only to wait for the first (a thread before every first
+/// request).
 fn link_in_order(queue: VecDeque<Arc<Extension>>, lanes: usize, span: tracing::Span) {
+    let queue: VecDeque<Arc<Extension>> = queue.into_iter().filter(|e| e.claim_link()).collect();
     let lanes = lanes.min(queue.len());
     if lanes == 0 {
         return;
