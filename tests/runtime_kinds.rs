@@ -358,3 +358,44 @@ async fn a_link_ahead_is_taken_on_once() {
         "linked without a claim: nothing to take on"
     );
 }
+
+/// The first call of an extension a link lane took on waits for that
+/// lane (no thread of its own to link it again, or to wait on); a claim
+/// the lane gives up (it never ran, or panicked) leaves the call to link
+/// it itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_call_waits_for_the_lane_that_took_its_link_on() {
+    use std::time::Duration;
+    let rt = common::runtime();
+    let answer = |out: Result<stud::runtime::domain::ToolOutput, CallError>| {
+        text(&out.expect("the call answers").content)
+    };
+
+    let queued = Arc::new(common::load_fixture(&rt, "hostile", None, None).expect("loads"));
+    assert!(queued.claim_link());
+    let call = tokio::spawn({
+        let e = queued.clone();
+        async move { e.tool_invoke("1", r#"{"mode":"ok"}"#).await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!call.is_finished(), "the call waits for the lane");
+    assert!(!queued.is_linked(), "and does not link it itself");
+    let lane = queued.clone();
+    std::thread::spawn(move || lane.link_now())
+        .join()
+        .expect("the lane")
+        .expect("links");
+    assert_eq!(answer(call.await.expect("joined")), "alive");
+
+    let given_up = Arc::new(common::load_fixture(&rt, "hostile", None, None).expect("loads"));
+    assert!(given_up.claim_link());
+    let call = tokio::spawn({
+        let e = given_up.clone();
+        async move { e.tool_invoke("1", r#"{"mode":"ok"}"#).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!call.is_finished(), "the call waits for the lane");
+    given_up.release_link_claim();
+    assert_eq!(answer(call.await.expect("joined")), "alive");
+    assert!(given_up.is_linked(), "the call linked it");
+}

@@ -101,9 +101,12 @@ pub(crate) struct LazyCode {
     input: CodeInput,
     /// The error is the [`LoadError`]'s message (it names the extension).
     cell: OnceLock<Result<Arc<Linked>, String>>,
-    /// Someone took on linking it ahead (a link lane): another lane need
-    /// not start for it.
+    /// A link lane took on linking it ahead (it is queued there, or being
+    /// linked): another lane need not start for it, and a first call
+    /// waits for that lane rather than start a thread to wait on.
     claimed: AtomicBool,
+    /// Woken when a link ends (or a claim is given up).
+    settled: tokio::sync::Notify,
 }
 
 impl LazyCode {
@@ -112,6 +115,7 @@ impl LazyCode {
             input,
             cell: OnceLock::new(),
             claimed: AtomicBool::new(false),
+            settled: tokio::sync::Notify::new(),
         }
     }
 
@@ -119,6 +123,13 @@ impl LazyCode {
     /// another caller took it on (queued, or linking now).
     pub fn claim(&self) -> bool {
         self.cell.get().is_none() && !self.claimed.swap(true, Ordering::AcqRel)
+    }
+
+    /// Give a claim up without linking (the lane that had it will not
+    /// run): a call waiting for it links it itself.
+    pub fn release(&self) {
+        self.claimed.store(false, Ordering::Release);
+        self.settled.notify_waiters();
     }
 
     pub fn bytes(&self) -> &[u8] {
@@ -133,6 +144,18 @@ impl LazyCode {
     /// Link now, blocking this thread (a blocking-pool thread or a
     /// synchronous caller); concurrent callers wait for the one linking.
     pub fn link_blocking(&self, runtime: &Runtime) -> Result<Arc<Linked>, String> {
+        // Waiters are woken however this ends; a link that panicked gives
+        // its claim up, so they link it themselves.
+        struct Settle<'a>(&'a LazyCode);
+        impl Drop for Settle<'_> {
+            fn drop(&mut self) {
+                if self.0.cell.get().is_none() {
+                    self.0.claimed.store(false, Ordering::Release);
+                }
+                self.0.settled.notify_waiters();
+            }
+        }
+        let _settle = Settle(self);
         self.cell
             .get_or_init(|| {
                 link(runtime, &self.input)
@@ -140,6 +163,23 @@ impl LazyCode {
                     .map_err(|e| e.to_string())
             })
             .clone()
+    }
+
+    /// The outcome of a link a lane took on, once it is there; `None` when
+    /// no lane has it (the caller links it).
+    pub async fn claimed_outcome(&self) -> Option<Result<Arc<Linked>, String>> {
+        loop {
+            // Registered before the checks, so a link that ends between
+            // them still wakes this one.
+            let settled = self.settled.notified();
+            if let Some(done) = self.cell.get() {
+                return Some(done.clone());
+            }
+            if !self.claimed.load(Ordering::Acquire) {
+                return None;
+            }
+            settled.await;
+        }
     }
 }
 

@@ -374,6 +374,11 @@ impl Extension {
         self.core.code.claim()
     }
 
+    /// Give up a [`claim_link`](Self::claim_link) that no lane will link.
+    pub fn release_link_claim(&self) {
+        self.core.code.release();
+    }
+
     /// How many times an instance was created (1 + restarts after faults).
     pub fn instantiations(&self) -> u64 {
         self.core.instantiations.load(Ordering::Relaxed)
@@ -749,10 +754,17 @@ impl Core {
         Duration::from_millis(u64::from(self.ctx.limits.timeout_ms))
     }
 
-    /// The linked code, linking it on a blocking thread the first time.
+    /// The linked code, linking it on a blocking thread the first time,
+    /// or waiting for the link lane that took it on (a thread started
+    /// only to wait for that lane cost the start about half a
+    /// millisecond of CPU, docs/benchmarks.md).
     async fn linked(self: &Arc<Self>) -> Result<Arc<Linked>, CallError> {
-        let result = match self.code.get() {
-            Some(done) => done.clone(),
+        let ahead = match self.code.get() {
+            Some(done) => Some(done.clone()),
+            None => self.code.claimed_outcome().await,
+        };
+        let result = match ahead {
+            Some(done) => done,
             None => {
                 let core = self.clone();
                 let span = tracing::Span::current();

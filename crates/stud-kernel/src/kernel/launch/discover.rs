@@ -28,10 +28,12 @@ pub(super) async fn discover(
     let bus = Bus::new();
     let services = Arc::new(KernelServices::new(bus.clone(), opts.terminal));
     // The engine is made while discovery reads the folders: neither needs
-    // the other.
+    // the other. On a worker, which is idle this early, rather than a
+    // blocking thread started for it (a thread costs a start about half
+    // a millisecond of CPU, docs/benchmarks.md).
     let cache = opts.home.compile_cache();
     let span = tracing::debug_span!("runtime");
-    let engine = tokio::task::spawn_blocking(move || {
+    let engine = tokio::spawn(async move {
         span.in_scope(|| {
             Runtime::new(RuntimeOptions {
                 cache: Some(cache),

@@ -97,10 +97,14 @@ fn link_in_order(queue: VecDeque<Arc<Extension>>, lanes: usize, span: tracing::S
         return;
     }
     let queue = Arc::new(std::sync::Mutex::new(queue));
+    let mut started = 0;
     for _ in 0..lanes {
         let queue = queue.clone();
         let span = span.clone();
         let lane = move || {
+            // A lane that panics gives up what it still had queued, so the
+            // first calls link it (they wait for a claimed link).
+            let _rest = GiveUpRest(queue.clone());
             span.in_scope(|| {
                 loop {
                     let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
@@ -109,10 +113,35 @@ fn link_in_order(queue: VecDeque<Arc<Extension>>, lanes: usize, span: tracing::S
                 }
             })
         };
-        // Without a thread the first call of each links it instead.
-        let _ = std::thread::Builder::new()
+        if std::thread::Builder::new()
             .name("stud-link".into())
-            .spawn(lane);
+            .spawn(lane)
+            .is_ok()
+        {
+            started += 1;
+        }
+    }
+    // Without a thread the first call of each links it instead.
+    if started == 0 {
+        drop(GiveUpRest(queue));
+    }
+}
+
+/// What is left in a lane's queue when the lane ends: nothing after a
+/// whole run, the rest after a panic. Its claims are given up.
+struct GiveUpRest(Arc<std::sync::Mutex<VecDeque<Arc<Extension>>>>);
+
+impl Drop for GiveUpRest {
+    fn drop(&mut self) {
+        let rest: Vec<_> = self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+            .collect();
+        for ext in rest {
+            ext.release_link_claim();
+        }
     }
 }
 
