@@ -44,11 +44,9 @@ impl Registry {
     /// Load every discovered extension: one lane per core, each taking the
     /// next extension from a queue that puts the costly ones first
     /// (`load_order`), so no lane is left with a slow load at the end
-    /// while the other idles. The lanes are tasks on the runtime's
-    /// workers, not blocking threads: this runs at a start, when the
-    /// workers have nothing else to do, and each blocking thread started
-    /// for a lane cost the start about half a millisecond of CPU
-    /// (docs/benchmarks.md).
+    /// while the other idles. The lanes run where a start's work runs
+    /// (`runtime::start_work`: on the workers, idle that early, rather
+    /// than on blocking threads started for them).
     pub async fn load_all(self: &Arc<Self>, found: Vec<Discovered>) -> LoadReport {
         let mut report = LoadReport::default();
         let found: Arc<[Discovered]> = found.into();
@@ -59,7 +57,9 @@ impl Registry {
             .map(|_| {
                 let (registry, found, queue, parent) =
                     (self.clone(), found.clone(), queue.clone(), parent.clone());
-                tokio::spawn(async move { registry.load_lane(&found, &queue, &parent) })
+                crate::runtime::start_work::spawn(move || {
+                    registry.load_lane(&found, &queue, &parent)
+                })
             })
             .collect();
         let mut results: Vec<Option<Result<Extension, LoadError>>> =

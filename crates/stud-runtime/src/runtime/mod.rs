@@ -28,6 +28,7 @@ pub mod publish;
 // The policy is data (`stud-config`); its checks are here (`caps`).
 pub use crate::protected_paths;
 pub mod services;
+pub mod start_work;
 mod stderr;
 pub mod styled_text;
 

@@ -28,12 +28,10 @@ pub(super) async fn discover(
     let bus = Bus::new();
     let services = Arc::new(KernelServices::new(bus.clone(), opts.terminal));
     // The engine is made while discovery reads the folders: neither needs
-    // the other. On a worker, which is idle this early, rather than a
-    // blocking thread started for it (a thread costs a start about half
-    // a millisecond of CPU, docs/benchmarks.md).
+    // the other (`start_work`: on a worker, idle this early).
     let cache = opts.home.compile_cache();
     let span = tracing::debug_span!("runtime");
-    let engine = tokio::spawn(async move {
+    let engine = crate::runtime::start_work::spawn(move || {
         span.in_scope(|| {
             Runtime::new(RuntimeOptions {
                 cache: Some(cache),
