@@ -42,41 +42,53 @@ struct Chunks {
     /// The last host chunk, handed to the parser in pieces from `at`.
     rest: Vec<u8>,
     at: usize,
-    /// Bytes handed over since the last line end.
+    /// Bytes since the last line end.
     open_line: usize,
+    /// The start of a line whose end has not arrived yet, kept back from
+    /// the parser: `eventsource-stream` rescans an unfinished line at
+    /// every piece it is handed, so a long line fed chunk by chunk cost
+    /// time quadratic in its length (a 4 MiB line took 6.5 s, past the
+    /// guest's deadline on a loaded machine). It goes over whole, once.
+    held: Vec<u8>,
 }
 
 /// Largest piece handed to the parser at once when it holds a line end.
 /// `eventsource-stream` moves its unparsed buffer after every line, so
 /// feeding it a whole 16 KB network chunk would copy that chunk once per
 /// line; small pieces keep parsing linear. A piece without a line end
-/// runs to the next one (or the chunk's end): the parser rescans an
-/// unfinished line at every piece, so long lines go in few, big pieces.
+/// runs to the next one (or the chunk's end) and is held back until its
+/// line ends (`Chunks::held`).
 const PIECE: usize = 512;
 
 /// Longest line of an event stream: one without an end in sight is a
 /// broken or hostile server, not a model's answer.
 pub const MAX_LINE_BYTES: usize = 8 << 20;
 
+/// SSE ends a line at CR, LF or CRLF.
+fn line_end(b: &u8) -> bool {
+    matches!(b, b'\n' | b'\r')
+}
+
 impl Chunks {
-    fn piece(&mut self) -> Result<Vec<u8>, Error> {
+    /// The next piece of the current chunk for the parser, or `None` when
+    /// it was held back (its line goes on past the chunk).
+    fn piece(&mut self) -> Result<Option<Vec<u8>>, Error> {
         let rest = &self.rest[self.at..];
         let short = rest.len().min(PIECE);
-        let end = match rest[..short].iter().position(|b| *b == b'\n') {
+        let end = match rest[..short].iter().position(line_end) {
             Some(_) => short,
-            None => rest
-                .iter()
-                .position(|b| *b == b'\n')
-                .map_or(rest.len(), |i| i + 1),
+            None => rest.iter().position(line_end).map_or(rest.len(), |i| i + 1),
         };
-        let piece = rest[..end].to_vec();
+        let piece = &rest[..end];
         self.at += end;
-        match piece.iter().rposition(|b| *b == b'\n') {
+        let ended = piece.iter().rposition(line_end);
+        match ended {
             Some(i) => self.open_line = piece.len() - i - 1,
             None => self.open_line += piece.len(),
         }
         if self.open_line > MAX_LINE_BYTES {
             self.response = None;
+            self.held = Vec::new();
             return Err(Error::tool(
                 "sse-line-too-long",
                 format!(
@@ -84,7 +96,13 @@ impl Chunks {
                 ),
             ));
         }
-        Ok(piece)
+        if ended.is_none() {
+            self.held.extend_from_slice(piece);
+            return Ok(None);
+        }
+        let mut out = std::mem::take(&mut self.held);
+        out.extend_from_slice(piece);
+        Ok(Some(out))
     }
 }
 
@@ -92,31 +110,39 @@ impl Stream for Chunks {
     type Item = Result<Vec<u8>, Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.at < self.rest.len() {
-            return Poll::Ready(Some(self.piece()));
+        loop {
+            if self.at < self.rest.len() {
+                match self.piece() {
+                    Ok(Some(piece)) => return Poll::Ready(Some(Ok(piece))),
+                    Ok(None) => continue,
+                    Err(e) => return Poll::Ready(Some(Err(e))),
+                }
+            }
+            if !self.wait.get() {
+                return Poll::Pending;
+            }
+            let Some(response) = self.response.as_ref() else {
+                return Poll::Ready(None);
+            };
+            match response.next_chunk() {
+                Ok(Some(chunk)) => {
+                    self.rest = chunk;
+                    self.at = 0;
+                }
+                Ok(None) => {
+                    // The body ended inside a line: the parser gets what
+                    // there is, as it would have piece by piece.
+                    self.response = None;
+                    let held = std::mem::take(&mut self.held);
+                    return Poll::Ready((!held.is_empty()).then_some(Ok(held)));
+                }
+                Err(e) => {
+                    self.response = None;
+                    self.held = Vec::new();
+                    return Poll::Ready(Some(Err(e)));
+                }
+            }
         }
-        if !self.wait.get() {
-            return Poll::Pending;
-        }
-        let Some(response) = self.response.as_ref() else {
-            return Poll::Ready(None);
-        };
-        let next = match response.next_chunk() {
-            Ok(Some(chunk)) => {
-                self.rest = chunk;
-                self.at = 0;
-                Some(self.piece())
-            }
-            Ok(None) => {
-                self.response = None;
-                None
-            }
-            Err(e) => {
-                self.response = None;
-                Some(Err(e))
-            }
-        };
-        Poll::Ready(next)
     }
 }
 
@@ -142,6 +168,7 @@ impl SseStream {
                 rest: Vec::new(),
                 at: 0,
                 open_line: 0,
+                held: Vec::new(),
             }
             .eventsource(),
             wait,
@@ -292,5 +319,57 @@ mod tests {
         let mut chunks = vec![b"data: ".to_vec()];
         chunks.extend(std::iter::repeat_n(chunk, (MAX_LINE_BYTES >> 20) + 2));
         assert_eq!(parse(chunks), Err("sse-line-too-long".to_string()));
+    }
+
+    /// The pieces the parser is handed for `chunks`, polled as a stream.
+    fn pieces(chunks: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        let mut stream = Chunks {
+            response: Some(Box::new(Replay(RefCell::new(chunks.into())))),
+            wait: Rc::new(Cell::new(true)),
+            rest: Vec::new(),
+            at: 0,
+            open_line: 0,
+            held: Vec::new(),
+        };
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut out = Vec::new();
+        while let Poll::Ready(Some(piece)) = Pin::new(&mut stream).poll_next(&mut cx) {
+            out.push(piece.expect("piece"));
+        }
+        out
+    }
+
+    /// A long line that arrives in many chunks reaches the parser once,
+    /// whole: handed over chunk by chunk, the parser rescanned it at each
+    /// (quadratic; a hostile endpoint's 4 MiB line ran past the guest's
+    /// deadline).
+    #[test]
+    fn a_long_line_reaches_the_parser_once() {
+        let mut chunks = vec![b"data: ".to_vec()];
+        chunks.extend(std::iter::repeat_n(vec![b'A'; 4000], 1000));
+        chunks.push(b"\n\ndata: b\n\n".to_vec());
+        let got = pieces(chunks);
+        assert_eq!(got.len(), 1, "{} pieces", got.len());
+        assert_eq!(got[0].len(), 6 + 4000 * 1000 + 11);
+        assert!(got[0].ends_with(b"A\n\ndata: b\n\n"));
+    }
+
+    /// Holding back waits for a line's end, CR included, not for more
+    /// than the line: an event ended by a lone CR is handed over as it
+    /// arrives, and a body that ends inside a line hands over its rest.
+    #[test]
+    fn a_line_is_handed_over_at_its_end_and_at_the_bodys() {
+        assert_eq!(
+            pieces(vec![b"data: a\r".to_vec(), b"\r".to_vec()]),
+            vec![b"data: a\r".to_vec(), b"\r".to_vec()]
+        );
+        assert_eq!(
+            pieces(vec![b"data: a".to_vec(), b"bc".to_vec()]),
+            vec![b"data: abc".to_vec()]
+        );
+        assert_eq!(
+            parse(vec![b"data: a\r\rdata: b\r\r".to_vec()]),
+            Ok(vec![("message".to_string(), "a".to_string())])
+        );
     }
 }
