@@ -692,12 +692,7 @@ fn a_start_prunes_old_journals_once_a_day() {
     std::fs::write(&old, "").expect("old journal");
     age(&old, 400);
 
-    let out = env.run(&["run", "-p", "hello"], "");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.ok(&["run", "-p", "hello"]);
     let marker = sessions.parent().expect("dir").join(".pruned");
     assert!(
         eventually(|| !old.exists() && marker.exists()),
@@ -707,12 +702,7 @@ fn a_start_prunes_old_journals_once_a_day() {
     let later = sessions.join("s-later.jsonl");
     std::fs::write(&later, "").expect("another old journal");
     age(&later, 400);
-    let out = env.run(&["run", "-p", "hello again"], "");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.ok(&["run", "-p", "hello again"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(later.exists(), "not pruned twice in a day");
 }

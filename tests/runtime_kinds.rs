@@ -371,13 +371,21 @@ async fn a_first_call_waits_for_the_lane_that_took_its_link_on() {
         text(&out.expect("the call answers").content)
     };
 
-    let queued = Arc::new(common::load_fixture(&rt, "hostile", None, None).expect("loads"));
-    assert!(queued.claim_link());
-    let call = tokio::spawn({
-        let e = queued.clone();
-        async move { e.tool_invoke("1", r#"{"mode":"ok"}"#).await }
-    });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // An extension whose link a lane claimed, and a first call of it.
+    let claimed_call = |wait: u64| {
+        let ext = Arc::new(common::load_fixture(&rt, "hostile", None, None).expect("loads"));
+        assert!(ext.claim_link());
+        let call = tokio::spawn({
+            let e = ext.clone();
+            async move { e.tool_invoke("1", r#"{"mode":"ok"}"#).await }
+        });
+        async move {
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            (ext, call)
+        }
+    };
+
+    let (queued, call) = claimed_call(200).await;
     assert!(!call.is_finished(), "the call waits for the lane");
     assert!(!queued.is_linked(), "and does not link it itself");
     let lane = queued.clone();
@@ -387,13 +395,7 @@ async fn a_first_call_waits_for_the_lane_that_took_its_link_on() {
         .expect("links");
     assert_eq!(answer(call.await.expect("joined")), "alive");
 
-    let given_up = Arc::new(common::load_fixture(&rt, "hostile", None, None).expect("loads"));
-    assert!(given_up.claim_link());
-    let call = tokio::spawn({
-        let e = given_up.clone();
-        async move { e.tool_invoke("1", r#"{"mode":"ok"}"#).await }
-    });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (given_up, call) = claimed_call(100).await;
     assert!(!call.is_finished(), "the call waits for the lane");
     given_up.release_link_claim();
     assert_eq!(answer(call.await.expect("joined")), "alive");
