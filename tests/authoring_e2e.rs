@@ -4,9 +4,16 @@
 //! from the binary), `stud ext install ./NAME`, and a session that uses it.
 //!
 //! The crates build into one cargo target dir shared by these tests
-//! (`target/authoring`): the first build compiles the SDK's dependencies
-//! (about a minute on 2 cores), the others wait on cargo's lock and then
-//! compile only the SDK and the new crate, seconds each. Not the bundled
+//! (`target/authoring`), against one SDK kit (`STUD_SDK_DIR`, as homes
+//! that share a kit folder do): the first build compiles the SDK and its
+//! dependencies (about a minute on 2 cores), the others wait on cargo's
+//! lock and then compile only the new crate, seconds each. With a kit in
+//! each test's home, each compiled the SDK again (a path dependency's
+//! folder is part of its identity): 16 s of `stud-protocol` alone, and a
+//! third of the end-to-end tests' CPU went to these builds (issue 42).
+//! Each test names its crates apart from the others': cargo puts a crate's
+//! component at one path of the shared target dir, so two tests building
+//! a `shout` read each other's. Not the bundled
 //! extensions' `target/wasm`: those builds add path remaps to the
 //! `rustflags`, and alternating flags in one target dir would rebuild every
 //! dependency each time.
@@ -22,6 +29,11 @@ use serde_json::{Value, json};
 /// The target dir the authors' crates share.
 fn shared_target() -> PathBuf {
     common::workspace_root().join("target").join("authoring")
+}
+
+/// The SDK kit folder the authors share.
+fn shared_kits() -> PathBuf {
+    shared_target().join("kits")
 }
 
 struct Author {
@@ -44,6 +56,7 @@ impl Author {
             .command(args)
             .current_dir(cwd)
             .env("CARGO_TARGET_DIR", shared_target())
+            .env("STUD_SDK_DIR", shared_kits())
             .output()
             .unwrap()
     }
@@ -66,6 +79,17 @@ impl Author {
         let made = self.ok_in(work, &["ext", "new", "--kind", kind, name]);
         assert!(made.contains("src/lib.rs"), "{made}");
         let crate_dir = work.join(name);
+        // Against the shared kit, not one in this home.
+        let kit = shared_kits()
+            .join(stud_protocol::CONTRACT_VERSION)
+            .join("sdk");
+        let cargo_toml = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
+        assert!(
+            made.contains(&kit.display().to_string())
+                && cargo_toml.contains(&format!("path = \"{}\"", kit.display())),
+            "{made}\n{cargo_toml}"
+        );
+        assert!(!self.env.home.path().join("sdk").exists());
         let lib = crate_dir.join("src/lib.rs");
         let text = std::fs::read_to_string(&lib).unwrap();
         assert_eq!(text.matches(old).count(), 1, "{old} in\n{text}");
@@ -204,6 +228,36 @@ fn unbuilt_broken_and_badly_named_crates_get_clear_errors() {
     assert!(!out.status.success() && err.contains("gadget"), "{err}");
 }
 
+/// `ext build` puts back a kit that was removed (crates depend on it by
+/// path; it is derived from the binary), before it looks at the folder.
+#[test]
+fn a_removed_kit_is_put_back_by_ext_build() {
+    let a = Author::new();
+    let kits = tempfile::tempdir().unwrap();
+    let run = |cwd: &Path, args: &[&str]| {
+        a.env
+            .command(args)
+            .current_dir(cwd)
+            .env("STUD_SDK_DIR", kits.path())
+            .output()
+            .unwrap()
+    };
+    let work = a.work.path();
+    assert!(
+        run(work, &["ext", "new", "--kind", "tool", "kept"])
+            .status
+            .success()
+    );
+    let kit = kits.path().join(stud_protocol::CONTRACT_VERSION);
+    assert!(kit.join("sdk/Cargo.toml").is_file());
+    std::fs::remove_dir_all(&kit).unwrap();
+    // Not a crate: the build stops there, with the kit back in place.
+    let out = run(work, &["ext", "build"]);
+    assert!(!out.status.success());
+    assert!(kit.join("sdk/Cargo.toml").is_file());
+    assert!(kit.join("sdk/protocol/Cargo.toml").is_file());
+}
+
 /// The other six kinds: each template builds and passes the checks a load
 /// makes (contract stamp, imports against capabilities, exports).
 #[test]
@@ -277,18 +331,18 @@ fn a_dev_extension_is_marked_dev_and_reloaded_after_each_build() {
     use std::io::Write as _;
     let a = Author::new();
     let work = a.work.path();
-    a.ok_in(work, &["ext", "new", "--kind", "tool", "shout"]);
-    let linked = a.ok_in(work, &["ext", "dev", "./shout"]);
-    assert!(linked.contains("linked `shout` 0.1.0 (tool)"), "{linked}");
+    a.ok_in(work, &["ext", "new", "--kind", "tool", "holler"]);
+    let linked = a.ok_in(work, &["ext", "dev", "./holler"]);
+    assert!(linked.contains("linked `holler` 0.1.0 (tool)"), "{linked}");
     let table = a.env.ok(&["ext", "list"]);
-    let row = table.lines().find(|l| l.starts_with("shout ")).unwrap();
+    let row = table.lines().find(|l| l.starts_with("holler ")).unwrap();
     assert!(row.contains(" dev "), "{row}");
     let v: Value = serde_json::from_str(&a.env.ok(&["ext", "list", "--json"])).unwrap();
     let entry = v["extensions"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["id"] == "shout")
+        .find(|e| e["id"] == "holler")
         .unwrap()
         .clone();
     assert_eq!(
@@ -299,7 +353,7 @@ fn a_dev_extension_is_marked_dev_and_reloaded_after_each_build() {
     a.env.settings(json!({
         "active": {"provider": "scripted"},
         "providers": {"scripted": {"script": {"repeat": true, "turns": [
-            {"text": "", "tool_calls": [call("shout", json!({"text": "hi"}))]},
+            {"text": "", "tool_calls": [call("holler", json!({"text": "hi"}))]},
             {"text": "said {{tool_results}}"}
         ]}}}
     }));
@@ -314,7 +368,7 @@ fn a_dev_extension_is_marked_dev_and_reloaded_after_each_build() {
     stdin.write_all(b"one\n").unwrap();
     assert!(screen.wait_for("said HI", 1), "{}", screen.text());
 
-    let lib = work.join("shout/src/lib.rs");
+    let lib = work.join("holler/src/lib.rs");
     let text = std::fs::read_to_string(&lib).unwrap();
     std::fs::write(
         &lib,
@@ -324,7 +378,7 @@ fn a_dev_extension_is_marked_dev_and_reloaded_after_each_build() {
         ),
     )
     .unwrap();
-    a.ok_in(&work.join("shout"), &["ext", "build"]);
+    a.ok_in(&work.join("holler"), &["ext", "build"]);
     // Tools swap between turns, once compiled: ask until it answers anew.
     let mut asked = 1;
     while !screen.text().contains("said HI?") && asked < 30 {
@@ -334,15 +388,15 @@ fn a_dev_extension_is_marked_dev_and_reloaded_after_each_build() {
     }
     let shown = screen.text();
     assert!(shown.contains("said HI?"), "{shown}");
-    assert!(shown.contains("[reload] shout 0.1.0 is in use"), "{shown}");
+    assert!(shown.contains("[reload] holler 0.1.0 is in use"), "{shown}");
     drop(stdin);
     assert!(child.wait().unwrap().success());
 
-    let out = a.ok_in(work, &["ext", "dev", "--remove", "shout"]);
+    let out = a.ok_in(work, &["ext", "dev", "--remove", "holler"]);
     assert!(out.contains("unlinked"), "{out}");
-    assert!(!a.env.ok(&["ext", "list"]).contains("shout "));
+    assert!(!a.env.ok(&["ext", "list"]).contains("holler "));
     assert!(
-        work.join("shout/src/lib.rs").is_file(),
+        work.join("holler/src/lib.rs").is_file(),
         "the folder is left alone"
     );
 }

@@ -69,6 +69,18 @@ impl StudHome {
         }
     }
 
+    /// Where `stud ext new` unpacks the SDK kit (one folder per contract
+    /// version). `STUD_SDK_DIR` moves it: the kit is derived from the
+    /// binary, and homes that share one folder share cargo's build of the
+    /// SDK too (a crate's path dependency is part of its identity, so each
+    /// kit folder is compiled afresh).
+    pub fn sdk_kits_dir(&self) -> PathBuf {
+        match std::env::var_os("STUD_SDK_DIR").filter(|v| !v.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => self.root.join("sdk"),
+        }
+    }
+
     /// The compile cache and the key that authenticates its entries (the
     /// key stays in the home even when `STUD_CACHE_DIR` moves the cache).
     pub fn compile_cache(&self) -> CacheLocation {

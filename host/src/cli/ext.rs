@@ -785,7 +785,7 @@ fn new_cmd(
     name: &str,
     kind: Kind,
 ) -> anyhow::Result<ExitCode> {
-    let made = crate::extensions::scaffold::new_crate(home.root(), cwd, name, kind)?;
+    let made = crate::extensions::scaffold::new_crate(&home.sdk_kits_dir(), cwd, name, kind)?;
     outln!(
         "created the {kind} extension `{name}` in {}\n  {}\nSDK: {} (contract {})\nNext: cd {name} && stud ext build && stud ext install .",
         made.dir.display(),
@@ -835,6 +835,9 @@ fn dev_cmd(
 }
 
 fn build_cmd(home: &StudHome, dir: std::path::PathBuf) -> anyhow::Result<ExitCode> {
+    // The crates `ext new` made depend on the kit by path: put it back if
+    // it was removed (it is derived from this binary).
+    crate::extensions::scaffold::unpack_kit(&home.sdk_kits_dir())?;
     let runtime = Runtime::new(RuntimeOptions {
         cache: Some(home.compile_cache()),
         pooling: false,

@@ -1,6 +1,7 @@
 //! `stud ext new`: a crate for any kind that builds offline against the
 //! SDK and WIT of this very stud. The SDK kit is embedded in the binary and
-//! unpacked once per contract version into `~/.stud/sdk/<version>/`; the
+//! unpacked once per contract version into `~/.stud/sdk/<version>/` (or
+//! `$STUD_SDK_DIR/<version>/`); the
 //! new crate depends on it by path, so it never drifts from the host that
 //! will load it.
 
@@ -83,21 +84,25 @@ fn kit_digest() -> Sha256Digest {
 
 const STAMP: &str = ".kit-sha256";
 
-/// Unpack the SDK kit into `<home>/sdk/<contract version>/` unless the same
+/// Unpack the SDK kit into `<kits>/<contract version>/` unless the same
 /// kit is already there; returns that folder. Written to a temporary
-/// folder first and renamed, so a crash never leaves half a kit.
-pub fn unpack_kit(home: &Path) -> Result<PathBuf, ScaffoldError> {
-    let parent = home.join("sdk");
-    let dir = parent.join(stud_protocol::CONTRACT_VERSION);
+/// folder first and renamed, so a crash never leaves half a kit, and
+/// several processes unpacking at once (homes sharing `STUD_SDK_DIR`) all
+/// end with the one kit: a process that finds the same kit put in place
+/// while it wrote its own keeps that one.
+pub fn unpack_kit(kits: &Path) -> Result<PathBuf, ScaffoldError> {
+    let dir = kits.join(stud_protocol::CONTRACT_VERSION);
     let digest = kit_digest().to_string();
-    if std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s.trim() == digest) {
+    let current =
+        |dir: &Path| std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s.trim() == digest);
+    if current(&dir) {
         return Ok(dir);
     }
-    std::fs::create_dir_all(&parent).map_err(io("create", &parent))?;
+    std::fs::create_dir_all(kits).map_err(io("create", kits))?;
     let staging = tempfile::Builder::new()
         .prefix(".kit-")
-        .tempdir_in(&parent)
-        .map_err(io("create a temporary folder in", &parent))?;
+        .tempdir_in(kits)
+        .map_err(io("create a temporary folder in", kits))?;
     for (rel, bytes) in SDK_KIT {
         let path = staging.path().join(rel);
         if let Some(p) = path.parent() {
@@ -107,12 +112,27 @@ pub fn unpack_kit(home: &Path) -> Result<PathBuf, ScaffoldError> {
     }
     let stamp = staging.path().join(STAMP);
     std::fs::write(&stamp, &digest).map_err(io("write", &stamp))?;
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(io("replace", &dir))?;
+    // Another process may have put the same kit in place meanwhile; it
+    // may be building against it, so it stays (the staging folder goes).
+    if current(&dir) {
+        return Ok(dir);
     }
-    let staged = staging.keep();
-    std::fs::rename(&staged, &dir).map_err(io("move into place", &dir))?;
-    Ok(dir)
+    // Another stud's kit: replaced (a racing remover may take it first).
+    if let Err(e) = std::fs::remove_dir_all(&dir)
+        && dir.exists()
+    {
+        return Err(io("replace", &dir)(e));
+    }
+    match std::fs::rename(staging.path(), &dir) {
+        Ok(()) => {
+            // In place: nothing left for the guard to remove.
+            let _ = staging.keep();
+            Ok(dir)
+        }
+        // Lost the race to a process putting the same kit there.
+        Err(_) if current(&dir) => Ok(dir),
+        Err(e) => Err(io("move into place", &dir)(e)),
+    }
 }
 
 /// What `new_crate` made.
@@ -127,7 +147,7 @@ pub struct Created {
 /// `name` (its id, crate name, and for tools and commands the name the
 /// model or the user calls).
 pub fn new_crate(
-    home: &Path,
+    kits: &Path,
     parent: &Path,
     name: &str,
     kind: Kind,
@@ -145,7 +165,7 @@ pub fn new_crate(
     if dir.exists() {
         return Err(ScaffoldError::Exists(dir));
     }
-    let kit = unpack_kit(home)?;
+    let kit = unpack_kit(kits)?;
     let t = template(kind);
     let component = format!("{}.wasm", name.replace('-', "_"));
     let manifest = kit_text(&format!("sdk/templates/{t}.toml"))?
@@ -277,14 +297,42 @@ mod tests {
             assert!(made.dir.join("src/lib.rs").is_file());
         }
         // The kit is unpacked once and holds the SDK and its WIT.
-        let kit = home
-            .path()
-            .join("sdk")
-            .join(stud_protocol::CONTRACT_VERSION);
+        let kit = home.path().join(stud_protocol::CONTRACT_VERSION);
         assert!(kit.join("sdk/Cargo.toml").is_file());
         assert!(kit.join("sdk/shell/Cargo.toml").is_file());
         assert!(kit.join("sdk/shell/src/lib.rs").is_file());
         assert!(kit.join("wit/since_v0.1.4/host-socket.wit").is_file());
+    }
+
+    /// Homes sharing a kit folder (`STUD_SDK_DIR`) unpack at the same
+    /// time: each gets the one complete kit, and no staging folder stays.
+    #[test]
+    fn processes_unpacking_at_once_all_get_the_one_kit() {
+        let kits = tempfile::tempdir().unwrap();
+        let dirs: Vec<PathBuf> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| unpack_kit(kits.path())))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap().unwrap())
+                .collect()
+        });
+        let kit = kits.path().join(stud_protocol::CONTRACT_VERSION);
+        assert!(dirs.iter().all(|d| d == &kit), "{dirs:?}");
+        assert!(kit.join("sdk/Cargo.toml").is_file());
+        assert_eq!(
+            std::fs::read_to_string(kit.join(STAMP)).unwrap().trim(),
+            kit_digest().to_string()
+        );
+        let left: Vec<_> = std::fs::read_dir(kits.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            left,
+            vec![std::ffi::OsString::from(stud_protocol::CONTRACT_VERSION)]
+        );
     }
 
     #[test]

@@ -33,6 +33,7 @@ const HARMLESS_ENV: &[&str] = &[
     "TZ",
     "STUD_HOME",
     "STUD_CACHE_DIR",
+    "STUD_SDK_DIR",
     "CARGO_TARGET_TMPDIR",
 ];
 
