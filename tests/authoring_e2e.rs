@@ -40,13 +40,20 @@ struct Author {
     env: StudEnv,
     /// The empty folder the author starts in.
     work: tempfile::TempDir,
+    /// `STUD_SDK_DIR`.
+    kits: PathBuf,
 }
 
 impl Author {
     fn new() -> Self {
+        Author::with_kits(shared_kits())
+    }
+
+    fn with_kits(kits: PathBuf) -> Self {
         Author {
             env: StudEnv::new(),
             work: tempfile::tempdir().unwrap(),
+            kits,
         }
     }
 
@@ -56,7 +63,7 @@ impl Author {
             .command(args)
             .current_dir(cwd)
             .env("CARGO_TARGET_DIR", shared_target())
-            .env("STUD_SDK_DIR", shared_kits())
+            .env("STUD_SDK_DIR", &self.kits)
             .output()
             .unwrap()
     }
@@ -229,33 +236,47 @@ fn unbuilt_broken_and_badly_named_crates_get_clear_errors() {
 }
 
 /// `ext build` puts back a kit that was removed (crates depend on it by
-/// path; it is derived from the binary), before it looks at the folder.
+/// path; it is derived from the binary), before it looks at the folder;
+/// a kit someone changed (a planted `build.rs`, which cargo would run) is
+/// replaced, and a kits folder others may write is refused.
 #[test]
-fn a_removed_kit_is_put_back_by_ext_build() {
-    let a = Author::new();
+fn a_removed_or_changed_kit_is_put_back_by_ext_build() {
     let kits = tempfile::tempdir().unwrap();
-    let run = |cwd: &Path, args: &[&str]| {
-        a.env
-            .command(args)
-            .current_dir(cwd)
-            .env("STUD_SDK_DIR", kits.path())
-            .output()
-            .unwrap()
-    };
+    let a = Author::with_kits(kits.path().to_path_buf());
     let work = a.work.path();
-    assert!(
-        run(work, &["ext", "new", "--kind", "tool", "kept"])
-            .status
-            .success()
-    );
+    a.ok_in(work, &["ext", "new", "--kind", "tool", "kept"]);
     let kit = kits.path().join(stud_protocol::CONTRACT_VERSION);
     assert!(kit.join("sdk/Cargo.toml").is_file());
     std::fs::remove_dir_all(&kit).unwrap();
     // Not a crate: the build stops there, with the kit back in place.
-    let out = run(work, &["ext", "build"]);
+    let out = a.stud_in(work, &["ext", "build"]);
     assert!(!out.status.success());
     assert!(kit.join("sdk/Cargo.toml").is_file());
     assert!(kit.join("sdk/protocol/Cargo.toml").is_file());
+    let planted = kit.join("sdk/build.rs");
+    std::fs::write(
+        &planted,
+        "fn main() { std::fs::write(\"/tmp/owned\", \"\").unwrap(); }",
+    )
+    .unwrap();
+    let out = a.stud_in(work, &["ext", "build"]);
+    assert!(!out.status.success());
+    assert!(!planted.exists());
+    assert!(kit.join("sdk/Cargo.toml").is_file());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(kits.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let out = a.stud_in(work, &["ext", "new", "--kind", "tool", "open"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success()
+                && err.contains(&kits.path().display().to_string())
+                && err.contains("STUD_SDK_DIR"),
+            "{err}"
+        );
+        assert!(!work.join("open").exists());
+    }
 }
 
 /// The other six kinds: each template builds and passes the checks a load

@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::bundled::sdk_kit::SDK_KIT;
-use crate::digest::Sha256Digest;
 use crate::manifest::{ExtensionId, Kind};
+use crate::runtime::ownership::owned_by_me_without;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScaffoldError {
@@ -29,6 +29,11 @@ pub enum ScaffoldError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "{} is another user's or others may write it, and `stud ext build` runs code from the SDK kit it holds; point STUD_SDK_DIR at a folder of your own",
+        .0.display()
+    )]
+    UnsafeKitFolder(PathBuf),
     #[error("the embedded SDK has no `{0}`; this stud binary is incomplete, rebuild it")]
     MissingTemplate(String),
 }
@@ -69,36 +74,77 @@ fn kit_text(name: &str) -> Result<String, ScaffoldError> {
     Ok(String::from_utf8_lossy(kit_file(name)?).into_owned())
 }
 
-/// The digest of the whole kit: a changed stud (same contract version,
-/// other SDK code) unpacks afresh.
-fn kit_digest() -> Sha256Digest {
-    let mut all = Vec::new();
-    for (path, bytes) in SDK_KIT {
-        all.extend_from_slice(path.as_bytes());
-        all.push(0);
-        all.extend_from_slice(Sha256Digest::of(bytes).to_string().as_bytes());
-        all.push(b'\n');
+/// Whether `dir` holds exactly this binary's kit: every file with its
+/// bytes, nothing besides (cargo would run a planted `build.rs`), no links,
+/// and nothing anyone else may change. The contents are compared, not a
+/// stamp: a stamp only names a kit, and it is cheap (about 180 files, 1 MB).
+fn holds_the_kit(dir: &Path) -> bool {
+    let expected: std::collections::HashMap<&str, &[u8]> = SDK_KIT.iter().copied().collect();
+    let mut seen = 0;
+    let mut pending = vec![(dir.to_path_buf(), String::new())];
+    while let Some((folder, rel)) = pending.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&folder) else {
+            return false;
+        };
+        if !meta.is_dir() || !owned_by_me_without(&meta, 0o022) {
+            return false;
+        }
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            return false;
+        };
+        for entry in entries {
+            let Ok(entry) = entry else { return false };
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                return false;
+            };
+            let path = entry.path();
+            let rel = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                return false;
+            };
+            if meta.is_dir() {
+                pending.push((path, rel));
+                continue;
+            }
+            let same = meta.is_file()
+                && owned_by_me_without(&meta, 0o022)
+                && expected
+                    .get(rel.as_str())
+                    .is_some_and(|bytes| std::fs::read(&path).is_ok_and(|b| b == *bytes));
+            if !same {
+                return false;
+            }
+            seen += 1;
+        }
     }
-    Sha256Digest::of(&all)
+    seen == expected.len()
 }
 
-const STAMP: &str = ".kit-sha256";
-
-/// Unpack the SDK kit into `<kits>/<contract version>/` unless the same
-/// kit is already there; returns that folder. Written to a temporary
-/// folder first and renamed, so a crash never leaves half a kit, and
-/// several processes unpacking at once (homes sharing `STUD_SDK_DIR`) all
-/// end with the one kit: a process that finds the same kit put in place
-/// while it wrote its own keeps that one.
+/// Unpack the SDK kit into `<kits>/<contract version>/` unless that folder
+/// already holds exactly this kit; returns it. Written to a temporary
+/// folder first and renamed, so a crash never leaves half a kit, and done
+/// under a lock on `<kits>/.lock`: homes sharing `STUD_SDK_DIR` unpack at
+/// once, and one replacing a kit must not remove the one another has just
+/// put in place and is building against. A kits folder someone else owns
+/// or may write is refused: they could change the SDK between this check
+/// and cargo's build.
 pub fn unpack_kit(kits: &Path) -> Result<PathBuf, ScaffoldError> {
     let dir = kits.join(stud_protocol::CONTRACT_VERSION);
-    let digest = kit_digest().to_string();
-    let current =
-        |dir: &Path| std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s.trim() == digest);
-    if current(&dir) {
+    std::fs::create_dir_all(kits).map_err(io("create", kits))?;
+    let meta = std::fs::metadata(kits).map_err(io("read", kits))?;
+    if !owned_by_me_without(&meta, 0o022) {
+        return Err(ScaffoldError::UnsafeKitFolder(kits.to_path_buf()));
+    }
+    let lock_path = kits.join(".lock");
+    let lock = std::fs::File::create(&lock_path).map_err(io("create", &lock_path))?;
+    lock.lock().map_err(io("lock", &lock_path))?;
+    if holds_the_kit(&dir) {
         return Ok(dir);
     }
-    std::fs::create_dir_all(kits).map_err(io("create", kits))?;
     let staging = tempfile::Builder::new()
         .prefix(".kit-")
         .tempdir_in(kits)
@@ -110,29 +156,13 @@ pub fn unpack_kit(kits: &Path) -> Result<PathBuf, ScaffoldError> {
         }
         std::fs::write(&path, bytes).map_err(io("write", &path))?;
     }
-    let stamp = staging.path().join(STAMP);
-    std::fs::write(&stamp, &digest).map_err(io("write", &stamp))?;
-    // Another process may have put the same kit in place meanwhile; it
-    // may be building against it, so it stays (the staging folder goes).
-    if current(&dir) {
-        return Ok(dir);
+    // Another stud's kit, or one changed since it was unpacked.
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(io("replace", &dir))?;
     }
-    // Another stud's kit: replaced (a racing remover may take it first).
-    if let Err(e) = std::fs::remove_dir_all(&dir)
-        && dir.exists()
-    {
-        return Err(io("replace", &dir)(e));
-    }
-    match std::fs::rename(staging.path(), &dir) {
-        Ok(()) => {
-            // In place: nothing left for the guard to remove.
-            let _ = staging.keep();
-            Ok(dir)
-        }
-        // Lost the race to a process putting the same kit there.
-        Err(_) if current(&dir) => Ok(dir),
-        Err(e) => Err(io("move into place", &dir)(e)),
-    }
+    let staged = staging.keep();
+    std::fs::rename(&staged, &dir).map_err(io("move into place", &dir))?;
+    Ok(dir)
 }
 
 /// What `new_crate` made.
@@ -305,7 +335,8 @@ mod tests {
     }
 
     /// Homes sharing a kit folder (`STUD_SDK_DIR`) unpack at the same
-    /// time: each gets the one complete kit, and no staging folder stays.
+    /// time: each gets the one complete kit, and no staging folder stays
+    /// (only the lock file beside it).
     #[test]
     fn processes_unpacking_at_once_all_get_the_one_kit() {
         let kits = tempfile::tempdir().unwrap();
@@ -321,18 +352,61 @@ mod tests {
         let kit = kits.path().join(stud_protocol::CONTRACT_VERSION);
         assert!(dirs.iter().all(|d| d == &kit), "{dirs:?}");
         assert!(kit.join("sdk/Cargo.toml").is_file());
-        assert_eq!(
-            std::fs::read_to_string(kit.join(STAMP)).unwrap().trim(),
-            kit_digest().to_string()
-        );
-        let left: Vec<_> = std::fs::read_dir(kits.path())
+        assert!(holds_the_kit(&kit));
+        let mut left: Vec<_> = std::fs::read_dir(kits.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
+        left.sort();
         assert_eq!(
             left,
-            vec![std::ffi::OsString::from(stud_protocol::CONTRACT_VERSION)]
+            [".lock", stud_protocol::CONTRACT_VERSION].map(std::ffi::OsString::from)
         );
+    }
+
+    /// A kit changed on disk (a planted `build.rs`, which cargo would run,
+    /// an edited source, a link, a missing file) is not taken for the kit:
+    /// unpacking replaces it.
+    #[cfg(unix)]
+    #[test]
+    fn a_tampered_kit_is_replaced() {
+        let kits = tempfile::tempdir().unwrap();
+        let kit = unpack_kit(kits.path()).unwrap();
+        let (rel, _) = SDK_KIT[0];
+        let tampers: [fn(&Path, &str); 4] = [
+            |k, _| std::fs::write(k.join("sdk/build.rs"), "fn main() {}").unwrap(),
+            |k, rel| std::fs::write(k.join(rel), "changed").unwrap(),
+            |k, rel| {
+                std::fs::remove_file(k.join(rel)).unwrap();
+                std::os::unix::fs::symlink("/etc/hostname", k.join(rel)).unwrap();
+            },
+            |k, rel| std::fs::remove_file(k.join(rel)).unwrap(),
+        ];
+        for tamper in tampers {
+            tamper(&kit, rel);
+            assert!(!holds_the_kit(&kit));
+            assert_eq!(unpack_kit(kits.path()).unwrap(), kit);
+            assert!(holds_the_kit(&kit));
+            assert!(!kit.join("sdk/build.rs").exists());
+        }
+    }
+
+    /// Someone else able to write the kits folder could swap the SDK
+    /// between the check and cargo's build: refused, by name.
+    #[cfg(unix)]
+    #[test]
+    fn a_kits_folder_others_may_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let kits = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(kits.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = unpack_kit(kits.path()).unwrap_err();
+        assert!(matches!(e, ScaffoldError::UnsafeKitFolder(_)), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains(&kits.path().display().to_string()) && text.contains("STUD_SDK_DIR"),
+            "{text}"
+        );
+        assert_eq!(std::fs::read_dir(kits.path()).unwrap().count(), 0);
     }
 
     #[test]

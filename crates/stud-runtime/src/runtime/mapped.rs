@@ -119,10 +119,7 @@ fn only_mine(meta: &std::fs::Metadata) -> bool {
 /// bits (0o022: no one else may write it; 0o077: nor read it).
 #[cfg(unix)]
 pub(crate) fn mine_without(meta: &std::fs::Metadata, others: u32) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    meta.is_file() && meta.uid() == me && meta.mode() & others == 0
+    meta.is_file() && super::ownership::owned_by_me_without(meta, others)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub mod load;
 mod mapped;
 pub mod meter;
 pub mod net;
+pub mod ownership;
 pub mod publish;
 // The policy is data (`stud-config`); its checks are here (`caps`).
 pub use crate::protected_paths;
