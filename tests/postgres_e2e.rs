@@ -68,6 +68,23 @@ fn list(env: &StudEnv, project: &Path, all: bool) -> Vec<Value> {
     serde_json::from_str::<Vec<Value>>(&text).expect("session list --json")
 }
 
+/// The id of the newest session listed for `project`, once there is one
+/// (a live session's manifest is written just after its turn ends).
+fn first_listed(env: &StudEnv, project: &Path) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let listed = list(env, project, false);
+        if let Some(id) = listed.first().and_then(|s| s["session_id"].as_str()) {
+            return id.to_string();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no session listed 20 s after its turn ended"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The texts of a session's messages, in order (`session show --json`:
 /// the manifest, then one record per line).
 fn messages(env: &StudEnv, project: &Path, id: &str) -> Vec<String> {
@@ -263,10 +280,9 @@ fn a_session_open_on_one_machine_is_refused_on_another() {
     let mut live = Live::start(&a, project, &[]);
     live.say("hold it");
     live.wait_for("answer to hold it", 1);
-    let id = list(&b, project, false)[0]["session_id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    // The manifest that lists the session is written while the person
+    // reads the answer, so the answer can be on screen a moment before.
+    let id = first_listed(&b, project);
 
     // Another home (so no shared lock file): only the database's lock stops it.
     let out = on(
