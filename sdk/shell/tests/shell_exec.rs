@@ -827,12 +827,12 @@ fn behaviour(trace: &str, dir: &Path) -> Result<Behaviour, String> {
 // ---------------------------------------------------------------------
 // The closed-world check
 
-/// Whether a key line names `argv`: its words (quotes removed by `shlex`)
+/// Whether a key line names `argv`: its words (quotes removed by `shell-words`)
 /// are `argv`, either as they are or with the redirections that stay on
 /// the line (`< in`, `2>& 1`) taken out; `~` and `~/...` also stand for
 /// their expansion.
 fn names(line: &str, argv: &[String], home: &str) -> bool {
-    let Some(words) = shlex::split(line) else {
+    let Ok(words) = shell_words::split(line) else {
         return false;
     };
     same_words(&words, argv, home) || same_words(&without_redirections(&words), argv, home)
