@@ -279,6 +279,51 @@ fn a_removed_or_changed_kit_is_put_back_by_ext_build() {
     }
 }
 
+/// Debian, Ubuntu and Fedora give each account its own group and a umask
+/// of 002, so files and folders are made group-writable: the kit must
+/// still be unpacked into the home's default place (it was refused as a
+/// folder others may write), and kept, not rewritten at every use.
+#[cfg(unix)]
+#[test]
+fn a_kit_unpacked_under_umask_002_is_used_and_kept() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    use std::os::unix::process::CommandExt as _;
+    let env = StudEnv::new();
+    let work = tempfile::tempdir().unwrap();
+    let new = |name: &str| {
+        let mut c = env.command(&["ext", "new", "--kind", "tool", name]);
+        c.current_dir(work.path()).env_remove("STUD_SDK_DIR");
+        // SAFETY: umask is async-signal-safe and touches only the child.
+        unsafe {
+            c.pre_exec(|| {
+                libc::umask(0o002);
+                Ok(())
+            })
+        };
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "stud ext new {name} under umask 002:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    new("first");
+    let kits = env.home.path().join("sdk");
+    let kit = kits.join(stud_protocol::CONTRACT_VERSION);
+    let file = kit.join("sdk/Cargo.toml");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&kits), 0o755);
+    assert_eq!(mode(&file), 0o644);
+    let inode = std::fs::metadata(&file).unwrap().ino();
+    new("second");
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().ino(),
+        inode,
+        "the kit was unpacked again"
+    );
+    assert!(work.path().join("second/Cargo.toml").is_file());
+}
+
 /// The other six kinds: each template builds and passes the checks a load
 /// makes (contract stamp, imports against capabilities, exports).
 #[test]

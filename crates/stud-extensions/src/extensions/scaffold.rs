@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::bundled::sdk_kit::SDK_KIT;
 use crate::manifest::{ExtensionId, Kind};
-use crate::runtime::ownership::owned_by_me_without;
+use crate::runtime::ownership::{Exposure, FolderRole, folder_exposure, owned_by_me_without};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScaffoldError {
@@ -30,12 +30,88 @@ pub enum ScaffoldError {
         source: std::io::Error,
     },
     #[error(
-        "{} is another user's or others may write it, and `stud ext build` runs code from the SDK kit it holds; point STUD_SDK_DIR at a folder of your own",
-        .0.display()
+        "{} {}, and `stud ext build` runs code from the SDK kit in {}: {}",
+        .folder.display(),
+        exposure_text(.exposure),
+        .kits.display(),
+        exposure_advice(.exposure, .folder)
     )]
-    UnsafeKitFolder(PathBuf),
+    UnsafeKitFolder {
+        /// The kits folder or the folder on its way that others may change.
+        folder: PathBuf,
+        kits: PathBuf,
+        exposure: Exposure,
+    },
     #[error("the embedded SDK has no `{0}`; this stud binary is incomplete, rebuild it")]
     MissingTemplate(String),
+}
+
+fn exposure_text(e: &Exposure) -> String {
+    match e {
+        Exposure::Owner { uid } => format!("belongs to another user (uid {uid})"),
+        Exposure::Group { mode } => {
+            format!("may be written by its group, which is not yours alone (mode {mode:o})")
+        }
+        Exposure::Others { mode } => format!("may be written by anyone (mode {mode:o})"),
+    }
+}
+
+fn exposure_advice(e: &Exposure, folder: &Path) -> String {
+    match e {
+        Exposure::Owner { .. } => "point STUD_SDK_DIR at a folder of your own".to_string(),
+        Exposure::Group { .. } | Exposure::Others { .. } => format!(
+            "`chmod go-w {}` makes it yours alone, or point STUD_SDK_DIR at a folder only you may write",
+            folder.display()
+        ),
+    }
+}
+
+/// The kits folder, and every folder on the way to it, as written and as
+/// links resolve it: no one else may change what it holds, nor move it
+/// away and put another in its place.
+fn check_kits_folder(kits: &Path) -> Result<(), ScaffoldError> {
+    let absolute = std::path::absolute(kits).map_err(io("find", kits))?;
+    let resolved = std::fs::canonicalize(kits).map_err(io("find", kits))?;
+    let exposed = |folder: &Path, role| -> Result<(), ScaffoldError> {
+        let meta = std::fs::metadata(folder).map_err(io("read", folder))?;
+        match folder_exposure(&meta, role) {
+            None => Ok(()),
+            Some(exposure) => Err(ScaffoldError::UnsafeKitFolder {
+                folder: folder.to_path_buf(),
+                kits: kits.to_path_buf(),
+                exposure,
+            }),
+        }
+    };
+    exposed(&resolved, FolderRole::Holder)?;
+    for path in [&absolute, &resolved] {
+        for folder in path.ancestors().skip(1) {
+            exposed(folder, FolderRole::Ancestor)?;
+        }
+    }
+    Ok(())
+}
+
+/// Create `path` and the folders on its way, none writable by group or
+/// others whatever the umask (under 002 the kits folder would be refused).
+fn create_dirs(path: &Path) -> Result<(), ScaffoldError> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o755);
+    builder.create(path).map_err(io("create", path))
+}
+
+/// Write a new file no one else may write, whatever the umask (a kit
+/// file others may write is not taken for the kit).
+fn write_new(path: &Path, bytes: &[u8]) -> Result<(), ScaffoldError> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o644);
+    let mut file = options.open(path).map_err(io("write", path))?;
+    file.write_all(bytes).map_err(io("write", path))
 }
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> ScaffoldError + 'a {
@@ -134,13 +210,16 @@ fn holds_the_kit(dir: &Path) -> bool {
 /// and cargo's build.
 pub fn unpack_kit(kits: &Path) -> Result<PathBuf, ScaffoldError> {
     let dir = kits.join(stud_protocol::CONTRACT_VERSION);
-    std::fs::create_dir_all(kits).map_err(io("create", kits))?;
-    let meta = std::fs::metadata(kits).map_err(io("read", kits))?;
-    if !owned_by_me_without(&meta, 0o022) {
-        return Err(ScaffoldError::UnsafeKitFolder(kits.to_path_buf()));
-    }
+    create_dirs(kits)?;
+    check_kits_folder(kits)?;
     let lock_path = kits.join(".lock");
-    let lock = std::fs::File::create(&lock_path).map_err(io("create", &lock_path))?;
+    let mut lock_options = std::fs::OpenOptions::new();
+    lock_options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut lock_options, 0o644);
+    let lock = lock_options
+        .open(&lock_path)
+        .map_err(io("create", &lock_path))?;
     lock.lock().map_err(io("lock", &lock_path))?;
     if holds_the_kit(&dir) {
         return Ok(dir);
@@ -149,12 +228,20 @@ pub fn unpack_kit(kits: &Path) -> Result<PathBuf, ScaffoldError> {
         .prefix(".kit-")
         .tempdir_in(kits)
         .map_err(io("create a temporary folder in", kits))?;
+    // Made as the umask says (group-writable under 002): the kit's own
+    // folder must be no one else's to write.
+    #[cfg(unix)]
+    std::fs::set_permissions(
+        staging.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .map_err(io("set the mode of", staging.path()))?;
     for (rel, bytes) in SDK_KIT {
         let path = staging.path().join(rel);
         if let Some(p) = path.parent() {
-            std::fs::create_dir_all(p).map_err(io("create", p))?;
+            create_dirs(p)?;
         }
-        std::fs::write(&path, bytes).map_err(io("write", &path))?;
+        write_new(&path, bytes)?;
     }
     // Another stud's kit, or one changed since it was unpacked.
     if dir.exists() {
@@ -400,13 +487,51 @@ mod tests {
         let kits = tempfile::tempdir().unwrap();
         std::fs::set_permissions(kits.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         let e = unpack_kit(kits.path()).unwrap_err();
-        assert!(matches!(e, ScaffoldError::UnsafeKitFolder(_)), "{e}");
+        assert!(
+            matches!(&e, ScaffoldError::UnsafeKitFolder { folder, exposure: Exposure::Others { .. }, .. } if folder == kits.path()),
+            "{e}"
+        );
         let text = e.to_string();
         assert!(
-            text.contains(&kits.path().display().to_string()) && text.contains("STUD_SDK_DIR"),
+            text.contains(&kits.path().display().to_string())
+                && text.contains("chmod go-w")
+                && text.contains("STUD_SDK_DIR"),
             "{text}"
         );
         assert_eq!(std::fs::read_dir(kits.path()).unwrap().count(), 0);
+    }
+
+    /// Whoever may write a folder on the way could rename the kits folder
+    /// away and put their own in its place: refused, naming that folder,
+    /// also when a link leads through it. A sticky one (`/tmp`) keeps
+    /// others to their own entries and is fine.
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_on_the_way_others_may_write_is_refused_unless_sticky() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let root = tempfile::tempdir().unwrap();
+        let open = root.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let kits = open.join("mine/kits");
+        let e = unpack_kit(&kits).unwrap_err();
+        assert!(
+            matches!(&e, ScaffoldError::UnsafeKitFolder { folder, .. } if *folder == open),
+            "{e}"
+        );
+        assert!(!kits.join(stud_protocol::CONTRACT_VERSION).exists());
+        // Through a link that lies in the open folder.
+        let safe = root.path().join("safe");
+        std::fs::create_dir(&safe).unwrap();
+        std::os::unix::fs::symlink(&safe, open.join("link")).unwrap();
+        let e = unpack_kit(&open.join("link/kits")).unwrap_err();
+        assert!(
+            matches!(&e, ScaffoldError::UnsafeKitFolder { folder, .. } if *folder == open),
+            "{e}"
+        );
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(holds_the_kit(&unpack_kit(&kits).unwrap()));
+        assert!(holds_the_kit(&unpack_kit(&open.join("link/kits")).unwrap()));
     }
 
     #[test]
