@@ -72,21 +72,42 @@ fn exposure_advice(e: &Exposure, folder: &Path) -> String {
 fn check_kits_folder(kits: &Path) -> Result<(), ScaffoldError> {
     let absolute = std::path::absolute(kits).map_err(io("find", kits))?;
     let resolved = std::fs::canonicalize(kits).map_err(io("find", kits))?;
-    let exposed = |folder: &Path, role| -> Result<(), ScaffoldError> {
-        let meta = std::fs::metadata(folder).map_err(io("read", folder))?;
-        match folder_exposure(&meta, role) {
-            None => Ok(()),
-            Some(exposure) => Err(ScaffoldError::UnsafeKitFolder {
-                folder: folder.to_path_buf(),
-                kits: kits.to_path_buf(),
-                exposure,
-            }),
-        }
-    };
-    exposed(&resolved, FolderRole::Holder)?;
+    refuse_exposed(&resolved, FolderRole::Holder, kits)?;
     for path in [&absolute, &resolved] {
         for folder in path.ancestors().skip(1) {
-            exposed(folder, FolderRole::Ancestor)?;
+            refuse_exposed(folder, FolderRole::Ancestor, kits)?;
+        }
+    }
+    Ok(())
+}
+
+fn refuse_exposed(folder: &Path, role: FolderRole, kits: &Path) -> Result<(), ScaffoldError> {
+    let meta = std::fs::metadata(folder).map_err(io("read", folder))?;
+    match folder_exposure(&meta, role) {
+        None => Ok(()),
+        Some(exposure) => Err(ScaffoldError::UnsafeKitFolder {
+            folder: folder.to_path_buf(),
+            kits: kits.to_path_buf(),
+            exposure,
+        }),
+    }
+}
+
+/// The folders on the way to a kits folder not made yet, up to the first
+/// that exists: checked before anything is created, so a refused
+/// `STUD_SDK_DIR` leaves no folder of ours behind in a place it refused.
+fn check_way_before_creating(kits: &Path) -> Result<(), ScaffoldError> {
+    let absolute = std::path::absolute(kits).map_err(io("find", kits))?;
+    let Some(existing) = absolute.ancestors().find(|a| a.exists()) else {
+        return Ok(());
+    };
+    if existing == absolute {
+        return Ok(());
+    }
+    let resolved = std::fs::canonicalize(existing).map_err(io("find", existing))?;
+    for path in [existing, resolved.as_path()] {
+        for folder in path.ancestors() {
+            refuse_exposed(folder, FolderRole::Ancestor, kits)?;
         }
     }
     Ok(())
@@ -210,6 +231,7 @@ fn holds_the_kit(dir: &Path) -> bool {
 /// and cargo's build.
 pub fn unpack_kit(kits: &Path) -> Result<PathBuf, ScaffoldError> {
     let dir = kits.join(stud_protocol::CONTRACT_VERSION);
+    check_way_before_creating(kits)?;
     create_dirs(kits)?;
     check_kits_folder(kits)?;
     let lock_path = kits.join(".lock");
@@ -519,7 +541,10 @@ mod tests {
             matches!(&e, ScaffoldError::UnsafeKitFolder { folder, .. } if *folder == open),
             "{e}"
         );
-        assert!(!kits.join(stud_protocol::CONTRACT_VERSION).exists());
+        assert!(
+            !open.join("mine").exists(),
+            "a refused kits folder leaves nothing behind"
+        );
         // Through a link that lies in the open folder.
         let safe = root.path().join("safe");
         std::fs::create_dir(&safe).unwrap();
