@@ -73,7 +73,7 @@ fn main() {
             }
             if env::var_os("STUD_SKIP_WASM_BUILD").is_none() {
                 ensure_wasm_target();
-                build_workspace(&root, &root.join("plugins"), &wasm_target_dir)
+                build_workspace(&root, &root.join("plugins"), &wasm_target_dir, None)
                     .unwrap_or_else(|e| panic!("{e}"));
             }
             wasm_out.clone()

@@ -46,7 +46,19 @@ pub fn ensure_wasm_target() {
 /// `--config`, which adds to the workspace's own `rustflags` (the
 /// plugins' `.cargo/config.toml` turns on wasm SIMD); a `RUSTFLAGS`-like
 /// variable would replace them.
-pub fn build_workspace(root: &Path, dir: &Path, target_dir: &Path) -> Result<(), String> {
+///
+/// With `lint`, clippy's driver compiles the workspace's own crates, so
+/// the build lints them as it goes (`-D warnings`) instead of a separate
+/// `cargo clippy` checking every dependency again. Only for components
+/// whose bytes nobody compares: cargo hashes the wrapper's path into the
+/// crates' identity, and clippy turns MIR optimizations off, so the same
+/// sources build to other bytes.
+pub fn build_workspace(
+    root: &Path,
+    dir: &Path,
+    target_dir: &Path,
+    lint: Option<&Path>,
+) -> Result<(), String> {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(dir)
@@ -72,8 +84,26 @@ pub fn build_workspace(root: &Path, dir: &Path, target_dir: &Path) -> Result<(),
         "CARGO_BUILD_TARGET_DIR",
         "RUSTC_WORKSPACE_WRAPPER",
         "CARGO_PRIMARY_PACKAGE",
+        "CLIPPY_ARGS",
     ] {
         cmd.env_remove(var);
+    }
+    if let Some(driver) = lint {
+        let driver = driver.to_str().ok_or_else(|| {
+            format!(
+                "the clippy driver's path is not UTF-8: {}",
+                driver.display()
+            )
+        })?;
+        cmd.arg("--config")
+            .arg(format!(
+                "build.rustc-workspace-wrapper={}",
+                toml_string(driver)?
+            ))
+            .env(
+                "CLIPPY_ARGS",
+                "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
+            );
     }
     let output = cmd
         .output()

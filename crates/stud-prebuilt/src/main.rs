@@ -264,7 +264,7 @@ fn dep_info_sources(text: &str) -> Result<Vec<String>> {
 fn build(root: &Path) -> Result<PathBuf> {
     let target = root.join("target").join("wasm");
     wasm_build::ensure_wasm_target();
-    wasm_build::build_workspace(root, &root.join("plugins"), &target)
+    wasm_build::build_workspace(root, &root.join("plugins"), &target, None)
         .map_err(anyhow::Error::msg)?;
     Ok(target.join(wasm_build::WASM_TARGET).join("release"))
 }
