@@ -77,19 +77,120 @@ pub fn folder_exposure(_meta: &std::fs::Metadata, _role: FolderRole) -> Option<E
 }
 
 /// Whether `gid` is this user's private group: the effective group, named
-/// as the user is, listing no one else. A shared primary group (`users`)
-/// is not.
+/// as the user is, listing no one else, and the primary group of no other
+/// account. A shared primary group (`users`) is not. An account whose
+/// primary group it is need not be listed among its members, so every
+/// account is read; where the account or group database cannot be read
+/// whole (a directory service: `sss`, `ldap`, `nis`, ...) the group
+/// counts as shared.
 #[cfg(unix)]
 fn group_is_mine_alone(gid: u32) -> bool {
     // SAFETY: getegid and geteuid have no preconditions and cannot fail.
     let (egid, euid) = unsafe { (libc::getegid(), libc::geteuid()) };
-    if gid != egid {
+    let nsswitch = || std::fs::read_to_string("/etc/nsswitch.conf").unwrap_or_default();
+    private_group(
+        Asked { gid, egid, euid },
+        || user_name(euid),
+        || group_entry(gid),
+        nsswitch,
+        accounts,
+    )
+}
+
+/// The group asked about, and who is asking.
+#[cfg(unix)]
+#[derive(Clone, Copy)]
+struct Asked {
+    gid: u32,
+    egid: u32,
+    euid: u32,
+}
+
+/// [`group_is_mine_alone`] over its lookups, each made only when the
+/// answer still depends on it.
+#[cfg(unix)]
+fn private_group(
+    asked: Asked,
+    user: impl FnOnce() -> Option<Vec<u8>>,
+    group: impl FnOnce() -> Option<(Vec<u8>, Vec<Vec<u8>>)>,
+    nsswitch: impl FnOnce() -> String,
+    accounts: impl FnOnce() -> Option<Vec<(u32, u32)>>,
+) -> bool {
+    if asked.gid != asked.egid {
         return false;
     }
-    let (Some(user), Some((group, members))) = (user_name(euid), group_entry(gid)) else {
+    let (Some(user), Some((name, members))) = (user(), group()) else {
         return false;
     };
-    group == user && members.iter().all(|m| *m == user)
+    if name != user || members.iter().any(|m| *m != user) {
+        return false;
+    }
+    let nsswitch = nsswitch();
+    if !read_whole(&nsswitch, "passwd") || !read_whole(&nsswitch, "group") {
+        return false;
+    }
+    accounts().is_some_and(|all| primary_group_is_only(&all, asked.euid, asked.gid))
+}
+
+/// Whether the line for `database` (`passwd`, `group`) in nsswitch.conf
+/// names only sources that hold every entry they answer for, members
+/// included: local files and systemd's records. A missing line or file is
+/// not assumed to mean anything.
+#[cfg(unix)]
+fn read_whole(nsswitch: &str, database: &str) -> bool {
+    let key = format!("{database}:");
+    let Some(sources) = nsswitch.lines().find_map(|line| {
+        let line = line.split('#').next().unwrap_or_default();
+        line.trim_start()
+            .strip_prefix(key.as_str())
+            .map(|rest| rest.to_string())
+    }) else {
+        return false;
+    };
+    // `[NOTFOUND=return]`-style actions change when a lookup stops, not
+    // which sources there are.
+    let mut names = Vec::new();
+    let mut in_action = false;
+    for word in sources.split_whitespace() {
+        if in_action || word.starts_with('[') {
+            in_action = !word.ends_with(']');
+        } else {
+            names.push(word);
+        }
+    }
+    !names.is_empty() && names.iter().all(|n| matches!(*n, "files" | "systemd"))
+}
+
+/// Whether no account but `me` has `gid` as its primary group.
+#[cfg(unix)]
+fn primary_group_is_only(accounts: &[(u32, u32)], me: u32, gid: u32) -> bool {
+    accounts
+        .iter()
+        .all(|&(uid, primary)| primary != gid || uid == me)
+}
+
+/// Every account's uid and primary gid, from the account database.
+/// `getpwent` walks one process-wide position, so walks are taken one at
+/// a time.
+#[cfg(unix)]
+fn accounts() -> Option<Vec<(u32, u32)>> {
+    static WALK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = WALK.lock().unwrap_or_else(|p| p.into_inner());
+    let mut all = Vec::new();
+    // SAFETY: setpwent/getpwent/endpwent are called under the lock above;
+    // each entry is read before the next call overwrites it.
+    unsafe {
+        libc::setpwent();
+        loop {
+            let entry = libc::getpwent();
+            if entry.is_null() {
+                break;
+            }
+            all.push(((*entry).pw_uid, (*entry).pw_gid));
+        }
+        libc::endpwent();
+    }
+    (!all.is_empty()).then_some(all)
 }
 
 /// Run a `getpwuid_r`-style lookup with a buffer that grows while the
@@ -218,5 +319,92 @@ mod tests {
         }
         // A group that is not the effective one never is.
         assert!(!group_is_mine_alone(gid.wrapping_add(4242)));
+    }
+
+    /// Only local files and systemd's records are read whole; a directory
+    /// service, `compat` (NIS entries in the files) or no line at all
+    /// leaves accounts unseen.
+    #[test]
+    fn only_local_sources_are_read_whole() {
+        for (conf, whole) in [
+            ("passwd:         files systemd\ngroup: files\n", true),
+            ("passwd: files\n", true),
+            ("passwd: files [NOTFOUND=return] systemd\n", true),
+            ("passwd: files [ NOTFOUND=return ] systemd\n", true),
+            ("  passwd: files # systemd sss\n", true),
+            ("passwd: files sss\n", false),
+            ("passwd: files systemd ldap\n", false),
+            ("passwd: compat\n", false),
+            ("passwd: nis [NOTFOUND=return] files\n", false),
+            ("# passwd: files\ngroup: files\n", false),
+            ("passwd:\n", false),
+            ("", false),
+        ] {
+            assert_eq!(read_whole(conf, "passwd"), whole, "{conf:?}");
+        }
+        let conf = "passwd: files systemd\ngroup: files sss\n";
+        assert!(read_whole(conf, "passwd") && !read_whole(conf, "group"));
+        // `passwdx:` is another database.
+        assert!(!read_whole("passwdx: files\n", "passwd"));
+    }
+
+    /// Another account whose primary group it is, listed as a member or
+    /// not, makes the group shared.
+    #[test]
+    fn another_account_with_the_group_as_its_primary_one_shares_it() {
+        let me = 1000;
+        assert!(primary_group_is_only(&[(0, 0), (1000, 1000)], me, 1000));
+        assert!(!primary_group_is_only(
+            &[(0, 0), (1000, 1000), (1001, 1000)],
+            me,
+            1000
+        ));
+        // Two entries for this user (files and a record) are still one.
+        assert!(primary_group_is_only(
+            &[(1000, 1000), (1000, 1000)],
+            me,
+            1000
+        ));
+    }
+
+    /// The attack the account walk closes: another account whose primary
+    /// group is this user's, not listed among the group's members, could
+    /// write a group-writable folder; so could the accounts of a directory
+    /// service the walk cannot read whole.
+    #[test]
+    fn a_group_is_private_only_when_every_account_was_seen() {
+        let asked = Asked {
+            gid: 1000,
+            egid: 1000,
+            euid: 1000,
+        };
+        let alice = || Some(b"alice".to_vec());
+        let group = || Some((b"alice".to_vec(), vec![]));
+        let local = || "passwd: files systemd\ngroup: files systemd\n".to_string();
+        let alone = || Some(vec![(0, 0), (1000, 1000), (1001, 1001)]);
+        assert!(private_group(asked, alice, group, local, alone));
+        let hidden = || Some(vec![(0, 0), (1000, 1000), (1001, 1000)]);
+        assert!(!private_group(asked, alice, group, local, hidden));
+        let directory = || "passwd: files sss\ngroup: files sss\n".to_string();
+        assert!(!private_group(asked, alice, group, directory, alone));
+        let unread = || None;
+        assert!(!private_group(asked, alice, group, local, unread));
+        // What was refused before still is: a member listed, another
+        // name, another group than the effective one.
+        let shared = || Some((b"alice".to_vec(), vec![b"bob".to_vec()]));
+        assert!(!private_group(asked, alice, shared, local, alone));
+        let users = || Some((b"users".to_vec(), vec![]));
+        assert!(!private_group(asked, alice, users, local, alone));
+        let other = Asked { gid: 100, ..asked };
+        assert!(!private_group(other, alice, group, local, alone));
+    }
+
+    /// The walk reads the real database: the effective user is in it.
+    #[test]
+    fn the_account_walk_finds_this_user() {
+        // SAFETY: no preconditions.
+        let me = unsafe { libc::geteuid() };
+        let all = accounts().expect("at least one account");
+        assert!(all.iter().any(|&(uid, _)| uid == me), "{all:?}");
     }
 }
