@@ -73,8 +73,18 @@ fn check_kits_folder(kits: &Path) -> Result<(), ScaffoldError> {
     let absolute = std::path::absolute(kits).map_err(io("find", kits))?;
     let resolved = std::fs::canonicalize(kits).map_err(io("find", kits))?;
     refuse_exposed(&resolved, FolderRole::Holder, kits)?;
-    for path in [&absolute, &resolved] {
-        for folder in path.ancestors().skip(1) {
+    for parent in [absolute.parent(), resolved.parent()].into_iter().flatten() {
+        refuse_exposed_on_the_way(parent, kits)?;
+    }
+    Ok(())
+}
+
+/// `from` and every folder above it, as written and as links resolve it,
+/// as folders on the way to `kits`.
+fn refuse_exposed_on_the_way(from: &Path, kits: &Path) -> Result<(), ScaffoldError> {
+    let resolved = std::fs::canonicalize(from).map_err(io("find", from))?;
+    for path in [from, resolved.as_path()] {
+        for folder in path.ancestors() {
             refuse_exposed(folder, FolderRole::Ancestor, kits)?;
         }
     }
@@ -104,13 +114,7 @@ fn check_way_before_creating(kits: &Path) -> Result<(), ScaffoldError> {
     if existing == absolute {
         return Ok(());
     }
-    let resolved = std::fs::canonicalize(existing).map_err(io("find", existing))?;
-    for path in [existing, resolved.as_path()] {
-        for folder in path.ancestors() {
-            refuse_exposed(folder, FolderRole::Ancestor, kits)?;
-        }
-    }
-    Ok(())
+    refuse_exposed_on_the_way(existing, kits)
 }
 
 /// Create `path` and the folders on its way, none writable by group or
