@@ -194,6 +194,41 @@ fn context_when_config_takes_a_provider_part_only_where_its_key_is_configured() 
     assert_eq!(valid("minimal-tool").context, None);
 }
 
+/// `[context.when-project-has]` names what a context provider reads in
+/// the project root; its config key's list replaces the names, and a
+/// value the declaration does not describe makes them unknown (the
+/// provider is then always asked).
+#[test]
+fn context_when_project_has_names_the_files_a_provider_reads() {
+    use stud::manifest::Reads;
+    let m = valid("context-project-files");
+    let files = m
+        .context
+        .as_ref()
+        .and_then(|c| c.when_project_has.as_ref())
+        .expect("[context.when-project-has]");
+    assert_eq!(files.files, ["RULES.md"]);
+    assert_eq!(files.config.as_deref(), Some("files"));
+    assert_eq!(
+        files.reads_with(&json!({})),
+        Reads::Names(vec!["RULES.md".into()])
+    );
+    assert_eq!(
+        files.reads_with(&json!({"files": ["GUIDE.md"]})),
+        Reads::Names(vec!["GUIDE.md".into()])
+    );
+    assert_eq!(
+        files.reads_with(&json!({"files": ["../GUIDE.md"]})),
+        Reads::Unknown
+    );
+    assert_eq!(
+        valid("context-when-config")
+            .context
+            .and_then(|c| c.when_project_has),
+        None
+    );
+}
+
 /// `when-config` attaches a hook only where its config key holds
 /// something; anything but a plainly empty value attaches it.
 #[test]

@@ -557,8 +557,8 @@ fn project_instructions_reach_the_request_and_environment_values_do_not() {
 /// `system-prompt-file`, keyed on `path`) is neither read, linked nor
 /// called while the person leaves that key empty (issue 42: a start pays
 /// only for what adds something), and its file reaches the request once
-/// they name one. `project-instructions`, which has no such key, is
-/// linked either way.
+/// they name one. `project-instructions`, which has no such key and whose
+/// `AGENTS.md` is there, is linked either way.
 #[test]
 fn a_context_provider_takes_part_only_once_its_key_is_configured() {
     use common::http::{Reply, TestServer};
@@ -569,6 +569,7 @@ fn a_context_provider_takes_part_only_once_its_key_is_configured() {
     let server = TestServer::start(vec![Reply::sse(&text, 64), Reply::sse(&text, 64)]);
     let env = StudEnv::new();
     env.file("PROMPT.md", "Answer in haiku.\n");
+    env.file("AGENTS.md", "Keep answers short.\n");
     let settings = |context: Value| {
         json!({
             "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
@@ -606,6 +607,103 @@ fn a_context_provider_takes_part_only_once_its_key_is_configured() {
         .collect();
     assert!(!bodies[0].contains("Answer in haiku."), "{}", bodies[0]);
     assert!(bodies[1].contains("Answer in haiku."), "{}", bodies[1]);
+}
+
+/// `project-instructions` declares `[context.when-project-has]`
+/// (`AGENTS.md`, `STUD.md`, or its `files` config): in a project with
+/// none of them it is neither read, linked nor called (issue 42), an
+/// `AGENTS.md` made while the session runs reaches its next request (the
+/// names are looked up before each one), and a `files` list in its config
+/// replaces the names.
+#[test]
+fn a_context_provider_takes_part_only_where_the_project_has_its_files() {
+    use common::http::{Reply, TestServer};
+    let stream = |name: &str| {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/streams")
+                .join(name),
+        )
+        .unwrap()
+    };
+    let env = StudEnv::new();
+    env.file("notes.txt", "The note says hello.\n");
+    let agents = env.project.path().join("AGENTS.md");
+    // The first answer (a `read` call) waits until AGENTS.md exists, which
+    // the test makes once the first request, composed without it, is in.
+    let server = TestServer::start(vec![
+        Reply::sse(&stream("openai-tool.sse"), 64).once_exists(agents.clone()),
+        Reply::sse(&stream("openai-text.sse"), 64),
+        Reply::sse(&stream("openai-text.sse"), 64),
+    ]);
+    let settings = |context: Value| {
+        json!({
+            "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+            "providers": {"openai-compatible": {"baseUrl": server.url()}},
+            "contextProviders": context
+        })
+    };
+    env.settings(settings(json!({})));
+    let requests = server.requests_handle();
+    let maker = std::thread::spawn({
+        let agents = agents.clone();
+        move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while requests.lock().unwrap().is_empty() {
+                assert!(std::time::Instant::now() < deadline, "no first request");
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            std::fs::write(&agents, "Always cite the file.\n").unwrap();
+        }
+    });
+    let err = env.ok_stderr(&[
+        "--debug=stud=trace",
+        "run",
+        "-p",
+        "--yolo",
+        "What does notes.txt say?",
+    ]);
+    maker.join().unwrap();
+    let bodies: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
+    assert_eq!(bodies.len(), 2, "{err}");
+    assert!(
+        !bodies[0].contains("Always cite the file."),
+        "{}",
+        bodies[0]
+    );
+    assert!(bodies[1].contains("Always cite the file."), "{}", bodies[1]);
+    // Before the file existed nothing of it ran: its first link and
+    // instance come after the first request's stage had ended.
+    let first_request = err
+        .find("stage{name=send-request}: ")
+        .unwrap_or_else(|| panic!("no send-request stage:\n{err}"));
+    for before in [
+        "integrity{ext=project-instructions",
+        "code{ext=project-instructions",
+        "instantiate{ext=project-instructions",
+    ] {
+        let at = err
+            .find(before)
+            .unwrap_or_else(|| panic!("no {before}:\n{err}"));
+        assert!(
+            at > first_request,
+            "{before} before the first request:\n{err}"
+        );
+    }
+
+    // Its config's list replaces the names: RULES.md now, not AGENTS.md.
+    env.file("RULES.md", "Answer in French.\n");
+    env.settings(settings(
+        json!({"project-instructions": {"files": ["RULES.md"]}}),
+    ));
+    env.ok_stderr(&["run", "-p", "--no-tools", "hi"]);
+    let last = String::from_utf8_lossy(&server.requests()[2].body).into_owned();
+    assert!(last.contains("Answer in French."), "{last}");
+    assert!(!last.contains("Always cite the file."), "{last}");
 }
 
 #[test]

@@ -1,14 +1,17 @@
 //! `[context]`: when a `kind = "context-provider"` extension is asked for
 //! fragments. A provider that adds only what the person configured (a
 //! file they named) declares the key with `when-config`; where that key
-//! is empty the session never links or calls it.
+//! is empty the session never links or calls it. One that adds only what
+//! it finds in the project root names those files in
+//! `[context.when-project-has]` (`project_files.rs`).
 
 use super::fields::Fields;
 use super::kind::Kind;
 use super::problems::Problems;
+use super::project_files::{ProjectFiles, read_project_files};
 use super::when_config::read_when_config;
 
-const KNOWN: &[&str] = &["when-config"];
+const KNOWN: &[&str] = &["when-config", "when-project-has"];
 const EXAMPLE: &str = "[context] with when-config = \"path\"";
 
 /// A context provider's `[context]` table.
@@ -18,6 +21,10 @@ pub struct ContextDecl {
     /// provider is asked for fragments only when the config gives that key
     /// something.
     pub when_config: Option<String>,
+    /// `when-project-has`: the names it reads in the project root; where
+    /// none of them exists it is not asked.
+    #[serde(default)]
+    pub when_project_has: Option<ProjectFiles>,
 }
 
 impl ContextDecl {
@@ -49,6 +56,18 @@ pub(crate) fn read_context(
     fields.unknown_keys(KNOWN, p);
     let when_config = fields
         .string("when-config", "when-config = \"path\"", p)
-        .and_then(|key| read_when_config(key, &fields.path("when-config"), config_schema, p));
-    Some(ContextDecl { when_config })
+        .and_then(|key| {
+            read_when_config(
+                key,
+                &fields.path("when-config"),
+                "when-config",
+                config_schema,
+                p,
+            )
+        });
+    let when_project_has = read_project_files(&fields, config_schema, p);
+    Some(ContextDecl {
+        when_config,
+        when_project_has,
+    })
 }

@@ -119,7 +119,13 @@ fn read_entry(
     let when_config = fields
         .string("when-config", "when-config = \"PreToolUse\"", p)
         .and_then(|key| {
-            super::when_config::read_when_config(key, &fields.path("when-config"), config_schema, p)
+            super::when_config::read_when_config(
+                key,
+                &fields.path("when-config"),
+                "when-config",
+                config_schema,
+                p,
+            )
         });
     fields.unknown_keys(KNOWN, p);
     let (slot, kind) = (slot?, kind?);

@@ -20,6 +20,7 @@ mod id;
 mod kind;
 mod limits;
 mod problems;
+mod project_files;
 mod schema;
 mod slots;
 mod socket_request;
@@ -47,6 +48,7 @@ pub use limits::{
     TIMEOUT_MS_RANGE,
 };
 pub use problems::{MAX_PROBLEMS, ManifestError, Problem};
+pub use project_files::{ProjectFiles, Reads, plain_name};
 pub use slots::{
     HookKind, HookSlot, Phase, SlotRule, Stage, UnknownSlot, attach_points, slot_allows,
 };

@@ -27,17 +27,19 @@ pub(crate) fn admits(when_config: Option<&str>, config: &serde_json::Value) -> b
 }
 
 /// `key` (at field `at`) must be a property the config schema declares: a
-/// typo would otherwise leave the part out for good.
+/// typo would otherwise leave the part out for good. `field` is what the
+/// advice says to remove (`when-config`).
 pub(crate) fn read_when_config(
     key: &str,
     at: &str,
+    field: &str,
     config_schema: Option<&serde_json::Value>,
     p: &mut Problems,
 ) -> Option<String> {
     let Some(schema) = config_schema else {
         p.push(
             at,
-            format!("names the config key `{key}`, but the extension has no [config] schema; declare it there (properties = {{ {key} = {{ type = \"array\" }} }}) or remove when-config"),
+            format!("names the config key `{key}`, but the extension has no [config] schema; declare it there (properties = {{ {key} = {{ type = \"array\" }} }}) or remove {field}"),
         );
         return None;
     };

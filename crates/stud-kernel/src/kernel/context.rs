@@ -69,7 +69,13 @@ impl ActParts<'_> {
             project_dir: Some("/project".into()),
         };
         let mut fragments = Vec::new();
-        for ext in &self.roster.context_providers {
+        // One whose project files are all absent would add nothing.
+        for ext in self
+            .roster
+            .context_providers
+            .iter()
+            .filter(|e| e.finds_context())
+        {
             match ext.context_provide(&ctx).await {
                 Ok(list) => fragments.extend(list.into_iter().map(|f| (ext.id().clone(), f))),
                 Err(e) => self.bus.record(KernelEvent::ContextFailed {

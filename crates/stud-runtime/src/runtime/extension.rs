@@ -245,6 +245,9 @@ pub struct Extension {
     hooks: Vec<crate::manifest::HookRegistration>,
     /// A context provider whose `[context] when-config` its config fills.
     provides_context: bool,
+    /// Where its `[context.when-project-has]` names are looked for, and
+    /// the names; `None`: it is asked whatever the project holds.
+    project_files: Option<(std::path::PathBuf, Vec<String>)>,
     core: Arc<Core>,
     /// Calls, failures and latency, for `/health`.
     stats: super::health::CallStats,
@@ -281,10 +284,12 @@ impl Extension {
                 .context
                 .as_ref()
                 .is_none_or(|c| c.provides_with(&config) || config.is_null());
+        let project_files = project_files(&manifest, &config, &ctx.dirs);
         Extension {
             manifest,
             hooks,
             provides_context,
+            project_files,
             scope,
             digest,
             info: known,
@@ -326,6 +331,22 @@ impl Extension {
     /// would add nothing, so it is never linked or called).
     pub fn provides_context(&self) -> bool {
         self.provides_context
+    }
+
+    /// Whether it has something to read now: a context provider with
+    /// `[context.when-project-has]` only while one of the names it reads
+    /// exists in the project root (anything there counts, a link or a
+    /// folder too, and so does a name that cannot be looked up: only a
+    /// plain "not found" for every name leaves it out). Looked up before
+    /// each request, so a file made mid-session is taken up at the next.
+    pub fn finds_context(&self) -> bool {
+        let Some((root, names)) = &self.project_files else {
+            return true;
+        };
+        names.iter().any(|name| {
+            !matches!(std::fs::symlink_metadata(root.join(name)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+        })
     }
 
     /// Its imports and exports (`None`: not a readable component, which
@@ -1029,4 +1050,23 @@ fn classify(
         detail.push_str(&stderr);
     }
     CallError::Trap { id, func, detail }
+}
+
+/// The project folder and names a context provider's
+/// `[context.when-project-has]` says it reads, when the kernel can look
+/// them up: not for a config value the declaration does not describe, nor
+/// without the project grant the provider would read them through.
+fn project_files(
+    manifest: &Manifest,
+    config: &serde_json::Value,
+    dirs: &[super::host_state::DirGrant],
+) -> Option<(std::path::PathBuf, Vec<String>)> {
+    let declared = manifest.context.as_ref()?.when_project_has.as_ref()?;
+    let root = dirs
+        .iter()
+        .find(|d| d.guest == super::host_state::PROJECT_GUEST_DIR)?;
+    match declared.reads_with(config) {
+        crate::manifest::Reads::Names(names) => Some((root.host.clone(), names)),
+        crate::manifest::Reads::Unknown => None,
+    }
 }

@@ -33,7 +33,10 @@ pub(super) fn prelink_start(exts: &[Arc<Extension>], provider: &str) {
     // the cores: the store's task keeps one busy.
     let soon: VecDeque<Arc<Extension>> = chosen
         .chain(hooks_before)
-        .chain(exts.iter().filter(|e| e.provides_context()))
+        .chain(
+            exts.iter()
+                .filter(|e| e.provides_context() && e.finds_context()),
+        )
         .cloned()
         .collect();
     let lanes = crate::runtime::cores::cores().saturating_sub(1).max(1);
