@@ -1055,6 +1055,7 @@ fn classify(
 /// The project folder and names a context provider's
 /// `[context.when-project-has]` says it reads, when the kernel can look
 /// them up: not for a config value the declaration does not describe, nor
+/// an unreadable config (as with hooks, it is then always asked), nor
 /// without the project grant the provider would read them through.
 fn project_files(
     manifest: &Manifest,
@@ -1062,6 +1063,9 @@ fn project_files(
     dirs: &[super::host_state::DirGrant],
 ) -> Option<(std::path::PathBuf, Vec<String>)> {
     let declared = manifest.context.as_ref()?.when_project_has.as_ref()?;
+    if config.is_null() {
+        return None;
+    }
     let root = dirs
         .iter()
         .find(|d| d.guest == super::host_state::PROJECT_GUEST_DIR)?;

@@ -107,7 +107,13 @@ impl MarkdownCommands {
 }
 
 /// The `.md` files under `root`, sorted, links to elsewhere not followed.
+/// A folder that is not there is not walked: most of the four are absent,
+/// and building a walker builds its glob and regex machinery (and asks
+/// for the number of cores) each time.
 fn md_files(root: &Path) -> Vec<PathBuf> {
+    if !root.is_dir() {
+        return Vec::new();
+    }
     let mut out: Vec<PathBuf> = ignore::WalkBuilder::new(root)
         .standard_filters(false)
         .follow_links(false)
@@ -126,6 +132,25 @@ fn md_files(root: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An absent folder gives nothing without a walk; a folder reached
+    /// through a link is still read, as the walker reads a linked root.
+    #[cfg(unix)]
+    #[test]
+    fn an_absent_folder_is_skipped_and_a_linked_one_read() {
+        let dir = tempfile::tempdir().expect("dir");
+        assert!(md_files(&dir.path().join("commands")).is_empty());
+        let real = dir.path().join("real");
+        std::fs::create_dir_all(real.join("git")).expect("mkdir");
+        std::fs::write(real.join("git/commit.md"), "commit").expect("write");
+        std::fs::write(real.join("notes.txt"), "not a command").expect("write");
+        let link = dir.path().join("commands");
+        std::os::unix::fs::symlink(&real, &link).expect("link");
+        assert_eq!(md_files(&link), [link.join("git/commit.md")]);
+        let file = dir.path().join("file");
+        std::fs::write(&file, "x").expect("write");
+        assert!(md_files(&file).is_empty());
+    }
 
     #[test]
     fn users_commands_come_first_and_components_win() {
