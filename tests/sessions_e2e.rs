@@ -635,6 +635,8 @@ fn a_context_provider_takes_part_only_where_the_project_has_its_files() {
         Reply::sse(&stream("openai-tool.sse"), 64).once_exists(agents.clone()),
         Reply::sse(&stream("openai-text.sse"), 64),
         Reply::sse(&stream("openai-text.sse"), 64),
+        Reply::sse(&stream("openai-text.sse"), 64),
+        Reply::sse(&stream("openai-text.sse"), 64),
     ]);
     let settings = |context: Value| {
         json!({
@@ -695,15 +697,40 @@ fn a_context_provider_takes_part_only_where_the_project_has_its_files() {
         );
     }
 
-    // Its config's list replaces the names: RULES.md now, not AGENTS.md.
+    // Its config's list replaces the names. With AGENTS.md gone, only the
+    // config's RULES.md can make it take part.
+    std::fs::remove_file(&agents).unwrap();
     env.file("RULES.md", "Answer in French.\n");
     env.settings(settings(
         json!({"project-instructions": {"files": ["RULES.md"]}}),
     ));
     env.ok_stderr(&["run", "-p", "--no-tools", "hi"]);
-    let last = String::from_utf8_lossy(&server.requests()[2].body).into_owned();
-    assert!(last.contains("Answer in French."), "{last}");
-    assert!(!last.contains("Always cite the file."), "{last}");
+    let third = String::from_utf8_lossy(&server.requests()[2].body).into_owned();
+    assert!(third.contains("Answer in French."), "{third}");
+
+    // The second of the manifest's names counts as much as the first.
+    env.file("STUD.md", "Prefer small commits.\n");
+    env.settings(settings(json!({})));
+    env.ok_stderr(&["run", "-p", "--no-tools", "hi"]);
+    let fourth = String::from_utf8_lossy(&server.requests()[3].body).into_owned();
+    assert!(fourth.contains("Prefer small commits."), "{fourth}");
+
+    // And where none of the names its config lists exists (RULES.md and
+    // STUD.md are there, but not named), nothing of it runs at all.
+    env.settings(settings(
+        json!({"project-instructions": {"files": ["MISSING.md"]}}),
+    ));
+    let err = env.ok_stderr(&["--debug=stud=trace", "run", "-p", "--no-tools", "hi"]);
+    let fifth = String::from_utf8_lossy(&server.requests()[4].body).into_owned();
+    assert!(!fifth.contains("Prefer small commits."), "{fifth}");
+    assert!(err.contains("load{ext=project-instructions"), "{err}");
+    for never in [
+        "integrity{ext=project-instructions",
+        "code{ext=project-instructions",
+        "instantiate{ext=project-instructions",
+    ] {
+        assert!(!err.contains(never), "{never} with no file to read:\n{err}");
+    }
 }
 
 #[test]

@@ -68,9 +68,15 @@ pub(crate) fn read_project_files(
     inner.unknown_keys(KNOWN, p);
     let files = read_files(&inner, p);
     // `None`: no key; `Some(None)`: a key the schema does not declare.
-    let config = inner
-        .string("config", "config = \"files\"", p)
-        .map(|key| read_when_config(key, &inner.path("config"), "config", config_schema, p));
+    let config = inner.string("config", "config = \"files\"", p).map(|key| {
+        read_when_config(
+            key,
+            &inner.path("config"),
+            "`config` from [context.when-project-has]",
+            config_schema,
+            p,
+        )
+    });
     let files = files?;
     let config = match config {
         Some(key) => Some(key?),
@@ -106,7 +112,7 @@ fn read_files(inner: &Fields<'_>, p: &mut Problems) -> Option<Vec<String>> {
             Some(name) => {
                 p.push(
                     &item_at,
-                    format!("`{name}` is not a plain file name; name an entry of the project root itself (no `/`, `.` or `..`)"),
+                    format!("`{name}` is not a plain file name; name an entry of the project root itself (no `/`, `\\`, `.`, `..` or empty name)"),
                 );
                 ok = false;
             }

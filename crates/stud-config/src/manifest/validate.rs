@@ -206,6 +206,20 @@ fn read(
         p,
     );
     let context = read_context(&top, kind, config_schema.as_ref(), p);
+    let reads_project = capabilities
+        .filesystem
+        .iter()
+        .any(|f| f.dir == capabilities::FsDir::Project);
+    if context
+        .as_ref()
+        .is_some_and(|c| c.when_project_has.is_some())
+        && !reads_project
+    {
+        p.push(
+            "context.when-project-has",
+            "names files in the project root, but the extension has no project grant to read them through (so it would always be asked); add filesystem = [{ dir = \"project\", access = \"read\" }] to [capabilities], or remove the table".to_string(),
+        );
+    }
     let dependencies = read_dependencies(
         sub(
             &top,

@@ -1055,8 +1055,10 @@ fn classify(
 /// The project folder and names a context provider's
 /// `[context.when-project-has]` says it reads, when the kernel can look
 /// them up: not for a config value the declaration does not describe, nor
-/// an unreadable config (as with hooks, it is then always asked), nor
-/// without the project grant the provider would read them through.
+/// an unreadable config (as with hooks, it is then always asked; load has
+/// validated it, so this is only the safe side), nor without the project
+/// grant the provider would read them through (a manifest error, kept
+/// here for the same reason).
 fn project_files(
     manifest: &Manifest,
     config: &serde_json::Value,
