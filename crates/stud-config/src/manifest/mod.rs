@@ -48,7 +48,7 @@ pub use limits::{
     TIMEOUT_MS_RANGE,
 };
 pub use problems::{MAX_PROBLEMS, ManifestError, Problem};
-pub use project_files::{ProjectFiles, Reads, plain_name};
+pub use project_files::{ProjectFiles, Reads};
 pub use slots::{
     HookKind, HookSlot, Phase, SlotRule, Stage, UnknownSlot, attach_points, slot_allows,
 };

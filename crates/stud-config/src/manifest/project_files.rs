@@ -53,7 +53,7 @@ impl ProjectFiles {
 }
 
 /// One path component that names an entry of the folder itself.
-pub fn plain_name(name: &str) -> bool {
+fn plain_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
 }
 

@@ -340,13 +340,9 @@ impl Extension {
     /// plain "not found" for every name leaves it out). Looked up before
     /// each request, so a file made mid-session is taken up at the next.
     pub fn finds_context(&self) -> bool {
-        let Some((root, names)) = &self.project_files else {
-            return true;
-        };
-        names.iter().any(|name| {
-            !matches!(std::fs::symlink_metadata(root.join(name)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound)
-        })
+        self.project_files
+            .as_ref()
+            .is_none_or(|(root, names)| any_there(root, names))
     }
 
     /// Its imports and exports (`None`: not a readable component, which
@@ -1074,5 +1070,45 @@ fn project_files(
     match declared.reads_with(config) {
         crate::manifest::Reads::Names(names) => Some((root.host.clone(), names)),
         crate::manifest::Reads::Unknown => None,
+    }
+}
+
+/// Whether anything is under one of `names` in `root`: only a plain "not
+/// found" for every name says no (closed world: a lookup that fails
+/// otherwise may hide a file the provider could read).
+fn any_there(root: &std::path::Path, names: &[String]) -> bool {
+    names.iter().any(|name| {
+        !matches!(std::fs::symlink_metadata(root.join(name)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+    })
+}
+
+#[cfg(test)]
+mod project_files_tests {
+    use super::any_there;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|n| n.to_string()).collect()
+    }
+
+    /// Only "not found" for every name leaves a provider out; a folder, a
+    /// dangling link, or a lookup that fails another way (here the root is
+    /// a file, so the lookup says "not a directory") counts as there.
+    #[test]
+    fn only_not_found_everywhere_leaves_a_provider_out() {
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path();
+        assert!(!any_there(root, &names(&["AGENTS.md", "STUD.md"])));
+        assert!(!any_there(root, &[]));
+        std::fs::write(root.join("STUD.md"), "rules").expect("write");
+        assert!(any_there(root, &names(&["AGENTS.md", "STUD.md"])));
+        std::fs::create_dir(root.join("RULES.md")).expect("mkdir");
+        assert!(any_there(root, &names(&["RULES.md"])));
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(root.join("gone"), root.join("LINK.md")).expect("link");
+            assert!(any_there(root, &names(&["LINK.md"])));
+        }
+        assert!(any_there(&root.join("STUD.md"), &names(&["AGENTS.md"])));
     }
 }
