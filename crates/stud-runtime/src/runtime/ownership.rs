@@ -179,18 +179,45 @@ fn accounts() -> Option<Vec<(u32, u32)>> {
     let mut all = Vec::new();
     // SAFETY: setpwent/getpwent/endpwent are called under the lock above;
     // each entry is read before the next call overwrites it.
-    unsafe {
+    let whole = unsafe {
         libc::setpwent();
-        loop {
+        let whole = loop {
+            clear_errno();
             let entry = libc::getpwent();
             if entry.is_null() {
-                break;
+                break walk_ended(std::io::Error::last_os_error().raw_os_error());
             }
             all.push(((*entry).pw_uid, (*entry).pw_gid));
-        }
+        };
         libc::endpwent();
+        whole
+    };
+    (whole && !all.is_empty()).then_some(all)
+}
+
+/// Whether `getpwent`'s null, with `errno` as it left it, is the end of
+/// the accounts rather than a failed read (closed world: a walk cut short
+/// by an error would look like every account, one short).
+#[cfg(unix)]
+fn walk_ended(errno: Option<i32>) -> bool {
+    matches!(errno, Some(0) | Some(libc::ENOENT))
+}
+
+/// Set `errno` to 0, so an error `getpwent` reports can be told from the
+/// end of the walk. Where there is no way to, the walk's end is taken as
+/// an error unless `errno` happens to read 0 or ENOENT.
+#[cfg(unix)]
+fn clear_errno() {
+    // SAFETY: the calling thread's errno location is always valid.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    unsafe {
+        *libc::__errno_location() = 0;
     }
-    (!all.is_empty()).then_some(all)
+    // SAFETY: as above.
+    #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
+    unsafe {
+        *libc::__error() = 0;
+    }
 }
 
 /// Run a `getpwuid_r`-style lookup with a buffer that grows while the
@@ -397,6 +424,18 @@ mod tests {
         assert!(!private_group(asked, alice, users, local, alone));
         let other = Asked { gid: 100, ..asked };
         assert!(!private_group(other, alice, group, local, alone));
+    }
+
+    /// Only a null with no error (or "no more entries") ends the walk as
+    /// whole; a read error leaves the accounts unseen.
+    #[test]
+    fn a_walk_cut_short_by_an_error_is_not_whole() {
+        assert!(walk_ended(Some(0)));
+        assert!(walk_ended(Some(libc::ENOENT)));
+        for errno in [libc::EIO, libc::EMFILE, libc::ENOMEM, libc::EAGAIN] {
+            assert!(!walk_ended(Some(errno)), "{errno}");
+        }
+        assert!(!walk_ended(None));
     }
 
     /// The walk reads the real database: the effective user is in it.
