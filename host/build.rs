@@ -34,6 +34,9 @@ fn main() {
     if os == "linux" && abi == "gnu" && links_with("-Wl,-z,pack-relative-relocs", &[]) {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
+    if os == "linux" && abi == "gnu" {
+        static_unwinder();
+    }
     if let Some(lld) = default_lld() {
         let flag = format!(
             "-Wl,--symbol-ordering-file={},--no-warn-symbol-ordering",
@@ -46,6 +49,23 @@ fn main() {
         {
             println!("cargo:rustc-link-arg-bins={flag}");
         }
+    }
+}
+
+/// Link the unwinder (`libgcc_eh.a`) into the binary instead of loading
+/// `libgcc_s.so.1` at every start.
+fn static_unwinder() {
+    let Ok(out) = Command::new("cc")
+        .arg("-print-file-name=libgcc_eh.a")
+        .stdin(Stdio::null())
+        .output()
+    else {
+        return;
+    };
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if let (true, Some(dir)) = (path.is_absolute() && path.is_file(), path.parent()) {
+        println!("cargo:rustc-link-search=native={}", dir.display());
+        println!("cargo:rustc-link-lib=static:-bundle=gcc_eh");
     }
 }
 

@@ -27,6 +27,7 @@ mod index_e2e;
 mod kernel_e2e;
 mod layers;
 mod lifecycle_e2e;
+mod link;
 mod manifest_writer;
 mod mcp_e2e;
 mod mcp_oauth_e2e;

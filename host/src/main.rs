@@ -2,6 +2,9 @@
 
 use std::process::ExitCode;
 
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod libm_calls;
+
 fn main() -> ExitCode {
     match stud::cli::run() {
         Ok(code) => code,

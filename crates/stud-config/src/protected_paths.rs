@@ -13,7 +13,7 @@
 //! covered: the policy is about the user's project.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use std::borrow::Cow;
 
@@ -45,17 +45,35 @@ pub struct PatternError {
     pub reason: String,
 }
 
-/// The compiled policy; cheap to share (`Arc`) between every extension of
-/// a session.
+/// The policy; cheap to share (`Arc`) between every extension of a
+/// session.
 #[derive(Debug, Clone)]
 pub struct ProtectedPaths {
     patterns: Vec<String>,
-    /// Patterns without `/`, matched against one path component.
-    names: Matcher,
-    /// Patterns with `/`, matched against the project-relative path.
-    paths: Matcher,
+    /// The globs compiled, at the first path checked: most starts open no
+    /// project file before their first request, and building the sets
+    /// (literal automata, regexes, the CPU's features probed) cost about
+    /// 0.15 ms of every start (issue 42, docs/benchmarks.md). Each
+    /// pattern is parsed when the policy is made, so a bad one is still
+    /// named there.
+    compiled: OnceLock<Compiled>,
     /// Exact project-relative paths the user granted (`/`-separated).
     allow: Vec<String>,
+}
+
+/// The patterns as matchers, or why they could not be built together.
+#[derive(Debug, Clone)]
+enum Compiled {
+    Sets {
+        /// Patterns without `/`, matched against one path component.
+        names: Matcher,
+        /// Patterns with `/`, matched against the project-relative path.
+        paths: Matcher,
+    },
+    /// Closed world: every parsed pattern stands, so a set that does not
+    /// build (a size limit) protects every project path rather than none
+    /// of the user's.
+    Failed(String),
 }
 
 /// Some of the patterns, compiled in lower case (candidates are folded to
@@ -89,13 +107,6 @@ impl Matcher {
             reason: e.to_string(),
         })?;
         Ok(Matcher { set, index })
-    }
-
-    fn empty() -> Self {
-        Matcher {
-            set: GlobSet::empty(),
-            index: Vec::new(),
-        }
     }
 
     /// The place of the first pattern matching `text`.
@@ -140,21 +151,14 @@ impl ProtectedPaths {
     ) -> Result<Self, PatternError> {
         let mut patterns: Vec<String> = DEFAULT_PATTERNS.iter().map(|p| p.to_string()).collect();
         for p in extra {
+            Self::check_pattern(p)?;
             if !patterns.iter().any(|q| q == p) {
                 patterns.push(p.to_string());
             }
         }
-        let names = Matcher::build(
-            patterns
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| !p.contains('/')),
-        )?;
-        let paths = Matcher::build(patterns.iter().enumerate().filter(|(_, p)| p.contains('/')))?;
         Ok(ProtectedPaths {
             patterns,
-            names,
-            paths,
+            compiled: OnceLock::new(),
             allow: allow
                 .into_iter()
                 .map(|a| normalize_rel(a.trim_start_matches("./")))
@@ -172,13 +176,12 @@ impl ProtectedPaths {
             })
     }
 
-    /// Protects nothing (only when the defaults themselves fail to build,
+    /// Protects nothing (only when the defaults themselves fail to parse,
     /// which a unit test rules out).
     fn nothing() -> Self {
         ProtectedPaths {
             patterns: Vec::new(),
-            names: Matcher::empty(),
-            paths: Matcher::empty(),
+            compiled: OnceLock::new(),
             allow: Vec::new(),
         }
     }
@@ -187,13 +190,36 @@ impl ProtectedPaths {
         &self.patterns
     }
 
+    fn compiled(&self) -> &Compiled {
+        self.compiled.get_or_init(|| {
+            let with_slash = |want: bool| {
+                Matcher::build(
+                    self.patterns
+                        .iter()
+                        .enumerate()
+                        .filter(move |(_, p)| p.contains('/') == want),
+                )
+            };
+            match (with_slash(false), with_slash(true)) {
+                (Ok(names), Ok(paths)) => Compiled::Sets { names, paths },
+                (Err(e), _) | (_, Err(e)) => Compiled::Failed(format!(
+                    "protectedPaths.patterns, which could not be compiled together ({}): every project file is protected until they are fixed",
+                    e.reason
+                )),
+            }
+        })
+    }
+
     /// The pattern matching one step of a path: its last component `name`
     /// or the whole `prefix`.
     fn step(&self, prefix: &str, name: &str) -> Option<&str> {
-        self.names
-            .first(name)
-            .or_else(|| self.paths.first(prefix))
-            .map(|i| self.patterns[i].as_str())
+        match self.compiled() {
+            Compiled::Sets { names, paths } => names
+                .first(name)
+                .or_else(|| paths.first(prefix))
+                .map(|i| self.patterns[i].as_str()),
+            Compiled::Failed(why) => Some(why),
+        }
     }
 
     /// `hit`, unless the user allowed exactly `rel`.
@@ -232,11 +258,16 @@ impl ProtectedPaths {
     /// [`Self::protecting_entry`] for a project-relative path.
     pub fn protecting_rel_entry(&self, rel: &Path) -> Option<&str> {
         let name = rel.file_name()?.to_string_lossy();
-        let hit = match self.names.first(&name) {
+        let (names, paths) = match self.compiled() {
+            Compiled::Sets { names, paths } => (names, paths),
+            Compiled::Failed(why) => {
+                return self.unless_allowed(Some(why), &rel.to_string_lossy());
+            }
+        };
+        let hit = match names.first(&name) {
             Some(i) => Some(self.patterns[i].as_str()),
-            None if self.paths.index.is_empty() => return None,
-            None => self
-                .paths
+            None if paths.index.is_empty() => return None,
+            None => paths
                 .first(&rel.to_string_lossy())
                 .map(|i| self.patterns[i].as_str()),
         };
@@ -378,6 +409,40 @@ mod tests {
         assert!(
             p.protecting_in(project, Path::new("/home/u/.stud/data/x/.env"))
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn the_globs_are_compiled_at_the_first_check_only() {
+        let p = ProtectedPaths::new(["secrets"], []).unwrap();
+        assert!(p.compiled.get().is_none(), "made without compiling");
+        assert_eq!(p.protecting("a/secrets/x"), Some("secrets"));
+        assert!(matches!(p.compiled.get(), Some(Compiled::Sets { .. })));
+        let shared = p.clone();
+        assert_eq!(shared.protecting("x/.env"), Some(".env"));
+    }
+
+    #[test]
+    fn sets_that_do_not_build_protect_every_project_path() {
+        let p = ProtectedPaths {
+            compiled: OnceLock::from(Compiled::Failed("why".into())),
+            ..ProtectedPaths::new([], ["docs/allowed.md"]).unwrap()
+        };
+        assert_eq!(p.protecting("src/main.rs"), Some("why"));
+        let project = Path::new("/p");
+        assert_eq!(
+            p.protecting_entry(project, &project.join("README.md")),
+            Some("why")
+        );
+        assert_eq!(
+            p.protecting("docs/allowed.md"),
+            None,
+            "an exact grant stands"
+        );
+        assert!(
+            p.protecting_in(project, Path::new("/elsewhere/x"))
+                .is_none(),
+            "outside the project nothing changes"
         );
     }
 
