@@ -964,3 +964,63 @@ fn each_request_is_recorded_as_a_digest_that_repeats_exactly() {
     assert_eq!(digests("read the notes"), first);
     assert_ne!(digests("read the notes, please")[0], first[0]);
 }
+
+#[test]
+fn a_config_this_binary_found_valid_is_not_checked_again() {
+    use common::http::{Reply, TestServer};
+    const NOTED: &str = "config found valid by this binary before";
+    let env = StudEnv::new();
+    let server = TestServer::start(
+        (0..3)
+            .map(|_| Reply::sse(&common::recorded_stream("openai-text.sse"), 64))
+            .collect(),
+    );
+    // A header no other run has: the shared cache may hold notes of
+    // earlier runs of this test.
+    let unique = format!("{:?}", std::time::SystemTime::now());
+    let settings = |base: &str| {
+        json!({
+            "active": {"provider": "openai-compatible", "model": "gpt-4.1-mini"},
+            "providers": {"openai-compatible": {"baseUrl": base, "headers": {"x-run": unique}}}
+        })
+    };
+    env.settings(settings(&server.url()));
+    let args = ["--debug", "run", "-p", "Say hello."];
+    let first = env.ok_stderr(&args);
+    assert!(!first.contains(NOTED), "{first}");
+    let second = env.ok_stderr(&args);
+    assert!(second.contains(NOTED), "{second}");
+
+    // Another binary file (a copy) checks it again.
+    let copy = env.home.path().join("stud-copy");
+    std::fs::copy(env!("CARGO_BIN_EXE_stud"), &copy).unwrap();
+    let same = env.command(&args);
+    let out = std::process::Command::new(&copy)
+        .args(args)
+        .envs(same.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .env_remove("RUST_LOG")
+        .current_dir(env.project.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains(NOTED), "{err}");
+    assert_eq!(server.requests().len(), 3);
+
+    // A config the schema refuses is refused every time: it is never noted.
+    env.settings(settings("ftp://127.0.0.1/v1"));
+    for _ in 0..2 {
+        let out = env.command(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        // The missing provider is named with why it did not load.
+        assert!(
+            err.contains("provider `openai-compatible` did not load")
+                && err.contains("at `/baseUrl`")
+                && err.contains("^https?://"),
+            "{err}"
+        );
+        assert!(!err.contains(NOTED), "{err}");
+    }
+}

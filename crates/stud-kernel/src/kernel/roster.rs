@@ -19,6 +19,11 @@ pub enum SessionError {
         "provider `{wanted}` is not available; loaded providers: {available}. Pick one with --provider"
     )]
     ProviderMissing { wanted: String, available: String },
+    /// The provider is there but did not load: the person needs why.
+    #[error(
+        "provider `{wanted}` did not load: {reason}. Fix that, or pick another provider with --provider"
+    )]
+    ProviderFailed { wanted: String, reason: String },
     // The cause is part of the message, not a `source`: an error chain
     // would print it twice.
     #[error("cannot ask provider `{provider}` for its models: {reason}")]

@@ -150,6 +150,11 @@ impl CompileCache {
         self.dir.as_deref()
     }
 
+    /// The folder and the key, when the disk cache is on.
+    pub(crate) fn keyed(&self) -> Option<(&Path, &CacheKey)> {
+        Some((self.dir.as_deref()?, self.key.as_ref()?))
+    }
+
     /// The engine's key (see `stud_engine::engine_key`).
     pub fn engine_key(&self) -> &str {
         &self.engine_key
@@ -307,7 +312,7 @@ impl CompileCache {
 }
 
 /// The user's 32-byte cache key.
-type CacheKey = [u8; blake3::KEY_LEN];
+pub(crate) type CacheKey = [u8; blake3::KEY_LEN];
 
 /// The file name extension of a tag.
 const MAC_EXTENSION: &str = "mac";

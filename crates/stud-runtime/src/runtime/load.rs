@@ -12,6 +12,7 @@ use super::Runtime;
 use super::caps::confine::ProcessConfinement;
 use super::caps::http::NetAccess;
 use super::caps::{Gate, HostInterface};
+use super::checked_configs::ConfigNote;
 use super::code::{CodeInput, ComponentBytes, DeferredCheck, LazyCode};
 use super::error::LoadError;
 use super::extension::Extension;
@@ -140,7 +141,7 @@ impl Runtime {
         // it): its schema need not be compiled at start.
         let config = match (&spec.bytes, spec.config) {
             (ComponentBytes::Embedded(_), None) => NO_SETTINGS.to_string(),
-            (_, config) => validate_config(&spec.manifest, config)?,
+            (_, config) => validate_config(&spec.manifest, config, &self.cache)?,
         };
         let slot = state_slot(&spec.manifest);
         if let Some(value) = spec.state {
@@ -304,10 +305,12 @@ fn check_imports(manifest: &Manifest, info: &ComponentInfo) -> Result<(), LoadEr
     Ok(())
 }
 
-/// The config as JSON text, checked against the manifest's schema.
+/// The config as JSON text, checked against the manifest's schema (or
+/// found checked by this binary before: `checked_configs`).
 fn validate_config(
     manifest: &Manifest,
     config: Option<serde_json::Value>,
+    cache: &super::cache::CompileCache,
 ) -> Result<String, LoadError> {
     let config = config.unwrap_or_else(|| serde_json::json!({}));
     let fail = |message: String| LoadError::Config {
@@ -316,6 +319,12 @@ fn validate_config(
     };
     match &manifest.config_schema {
         Some(schema) => {
+            let text = config.to_string();
+            let note = ConfigNote::of(cache, &schema.to_string(), &text);
+            if note.as_ref().is_some_and(ConfigNote::found) {
+                tracing::debug!(ext = %manifest.id, "config found valid by this binary before");
+                return Ok(text);
+            }
             let validator = crate::manifest::compiled_schema::validator(schema)
                 .map_err(|e| fail(format!("the schema does not compile: {e}")))?;
             if let Err(e) = validator.validate(&config) {
@@ -325,6 +334,10 @@ fn validate_config(
                     if at.is_empty() { "/" } else { &at }
                 )));
             }
+            if let Some(note) = note {
+                note.write();
+            }
+            return Ok(text);
         }
         None => {
             if config.as_object().is_none_or(|o| !o.is_empty()) {

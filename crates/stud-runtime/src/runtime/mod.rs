@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod cancel;
 pub mod caps;
+pub mod checked_configs;
 pub mod code;
 pub mod contract;
 pub mod cores;

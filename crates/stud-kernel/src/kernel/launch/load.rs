@@ -34,6 +34,8 @@ pub(super) struct Loaded {
     /// The set in force: chosen now, else the resumed session's.
     pub set: Option<ExtensionSet>,
     pub project_root: String,
+    /// The extensions that did not load, with why (id, message).
+    pub failed: Vec<(String, String)>,
 }
 
 impl Loaded {
@@ -195,5 +197,6 @@ pub(super) async fn load(
         resumed,
         set,
         project_root,
+        failed,
     })
 }

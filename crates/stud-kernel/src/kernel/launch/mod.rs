@@ -233,7 +233,8 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
     let found = discover::discover(&opts, &configured, &mut warnings).await?;
     let mut loaded = load::load(&opts, &configured, &found, &mut warnings).await?;
     let subscribed = subscribe::subscribe(&opts, &configured, &found, &loaded, &mut warnings);
-    let parts = parts::assemble(
+    let failed = std::mem::take(&mut loaded.failed);
+    let launched = match parts::assemble(
         &opts,
         &configured,
         &found,
@@ -241,8 +242,33 @@ pub async fn launch(opts: LaunchOptions) -> Result<Launched, LaunchError> {
         &subscribed,
         &mut warnings,
     )
-    .await?;
-    open::open(opts, configured, found, loaded, subscribed, parts, warnings).await
+    .await
+    {
+        Ok(parts) => open::open(opts, configured, found, loaded, subscribed, parts, warnings).await,
+        Err(e) => Err(e),
+    };
+    launched.map_err(|e| e.naming_load_failure(&failed))
+}
+
+impl LaunchError {
+    /// A provider that is missing because it did not load (a config its
+    /// schema refuses, say) is named with why, not only as missing.
+    fn naming_load_failure(self, failed: &[(String, String)]) -> Self {
+        match self {
+            LaunchError::Session(SessionError::ProviderMissing { wanted, available }) => {
+                match failed.iter().find(|(id, _)| *id == wanted) {
+                    Some((_, reason)) => LaunchError::Session(SessionError::ProviderFailed {
+                        wanted,
+                        reason: reason.clone(),
+                    }),
+                    None => {
+                        LaunchError::Session(SessionError::ProviderMissing { wanted, available })
+                    }
+                }
+            }
+            other => other,
+        }
+    }
 }
 
 impl Launched {
