@@ -151,8 +151,8 @@ impl ProtectedPaths {
     ) -> Result<Self, PatternError> {
         let mut patterns: Vec<String> = DEFAULT_PATTERNS.iter().map(|p| p.to_string()).collect();
         for p in extra {
-            Self::check_pattern(p)?;
             if !patterns.iter().any(|q| q == p) {
+                Self::check_pattern(p)?;
                 patterns.push(p.to_string());
             }
         }

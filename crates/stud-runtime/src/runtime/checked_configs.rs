@@ -45,15 +45,16 @@ impl ConfigNote {
         std::fs::symlink_metadata(&self.0).is_ok_and(|m| m.is_file())
     }
 
-    /// Note that the config is valid (best effort).
+    /// Note that the config is valid (best effort). Created exclusively:
+    /// whatever is already at the name (a planted link) is left as it is,
+    /// never followed, and only a plain file counts as a note.
     pub fn write(&self) {
         if let Some(dir) = self.0.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
         let _ = std::fs::OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(false)
+            .create_new(true)
             .open(&self.0);
     }
 }
@@ -139,6 +140,21 @@ mod tests {
             !ConfigNote::of(&other, schema, "{}").unwrap().found(),
             "another key makes other names"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_a_notes_name_is_no_note_and_not_followed() {
+        let home = tempfile::tempdir().unwrap();
+        let cache = keyed_cache(home.path(), "cache.key");
+        let planted = ConfigNote::of(&cache, r#"{"type":"object"}"#, "{}").unwrap();
+        std::fs::create_dir_all(planted.0.parent().unwrap()).unwrap();
+        let target = home.path().join("elsewhere");
+        std::os::unix::fs::symlink(&target, &planted.0).unwrap();
+        assert!(!planted.found());
+        planted.write();
+        assert!(!target.exists(), "the link was followed");
+        assert!(!planted.found());
     }
 
     #[test]
